@@ -1,0 +1,98 @@
+// The `fetch` each run's ChatOllama uses. It carries the run's AbortSignal, so a
+// cancel stops the HTTP request at once, even before the first token (the Ollama
+// client itself only checks for aborts when a chunk arrives). It also watches the
+// byte stream: an idle timer fails the request when the model goes silent, and it
+// notes what Ollama said (HTTP status, an {"error": ...} line) for classification.
+
+export class ModelIdleTimeoutError extends Error {
+  override name = "ModelIdleTimeoutError";
+  constructor(readonly idleMs: number) {
+    super(`the model sent nothing for ${idleMs} ms`);
+  }
+}
+
+/** What the transport saw; read after a failure to name its cause. */
+export interface ModelTransportReport {
+  httpStatus?: number;
+  /** The text of an {"error": ...} line or error body from Ollama. */
+  modelError?: string;
+  timedOut: boolean;
+}
+
+export function createModelFetch(options: {
+  signal: AbortSignal;
+  idleTimeoutMs: number;
+  report: ModelTransportReport;
+  baseFetch?: typeof fetch;
+}): typeof fetch {
+  const baseFetch = options.baseFetch ?? fetch;
+  const { report, idleTimeoutMs } = options;
+
+  return async (input, init) => {
+    const controller = new AbortController();
+    const signals = [options.signal, controller.signal];
+    if (init?.signal) signals.push(init.signal);
+    const signal = AbortSignal.any(signals);
+    let timer: NodeJS.Timeout | undefined;
+    const arm = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        report.timedOut = true;
+        controller.abort(new ModelIdleTimeoutError(idleTimeoutMs));
+      }, idleTimeoutMs);
+    };
+    const disarm = () => clearTimeout(timer);
+    arm();
+    let response: Response;
+    try {
+      response = await baseFetch(input, { ...init, signal });
+    } catch (error) {
+      disarm();
+      throw signal.aborted && signal.reason instanceof Error ? signal.reason : error;
+    }
+    report.httpStatus = response.status;
+    if (!response.body) {
+      disarm();
+      return response;
+    }
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let pending = "";
+    const body = new ReadableStream<Uint8Array>({
+      async pull(ctrl) {
+        arm();
+        try {
+          const { value, done } = await reader.read();
+          if (done) {
+            disarm();
+            noteErrorLine(pending);
+            ctrl.close();
+            return;
+          }
+          pending += decoder.decode(value, { stream: true });
+          const lines = pending.split("\n");
+          pending = lines.pop() ?? "";
+          for (const line of lines) noteErrorLine(line);
+          ctrl.enqueue(value);
+        } catch (error) {
+          disarm();
+          ctrl.error(signal.aborted && signal.reason instanceof Error ? signal.reason : error);
+        }
+      },
+      cancel(reason) {
+        disarm();
+        return reader.cancel(reason);
+      },
+    });
+    const noteErrorLine = (line: string) => {
+      if (!line.includes('"error"')) return;
+      try {
+        const parsed = JSON.parse(line) as { error?: unknown };
+        if (typeof parsed.error === "string") report.modelError = parsed.error;
+      } catch {
+        // Not JSON: the Ollama client reports it itself.
+      }
+    };
+    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+}

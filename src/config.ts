@@ -1,0 +1,155 @@
+// Environment → typed configuration. Every variable is validated once, at start-up;
+// a bad value stops the process with a one-line message naming the variable.
+import { readFileSync } from "node:fs";
+import path from "node:path";
+
+export interface Config {
+  /** HTTP port. `PORT`, default 4000; 0 picks a free port. */
+  port: number;
+  /** Interface to bind. `HOST`, default 127.0.0.1 (loopback: no token is required by default). */
+  host: string;
+  /** `DATABASE_URL`, default `file:./data/runledger.db`: the SQLite file shared with LangGraph. */
+  databaseUrl: string;
+  /** Absolute path of the SQLite file derived from `databaseUrl`. */
+  databasePath: string;
+  /** `OLLAMA_HOST`, default http://127.0.0.1:11434. */
+  ollamaHost: string;
+  /** `OLLAMA_MODEL`, default qwen3. */
+  ollamaModel: string;
+  /** `OLLAMA_THINK` (true/false); unset leaves the model's default. */
+  ollamaThink: boolean | undefined;
+  /** `AGENT_RECURSION_LIMIT`, default 25: LangGraph super-steps per run. */
+  recursionLimit: number;
+  /** `MODEL_IDLE_TIMEOUT_MS`, default 60000: a run fails with MODEL_TIMEOUT after this long without a byte from the model. */
+  modelIdleTimeoutMs: number;
+  /** `MAX_MESSAGE_CHARS`, default 32000: longer messages get a ValidationError. */
+  maxMessageChars: number;
+  /** `API_TOKEN`: when set, HTTP needs `Authorization: Bearer <token>` and WebSockets carry it in connection_init. */
+  apiToken: string | undefined;
+  /** `LOG_LEVEL`: debug, info (default), warn, error or silent. */
+  logLevel: LogLevel;
+  /** `SYSTEM_PROMPT`, or the contents of the file at `SYSTEM_PROMPT_FILE`; prepended to every model call, never stored. */
+  systemPrompt: string;
+  /** `RUN_HEARTBEAT_MS`, default 5000: how often a process proves it still owns its running runs. */
+  heartbeatMs: number;
+  /** `RUN_LEASE_MS`, default 30000: a process silent for this long is gone, and its running runs are recovered. */
+  leaseMs: number;
+  /** `EVENT_RETENTION`, default 10000: events kept per run for replay (`runEvents(after:)`). */
+  eventRetention: number;
+  /** `EVENT_GRACE_MS`, default 60000: how long a finished run's events stay replayable before the database answers alone. */
+  eventGraceMs: number;
+  /** `SUBSCRIBER_QUEUE_LIMIT`, default 1000: events a subscriber may have unread before it is cut off. */
+  subscriberQueueLimit: number;
+  /** `SHUTDOWN_TIMEOUT_MS`, default 10000: the longest a graceful shutdown waits for runs to be recorded. */
+  shutdownTimeoutMs: number;
+}
+
+export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+const DEFAULT_SYSTEM_PROMPT =
+  "You are a helpful assistant. Use the calculator tool for arithmetic and the current_time tool for the date or time.";
+
+type Env = Record<string, string | undefined>;
+
+function intVar(env: Env, name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === "") return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
+  const value = Number(raw.trim());
+  if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function urlVar(env: Env, name: string, fallback: string): string {
+  const raw = (env[name] ?? "").trim() || fallback;
+  // Ollama's own convention allows a bare host:port.
+  const withScheme = /^[a-z]+:\/\//i.test(raw) ? raw : `http://${raw}`;
+  let url: URL;
+  try {
+    url = new URL(withScheme);
+  } catch {
+    throw new ConfigError(`${name} must be a URL such as http://127.0.0.1:11434, got "${raw}"`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new ConfigError(`${name} must use http or https, got "${raw}"`);
+  }
+  return withScheme.replace(/\/+$/, "");
+}
+
+/** Resolves a Prisma-style SQLite URL (`file:./x.db`) to an absolute path. */
+export function databasePathFromUrl(databaseUrl: string, cwd = process.cwd()): string {
+  if (!databaseUrl.startsWith("file:")) {
+    throw new ConfigError(`DATABASE_URL must be a SQLite file URL such as file:./data/runledger.db, got "${databaseUrl}"`);
+  }
+  const file = databaseUrl.slice("file:".length).split("?")[0]!;
+  if (file === "" || file === ":memory:") {
+    throw new ConfigError("DATABASE_URL must name a file: LangGraph and the run store share it");
+  }
+  return path.resolve(cwd, file);
+}
+
+export function loadConfig(env: Env = process.env, readFile: (p: string) => string = defaultReadFile): Config {
+  const databaseUrl = (env.DATABASE_URL ?? "").trim() || "file:./data/runledger.db";
+  const logLevel = ((env.LOG_LEVEL ?? "").trim() || "info") as LogLevel;
+  if (!["debug", "info", "warn", "error", "silent"].includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of debug, info, warn, error, silent, got "${env.LOG_LEVEL}"`);
+  }
+  const thinkRaw = (env.OLLAMA_THINK ?? "").trim().toLowerCase();
+  let ollamaThink: boolean | undefined;
+  if (thinkRaw === "") ollamaThink = undefined;
+  else if (["true", "1", "yes"].includes(thinkRaw)) ollamaThink = true;
+  else if (["false", "0", "no"].includes(thinkRaw)) ollamaThink = false;
+  else throw new ConfigError(`OLLAMA_THINK must be true or false, got "${env.OLLAMA_THINK}"`);
+
+  const host = (env.HOST ?? "").trim() || "127.0.0.1";
+  const model = (env.OLLAMA_MODEL ?? "").trim() || "qwen3";
+  const apiToken = env.API_TOKEN === undefined || env.API_TOKEN === "" ? undefined : env.API_TOKEN;
+  if (apiToken !== undefined && apiToken.trim().length < 8) {
+    throw new ConfigError("API_TOKEN must be at least 8 characters when set");
+  }
+
+  let systemPrompt = env.SYSTEM_PROMPT ?? DEFAULT_SYSTEM_PROMPT;
+  if (env.SYSTEM_PROMPT_FILE) {
+    try {
+      systemPrompt = readFile(env.SYSTEM_PROMPT_FILE);
+    } catch (error) {
+      throw new ConfigError(`SYSTEM_PROMPT_FILE cannot be read: ${(error as Error).message}`);
+    }
+  }
+
+  const heartbeatMs = intVar(env, "RUN_HEARTBEAT_MS", 5_000, 100, 3_600_000);
+  const leaseMs = intVar(env, "RUN_LEASE_MS", 30_000, 300, 86_400_000);
+  if (leaseMs < heartbeatMs * 2) {
+    throw new ConfigError(`RUN_LEASE_MS (${leaseMs}) must be at least twice RUN_HEARTBEAT_MS (${heartbeatMs})`);
+  }
+
+  return {
+    port: intVar(env, "PORT", 4000, 0, 65535),
+    host,
+    databaseUrl,
+    databasePath: databasePathFromUrl(databaseUrl),
+    ollamaHost: urlVar(env, "OLLAMA_HOST", "http://127.0.0.1:11434"),
+    ollamaModel: model,
+    ollamaThink,
+    recursionLimit: intVar(env, "AGENT_RECURSION_LIMIT", 25, 1, 10_000),
+    modelIdleTimeoutMs: intVar(env, "MODEL_IDLE_TIMEOUT_MS", 60_000, 10, 86_400_000),
+    maxMessageChars: intVar(env, "MAX_MESSAGE_CHARS", 32_000, 1, 10_000_000),
+    apiToken,
+    logLevel,
+    systemPrompt,
+    heartbeatMs,
+    leaseMs,
+    eventRetention: intVar(env, "EVENT_RETENTION", 10_000, 1, 10_000_000),
+    eventGraceMs: intVar(env, "EVENT_GRACE_MS", 60_000, 0, 86_400_000),
+    subscriberQueueLimit: intVar(env, "SUBSCRIBER_QUEUE_LIMIT", 1_000, 1, 1_000_000),
+    shutdownTimeoutMs: intVar(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 100, 600_000),
+  };
+}
+
+function defaultReadFile(p: string): string {
+  return readFileSync(p, "utf8");
+}

@@ -1,0 +1,38 @@
+// What resolvers may use: the services, nothing below them. A fresh context per
+// GraphQL operation holds that operation's caches.
+import type { PrismaClient } from "./db/prisma.ts";
+import type { AgentRuntime, ThreadState } from "./agent/runtime.ts";
+import type { EventBus } from "./events/bus.ts";
+import type { RunService } from "./runs/service.ts";
+import type { RunStore } from "./runs/store.ts";
+import type { ConversationService } from "./runs/conversations.ts";
+
+export interface Services {
+  /** Read access for the Prisma plugin's object types and connections. */
+  prisma: PrismaClient;
+  runs: RunService;
+  conversations: ConversationService;
+  store: RunStore;
+  agent: AgentRuntime;
+  bus: EventBus;
+}
+
+export interface Context extends Services {
+  /** The thread's latest state, read at most once per conversation per operation. */
+  thread(conversationId: string): Promise<ThreadState>;
+}
+
+export function createContext(services: Services): Context {
+  const threads = new Map<string, Promise<ThreadState>>();
+  return {
+    ...services,
+    thread(conversationId) {
+      let state = threads.get(conversationId);
+      if (!state) {
+        state = services.agent.readThread(conversationId);
+        threads.set(conversationId, state);
+      }
+      return state;
+    },
+  };
+}

@@ -1,0 +1,150 @@
+// The event bus: the seam between runs (publishers) and subscriptions. This is
+// the in-memory backend for one process; another backend (Redis, say) implements
+// the same interface and passes the same conformance suite.
+import type { ConversationChange, RunEvent, RunEventBody } from "./types.ts";
+import { isTerminalEvent } from "./types.ts";
+import { createSubscriber, type Subscriber } from "./subscriber.ts";
+
+export interface EventBusOptions {
+  /** Events kept per run for replay; older ones are dropped and reported as a ReplayGapEvent. */
+  retention: number;
+  /** How long a finished run's events stay replayable. */
+  graceMs: number;
+  /** Unread events a subscriber may hold before it is ended with SubscriberOverflowError. */
+  subscriberQueueLimit: number;
+  now?: () => Date;
+}
+
+export interface EventBus {
+  /** Starts a run's event log; publish() before open() is an error. */
+  openRun(runId: string, conversationId: string): void;
+  /** Assigns the next seq and delivers to subscribers without waiting for them. A terminal status closes the log. */
+  publish(runId: string, body: RunEventBody): RunEvent;
+  /**
+   * Replays the retained events with seq > after, then follows live until the
+   * terminal event. null when this bus holds no log for the run (the caller
+   * answers from the database).
+   */
+  subscribeRun(runId: string, after?: number): Subscriber<RunEvent> | null;
+  /** Every event of every run of one conversation, live, until unsubscribed. */
+  subscribeConversation(conversationId: string): Subscriber<RunEvent>;
+  publishConversationChange(change: ConversationChange): void;
+  subscribeConversationChanges(): Subscriber<ConversationChange>;
+  /** Ends every subscriber (shutdown). */
+  close(): void;
+  /** Live subscribers and retained logs, for leak checks and metrics. */
+  stats(): { runSubscribers: number; conversationSubscribers: number; changeSubscribers: number; logs: number };
+}
+
+interface RunLog {
+  conversationId: string;
+  events: RunEvent[];
+  /** seq of events[0]. */
+  firstSeq: number;
+  nextSeq: number;
+  finished: boolean;
+  subscribers: Set<Subscriber<RunEvent>>;
+  dropTimer?: NodeJS.Timeout;
+}
+
+export class InMemoryEventBus implements EventBus {
+  readonly #logs = new Map<string, RunLog>();
+  readonly #conversationSubs = new Map<string, Set<Subscriber<RunEvent>>>();
+  readonly #changeSubs = new Set<Subscriber<ConversationChange>>();
+  readonly #options: Required<EventBusOptions>;
+
+  constructor(options: EventBusOptions) {
+    this.#options = { now: () => new Date(), ...options };
+  }
+
+  openRun(runId: string, conversationId: string): void {
+    if (this.#logs.has(runId)) throw new Error(`run ${runId} already has an event log`);
+    this.#logs.set(runId, { conversationId, events: [], firstSeq: 1, nextSeq: 1, finished: false, subscribers: new Set() });
+  }
+
+  publish(runId: string, body: RunEventBody): RunEvent {
+    const log = this.#logs.get(runId);
+    if (!log) throw new Error(`run ${runId} has no open event log`);
+    if (log.finished) throw new Error(`run ${runId} has already published its terminal event`);
+    const event = { ...body, seq: log.nextSeq++, runId, conversationId: log.conversationId, at: this.#options.now() } as RunEvent;
+    log.events.push(event);
+    if (log.events.length > this.#options.retention) {
+      log.events.shift();
+      log.firstSeq += 1;
+    }
+    const terminal = isTerminalEvent(event);
+    for (const sub of log.subscribers) {
+      sub.push(event);
+      if (terminal) sub.end();
+    }
+    const convSubs = this.#conversationSubs.get(log.conversationId);
+    if (convSubs) for (const sub of convSubs) sub.push(event);
+    if (terminal) {
+      log.finished = true;
+      log.dropTimer = setTimeout(() => this.#logs.delete(runId), this.#options.graceMs);
+      log.dropTimer.unref();
+    }
+    return event;
+  }
+
+  subscribeRun(runId: string, after = 0): Subscriber<RunEvent> | null {
+    const log = this.#logs.get(runId);
+    if (!log) return null;
+    // Snapshot and registration happen in one synchronous step: no publish can
+    // fall between them, so replay and live meet with no gap and no duplicate.
+    const sub = createSubscriber<RunEvent>(this.#options.subscriberQueueLimit, () => log.subscribers.delete(sub));
+    if (after + 1 < log.firstSeq && log.nextSeq > 1) {
+      const at = this.#options.now();
+      sub.push({ type: "replayGap", fromSeq: after + 1, toSeq: log.firstSeq - 1, seq: log.firstSeq - 1, runId, conversationId: log.conversationId, at });
+    }
+    for (const event of log.events) {
+      if (event.seq > after && !sub.push(event)) break;
+    }
+    if (log.finished) sub.end();
+    else log.subscribers.add(sub);
+    return sub;
+  }
+
+  subscribeConversation(conversationId: string): Subscriber<RunEvent> {
+    let set = this.#conversationSubs.get(conversationId);
+    if (!set) {
+      set = new Set();
+      this.#conversationSubs.set(conversationId, set);
+    }
+    const subs = set;
+    const sub = createSubscriber<RunEvent>(this.#options.subscriberQueueLimit, () => {
+      subs.delete(sub);
+      if (subs.size === 0 && this.#conversationSubs.get(conversationId) === subs) this.#conversationSubs.delete(conversationId);
+    });
+    subs.add(sub);
+    return sub;
+  }
+
+  publishConversationChange(change: ConversationChange): void {
+    for (const sub of this.#changeSubs) sub.push(change);
+  }
+
+  subscribeConversationChanges(): Subscriber<ConversationChange> {
+    const sub = createSubscriber<ConversationChange>(this.#options.subscriberQueueLimit, () => this.#changeSubs.delete(sub));
+    this.#changeSubs.add(sub);
+    return sub;
+  }
+
+  close(): void {
+    for (const log of this.#logs.values()) {
+      for (const sub of log.subscribers) sub.end();
+      if (log.dropTimer) clearTimeout(log.dropTimer);
+    }
+    this.#logs.clear();
+    for (const set of this.#conversationSubs.values()) for (const sub of set) sub.end();
+    for (const sub of this.#changeSubs) sub.end();
+  }
+
+  stats() {
+    let runSubscribers = 0;
+    for (const log of this.#logs.values()) runSubscribers += log.subscribers.size;
+    let conversationSubscribers = 0;
+    for (const set of this.#conversationSubs.values()) conversationSubscribers += set.size;
+    return { runSubscribers, conversationSubscribers, changeSubscribers: this.#changeSubs.size, logs: this.#logs.size };
+  }
+}

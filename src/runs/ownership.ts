@@ -1,0 +1,97 @@
+// Which process owns which running run. Each process registers as an owner and
+// renews a heartbeat; recovery takes only the runs whose owner is gone, so a
+// second process on the same database file never interrupts a live process's run.
+import { randomUUID } from "node:crypto";
+import os from "node:os";
+import { uuid6 } from "@langchain/langgraph-checkpoint";
+import type { OwnerRecord, RunRecord, RunStore } from "./store.ts";
+
+export interface OwnershipOptions {
+  heartbeatMs: number;
+  /** An owner whose heartbeat is older than this is gone. */
+  leaseMs: number;
+  host?: string;
+  pid?: number;
+  now?: () => Date;
+  /** Whether a process on this host is alive (signal 0). */
+  isPidAlive?: (pid: number) => boolean;
+  onError?: (error: unknown) => void;
+}
+
+export const INTERRUPTED_MESSAGE = "the process running this run stopped before it finished";
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+export class RunOwnership {
+  readonly id = randomUUID();
+  readonly #host: string;
+  readonly #pid: number;
+  readonly #now: () => Date;
+  readonly #isPidAlive: (pid: number) => boolean;
+  #timer: NodeJS.Timeout | undefined;
+  #ticking: Promise<void> | null = null;
+
+  constructor(
+    private readonly store: RunStore,
+    private readonly options: OwnershipOptions,
+  ) {
+    this.#host = options.host ?? os.hostname();
+    this.#pid = options.pid ?? process.pid;
+    this.#now = options.now ?? (() => new Date());
+    this.#isPidAlive = options.isPidAlive ?? pidAlive;
+  }
+
+  async register(): Promise<void> {
+    const now = this.#now();
+    await this.store.registerOwner({ id: this.id, pid: this.#pid, host: this.#host, startedAt: now, heartbeatAt: now });
+  }
+
+  isGone(owner: OwnerRecord, now: Date): boolean {
+    if (owner.id === this.id) return false;
+    if (now.getTime() - owner.heartbeatAt.getTime() > this.options.leaseMs) return true;
+    if (owner.host !== this.#host) return false;
+    // Same host: a dead pid, or our own pid under another owner id (a previous
+    // incarnation of this process slot, as after a container restart), is gone now.
+    return owner.pid === this.#pid || !this.#isPidAlive(owner.pid);
+  }
+
+  /** Turns the running runs of gone owners into `interrupted`. */
+  async recover(): Promise<RunRecord[]> {
+    const now = this.#now();
+    const owners = await this.store.listOwners();
+    const gone = owners.filter((o) => this.isGone(o, now)).map((o) => o.id);
+    return this.store.interruptRunsOfGoneOwners(gone, now, uuid6(-3), INTERRUPTED_MESSAGE);
+  }
+
+  /** Renews the heartbeat and sweeps for gone owners every `heartbeatMs`; `onTick` runs after each. */
+  start(onTick?: () => Promise<void>): void {
+    this.#timer = setInterval(() => {
+      if (this.#ticking) return;
+      this.#ticking = (async () => {
+        try {
+          await this.store.heartbeat(this.id, this.#now());
+          await this.recover();
+          await onTick?.();
+        } catch (error) {
+          this.options.onError?.(error);
+        } finally {
+          this.#ticking = null;
+        }
+      })();
+    }, this.options.heartbeatMs);
+    this.#timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    await this.#ticking;
+    await this.store.removeOwner(this.id);
+  }
+}

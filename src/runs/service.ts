@@ -1,0 +1,230 @@
+// The run lifecycle: start, resume, cancel, finish and shutdown (DESIGN section 3).
+// The running row is committed before any graph work; the outcome is committed
+// before the terminal event is published.
+import { randomUUID } from "node:crypto";
+import { uuid6 } from "@langchain/langgraph-checkpoint";
+import type { AgentRuntime } from "../agent/runtime.ts";
+import type { ModelTransportReport } from "../agent/model-fetch.ts";
+import type { EventBus } from "../events/bus.ts";
+import type { RunEventBody } from "../events/types.ts";
+import type { Logger } from "../logger.ts";
+import { classifyFailure, RunAbortReason, type Classified } from "./classify.ts";
+import { NothingToResumeError, NotFoundError, RunInProgressError, RunNotActiveError, ValidationError, requireUuid } from "./errors.ts";
+import type { ConversationRecord, RunOutcome, RunRecord, RunStore } from "./store.ts";
+
+export interface RunServiceOptions {
+  store: RunStore;
+  bus: EventBus;
+  agent: AgentRuntime;
+  ownerId: string;
+  maxMessageChars: number;
+  logger: Logger;
+  now?: () => Date;
+}
+
+interface ActiveRun {
+  conversationId: string;
+  controller: AbortController;
+  /** Settles once the outcome is committed and the terminal event published. */
+  finished: Promise<RunRecord | null>;
+}
+
+export const TITLE_MAX_CHARS = 50;
+
+/** The first line of the trimmed message, cut to 50 characters plus "...". */
+export function titleFromMessage(message: string): string {
+  const firstLine = message.trim().split(/\r?\n/, 1)[0]!.trim();
+  const chars = Array.from(firstLine);
+  return chars.length > TITLE_MAX_CHARS ? chars.slice(0, TITLE_MAX_CHARS).join("") + "..." : firstLine;
+}
+
+export class RunService {
+  readonly #active = new Map<string, ActiveRun>();
+  readonly #now: () => Date;
+  #accepting = true;
+
+  constructor(private readonly options: RunServiceOptions) {
+    this.#now = options.now ?? (() => new Date());
+  }
+
+  get activeRunIds(): string[] {
+    return [...this.#active.keys()];
+  }
+
+  validateMessage(message: string): string {
+    if (message.trim().length === 0) throw new ValidationError("message must not be blank", "message");
+    if (message.length > this.options.maxMessageChars) {
+      throw new ValidationError(`message is ${message.length} characters; the limit is ${this.options.maxMessageChars}`, "message");
+    }
+    if (message.includes("\u0000")) throw new ValidationError("message must not contain NUL characters", "message");
+    return message;
+  }
+
+  #requireAccepting(): void {
+    if (!this.#accepting) throw new Error("the server is shutting down and accepts no new runs");
+  }
+
+  async startRun(input: { conversationId?: string | null; message: string }): Promise<{ run: RunRecord; conversation: ConversationRecord }> {
+    const message = this.validateMessage(input.message);
+    if (input.conversationId != null) requireUuid(input.conversationId, "conversationId");
+    this.#requireAccepting();
+    const conversationId = input.conversationId ?? randomUUID();
+    const startedAt = this.#now();
+    const result = await this.options.store.startRun(
+      { id: randomUUID(), conversationId, kind: "start", input: message, startedAt, startMark: uuid6(-2), ownerId: this.options.ownerId },
+      input.conversationId == null ? { title: titleFromMessage(message) } : undefined,
+    );
+    this.#launch(result.run, message, input.conversationId == null ? "created" : "updated");
+    return result;
+  }
+
+  async resumeRun(input: { conversationId: string }): Promise<RunRecord> {
+    requireUuid(input.conversationId, "conversationId");
+    this.#requireAccepting();
+    const conversation = await this.options.store.getConversation(input.conversationId);
+    if (!conversation) throw new NotFoundError("Conversation", input.conversationId);
+    const active = await this.options.store.activeRun(conversation.id);
+    if (active) throw new RunInProgressError(conversation.id, active.id);
+    const thread = await this.options.agent.readThread(conversation.id);
+    if (thread.next.length === 0) throw new NothingToResumeError(conversation.id);
+    const { run } = await this.options.store.startRun({
+      id: randomUUID(),
+      conversationId: conversation.id,
+      kind: "resume",
+      input: null,
+      startedAt: this.#now(),
+      startMark: uuid6(-2),
+      ownerId: this.options.ownerId,
+    });
+    this.#launch(run, null, "updated");
+    return run;
+  }
+
+  async cancelRun(input: { runId: string }): Promise<RunRecord> {
+    requireUuid(input.runId, "runId");
+    const active = this.#active.get(input.runId);
+    if (active) {
+      active.controller.abort(new RunAbortReason("cancel"));
+      const finished = await active.finished;
+      return finished ?? (await this.options.store.getRun(input.runId))!;
+    }
+    const run = await this.options.store.getRun(input.runId);
+    if (!run) throw new NotFoundError("Run", input.runId);
+    if (run.status !== "running") throw new RunNotActiveError(run.id, run.status);
+    // Owned by another process: record the cancel; the owner sees the row is no
+    // longer running on its next heartbeat and stops the work.
+    const finished = await this.options.store.finishRun(run.id, {
+      status: "cancelled",
+      errorCode: "CANCELLED",
+      errorMessage: new RunAbortReason("cancel").message,
+      partialOutput: null,
+      finishedAt: this.#now(),
+      endMark: uuid6(-2),
+      lastEventSeq: run.lastEventSeq,
+      messageCount: null,
+    });
+    if (!finished) {
+      const now = (await this.options.store.getRun(run.id))!;
+      throw new RunNotActiveError(now.id, now.status);
+    }
+    this.options.bus.publishConversationChange({ conversationId: run.conversationId, kind: "updated", at: this.#now() });
+    return finished;
+  }
+
+  /** Stops runs whose rows another process has ended (a cross-process cancel). */
+  async abortRunsEndedElsewhere(): Promise<void> {
+    const ended = await this.options.store.notRunning(this.activeRunIds);
+    for (const id of ended) this.#active.get(id)?.controller.abort(new RunAbortReason("cancel"));
+  }
+
+  /** Waits until the run's outcome is committed (tests and shutdown). */
+  async whenFinished(runId: string): Promise<void> {
+    await this.#active.get(runId)?.finished;
+  }
+
+  /** Refuses new runs, aborts the active ones and waits until each is recorded `interrupted`. */
+  async shutdown(timeoutMs: number): Promise<void> {
+    this.#accepting = false;
+    const pending = [...this.#active.values()];
+    for (const run of pending) run.controller.abort(new RunAbortReason("shutdown"));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled(pending.map((r) => r.finished)),
+      new Promise((resolve) => {
+        timer = setTimeout(resolve, timeoutMs);
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+
+  #launch(run: RunRecord, message: string | null, change: "created" | "updated"): void {
+    const { bus, logger } = this.options;
+    const controller = new AbortController();
+    bus.openRun(run.id, run.conversationId);
+    bus.publish(run.id, { type: "status", status: "running", errorCode: null, errorMessage: null });
+    bus.publishConversationChange({ conversationId: run.conversationId, kind: change, at: this.#now() });
+    const finished = this.#execute(run, message, controller).catch((error) => {
+      logger.error("run could not be recorded", { runId: run.id, error });
+      return null;
+    });
+    this.#active.set(run.id, { conversationId: run.conversationId, controller, finished });
+    void finished.finally(() => this.#active.delete(run.id));
+  }
+
+  async #execute(run: RunRecord, message: string | null, controller: AbortController): Promise<RunRecord | null> {
+    const { bus, agent, store, logger } = this.options;
+    const report: ModelTransportReport = { timedOut: false };
+    let partial = "";
+    let lastSeq = 1;
+    const publish = (body: RunEventBody) => {
+      lastSeq = bus.publish(run.id, body).seq;
+    };
+    let failure: Classified | null = null;
+    try {
+      await agent.execute(run.conversationId, message, controller.signal, report, {
+        onToken: (text, messageId, node) => {
+          partial += text;
+          publish({ type: "token", text, messageId, node });
+        },
+        onToolCall: (toolCallId, name, args) => publish({ type: "toolCall", toolCallId, name, args }),
+        onToolResult: (toolCallId, name, content, isError) => publish({ type: "toolResult", toolCallId, name, content, isError }),
+        onCheckpoint: (checkpointId) => publish({ type: "checkpoint", checkpointId, conversationId: run.conversationId }),
+      });
+    } catch (error) {
+      failure = classifyFailure(error, controller.signal.reason, report);
+      const level = failure.status === "failed" ? "warn" : "info";
+      logger[level]("run ended early", { runId: run.id, errorCode: failure.errorCode, errorMessage: failure.errorMessage });
+    }
+    const endMark = uuid6(-2);
+    let messageCount: number | null = null;
+    try {
+      messageCount = (await agent.readThread(run.conversationId)).messages.length;
+    } catch (error) {
+      logger.warn("could not count the thread's messages", { runId: run.id, error });
+    }
+    const outcome: RunOutcome = {
+      status: failure?.status ?? "completed",
+      errorCode: failure?.errorCode ?? null,
+      errorMessage: failure?.errorMessage ?? null,
+      partialOutput: failure && partial ? partial : null,
+      finishedAt: this.#now(),
+      endMark,
+      lastEventSeq: lastSeq + 1,
+      messageCount,
+    };
+    const recorded = await store.finishRun(run.id, outcome);
+    // Null: another process already ended the row (a cross-process cancel); tell
+    // subscribers what the database says.
+    const final = recorded ?? (await store.getRun(run.id));
+    if (final) {
+      bus.publish(run.id, {
+        type: "status",
+        status: final.status as RunOutcome["status"],
+        errorCode: final.errorCode,
+        errorMessage: final.errorMessage,
+      });
+      bus.publishConversationChange({ conversationId: run.conversationId, kind: "updated", at: this.#now() });
+    }
+    return final;
+  }
+}

@@ -1,0 +1,56 @@
+// The Error interface and one object type per refusal. Mutations list the ones
+// they can return; the errors plugin turns a thrown instance into that member
+// of the mutation's result union.
+import { ApiError, NotFoundError, NothingToResumeError, RunInProgressError, RunNotActiveError, ValidationError } from "../runs/errors.ts";
+import { builder } from "./builder.ts";
+
+export const ErrorCode = builder.enumType("ErrorCode", {
+  values: ["VALIDATION", "NOT_FOUND", "RUN_IN_PROGRESS", "NOTHING_TO_RESUME", "RUN_NOT_ACTIVE"] as const,
+});
+
+export const ErrorInterface = builder.interfaceRef<ApiError>("Error").implement({
+  description: "A refusal: the request was understood and nothing was changed.",
+  fields: (t) => ({
+    code: t.field({ type: ErrorCode, resolve: (e) => e.code }),
+    message: t.exposeString("message"),
+  }),
+});
+
+builder.objectType(ValidationError, {
+  name: "ValidationError",
+  description: "The input is malformed: blank, too long, or not a valid id.",
+  interfaces: [ErrorInterface],
+  fields: (t) => ({ field: t.exposeString("field", { description: "The input field at fault." }) }),
+});
+
+builder.objectType(NotFoundError, {
+  name: "NotFoundError",
+  interfaces: [ErrorInterface],
+  fields: (t) => ({ entity: t.exposeString("entity"), id: t.exposeID("id") }),
+});
+
+builder.objectType(RunInProgressError, {
+  name: "RunInProgressError",
+  description: "The conversation already has a running run; one at a time.",
+  interfaces: [ErrorInterface],
+  fields: (t) => ({
+    conversationId: t.exposeID("conversationId"),
+    activeRunId: t.exposeID("activeRunId", { nullable: true }),
+  }),
+});
+
+builder.objectType(NothingToResumeError, {
+  name: "NothingToResumeError",
+  description: "The thread has no pending step (`next` is empty).",
+  interfaces: [ErrorInterface],
+  fields: (t) => ({ conversationId: t.exposeID("conversationId") }),
+});
+
+builder.objectType(RunNotActiveError, {
+  name: "RunNotActiveError",
+  description: "The run has already finished.",
+  interfaces: [ErrorInterface],
+  fields: (t) => ({ runId: t.exposeID("runId") }),
+});
+
+export { ValidationError, NotFoundError, RunInProgressError, NothingToResumeError, RunNotActiveError };

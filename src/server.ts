@@ -1,0 +1,130 @@
+// The HTTP server: GraphQL over HTTP and SSE (graphql-yoga), GraphQL over
+// WebSocket (graphql-ws) on the same port and path, health, readiness, and the
+// ordered shutdown.
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { createYoga } from "graphql-yoga";
+import { WebSocketServer } from "ws";
+import { useServer } from "graphql-ws/use/ws";
+import type { ExecutionArgs } from "graphql";
+import type { Config } from "./config.ts";
+import type { Logger } from "./logger.ts";
+import { schema } from "./schema/index.ts";
+import { createContext, type Services } from "./context.ts";
+import { createTokenCheck } from "./http/auth.ts";
+import { checkReadiness, sendJson } from "./http/health.ts";
+import { GRAPHIQL_DEFAULT_DOCUMENT } from "./graphiql.ts";
+
+/** WebSocket close code for a connection_init without the right token. */
+export const CLOSE_FORBIDDEN = 4403;
+/** WebSocket close code sent to clients when the server shuts down. */
+export const CLOSE_GOING_AWAY = 1001;
+
+export interface HttpServerOptions {
+  config: Config;
+  services: Services;
+  logger: Logger;
+  /** Runs SELECT 1 (or equivalent) against the database, for /ready. */
+  pingDatabase: () => Promise<void>;
+  /** Extra plain-HTTP routes tried before GraphQL; return true when handled. */
+  routes?: ((req: http.IncomingMessage, res: http.ServerResponse) => Promise<boolean> | boolean)[];
+}
+
+export interface HttpServer {
+  server: http.Server;
+  url: string;
+  /** Stops accepting connections and closes WebSocket clients with 1001. */
+  close(): Promise<void>;
+}
+
+export async function startHttpServer({ config, services, logger, pingDatabase, routes = [] }: HttpServerOptions): Promise<HttpServer> {
+  const authorized = createTokenCheck(config.apiToken);
+
+  const yoga = createYoga({
+    schema,
+    graphqlEndpoint: "/graphql",
+    context: () => createContext(services),
+    graphiql: { subscriptionsProtocol: "WS", defaultQuery: GRAPHIQL_DEFAULT_DOCUMENT, title: "runledger" },
+    landingPage: false,
+    logging: {
+      debug: (...args) => logger.debug(String(args[0]), { args: args.slice(1).map(String) }),
+      info: (...args) => logger.info(String(args[0])),
+      warn: (...args) => logger.warn(String(args[0])),
+      error: (...args) => logger.error(String(args[0]), { error: args[1] instanceof Error ? args[1] : undefined }),
+    },
+  });
+
+  const server = http.createServer(async (req, res) => {
+    try {
+      const path = (req.url ?? "/").split("?")[0];
+      if (path === "/health") return sendJson(res, 200, { status: "ok" });
+      if (path === "/ready") {
+        const result = await checkReadiness({ database: pingDatabase, ollamaHost: config.ollamaHost, ollamaModel: config.ollamaModel });
+        return sendJson(res, result.ready ? 200 : 503, result);
+      }
+      const isGraphiqlPage = req.method === "GET" && (req.headers.accept ?? "").includes("text/html");
+      if (!isGraphiqlPage && !authorized(req.headers.authorization)) {
+        res.setHeader("www-authenticate", 'Bearer realm="runledger"');
+        return sendJson(res, 401, { errors: [{ message: "missing or wrong bearer token", extensions: { code: "UNAUTHENTICATED" } }] });
+      }
+      for (const route of routes) if (await route(req, res)) return;
+      await yoga.requestListener(req, res);
+    } catch (error) {
+      logger.error("request failed", { error });
+      if (!res.headersSent) sendJson(res, 500, { errors: [{ message: "internal server error" }] });
+      else res.destroy();
+    }
+  });
+
+  const wsServer = new WebSocketServer({ server, path: "/graphql", maxPayload: 1024 * 1024 });
+  const wsDisposable = useServer(
+    {
+      connectionInitWaitTimeout: 10_000,
+      onConnect: (ctx) => authorized((ctx.connectionParams as { authorization?: string } | undefined)?.authorization) || false,
+      execute: (args: ExecutionArgs) => (args.rootValue as { execute: (a: ExecutionArgs) => unknown }).execute(args) as never,
+      subscribe: (args: ExecutionArgs) => (args.rootValue as { subscribe: (a: ExecutionArgs) => unknown }).subscribe(args) as never,
+      onSubscribe: async (ctx, _id, payload) => {
+        const enveloped = yoga.getEnveloped({ ...ctx, req: ctx.extra.request, socket: ctx.extra.socket, params: payload });
+        const document = enveloped.parse(payload.query);
+        const errors = enveloped.validate(enveloped.schema, document);
+        if (errors.length) return errors;
+        return {
+          schema: enveloped.schema,
+          operationName: payload.operationName,
+          document,
+          variableValues: payload.variables,
+          contextValue: await enveloped.contextFactory(),
+          rootValue: { execute: enveloped.execute, subscribe: enveloped.subscribe },
+        };
+      },
+    },
+    wsServer,
+    12_000,
+  );
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  const url = `http://${host}:${address.port}`;
+
+  return {
+    server,
+    url,
+    async close() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const client of wsServer.clients) client.close(CLOSE_GOING_AWAY, "server shutting down");
+      await wsDisposable.dispose();
+      await new Promise<void>((resolve) => wsServer.close(() => resolve()));
+      server.closeIdleConnections();
+      // SSE responses and other long requests end once their iterators complete;
+      // whatever is still open after a moment is cut.
+      const timer = setTimeout(() => server.closeAllConnections(), 1_000);
+      await closed;
+      clearTimeout(timer);
+      await yoga.dispose();
+    },
+  };
+}

@@ -1,0 +1,323 @@
+// A fake Ollama server speaking the real HTTP protocol (NDJSON streaming on
+// /api/chat), so the real @langchain/ollama client can be tested end to end
+// without a model: real sockets, real aborts, real broken connections.
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+
+export type FakeStep =
+  | { kind: "text"; tokens: string[]; delayMs?: number; firstDelayMs?: number } // stream tokens then done
+  | { kind: "toolCalls"; calls: { name: string; args: Record<string, unknown> }[]; delayMs?: number; text?: string[] } // optional text tokens first, then one chunk with tool_calls, then done
+  | { kind: "notFound" } // HTTP 404 model not found
+  | { kind: "httpError"; status: number; error: string } // HTTP status with {"error": ...} body
+  | { kind: "errorLine"; tokens?: string[]; error: string; delayMs?: number } // some tokens, then {"error": ...} line, then end the response
+  | { kind: "dropMidStream"; tokens?: string[]; delayMs?: number } // some tokens then destroy the socket abruptly
+  | { kind: "silence"; tokens?: string[] } // headers (and optional tokens), then nothing more until aborted or closed
+  | { kind: "hangBeforeHeaders" } // never send headers (until aborted/closed)
+  | { kind: "trickle"; tokens: string[]; delayMs: number }; // like text but with a slow delay between tokens
+
+export type FakeResponder = (request: FakeChatRequest) => FakeStep | Promise<FakeStep>;
+
+export interface FakeChatRequest {
+  model: string;
+  messages: { role: string; content: string; tool_calls?: unknown[]; tool_name?: string }[];
+  tools: unknown[];
+  think?: unknown;
+  body: any;
+}
+
+export interface FakeOllama {
+  url: string; // e.g. http://127.0.0.1:12345
+  port: number;
+  requests: FakeChatRequest[]; // every /api/chat request received, in order
+  /** Active /api/chat connections that have not finished (for checking that aborts really close the HTTP request). */
+  openChatRequests(): number;
+  /** Count of /api/chat requests whose response has closed so far (finished or aborted). */
+  closedChatRequests(): number;
+  setResponder(responder: FakeResponder): void;
+  /** Queue steps used in order for the next requests; when the queue is empty the default responder answers. */
+  enqueue(...steps: FakeStep[]): void;
+  close(): Promise<void>; // closes the server and destroys all sockets (including hanging ones)
+}
+
+export interface FakeOllamaOptions {
+  port?: number;
+  models?: string[] /* default ["qwen3"] */;
+  responder?: FakeResponder;
+  defaultDelayMs?: number /* default 0 */;
+}
+
+/** Splits text into word-ish tokens (word plus its trailing spaces) that join back to the exact text. */
+export function splitTokens(text: string): string[] {
+  return text.match(/\S+\s*|\s+/g) ?? [];
+}
+
+function hasTool(request: FakeChatRequest, name: string): boolean {
+  return request.tools.some((t) => (t as { function?: { name?: unknown } } | null)?.function?.name === name);
+}
+
+/** The default responder: deterministic and useful for an agent loop. */
+export const defaultResponder: FakeResponder = (request) => {
+  const last = request.messages.at(-1);
+  const lastUser = request.messages.findLast((m) => m.role === "user");
+  const userText = lastUser?.content ?? "";
+  const calculator = hasTool(request, "calculator");
+
+  // Checked before the tool-result rule: the conversation ends with a tool
+  // message on every round after the first, and this one must never stop.
+  if (calculator && userText.includes("loop forever")) {
+    return { kind: "toolCalls", calls: [{ name: "calculator", args: { expression: "1+1" } }] };
+  }
+  if (last?.role === "tool") {
+    return { kind: "text", tokens: splitTokens(`The result is ${last.content}.`) };
+  }
+  const match = /\bcalculate\b\s*(.*)/is.exec(userText);
+  if (calculator && match) {
+    const expression = (match[1] ?? "").trim().replace(/[?.]+$/, "").trim();
+    if (expression) return { kind: "toolCalls", calls: [{ name: "calculator", args: { expression } }] };
+  }
+  return { kind: "text", tokens: splitTokens(`Echo: ${userText}`) };
+};
+
+/** "qwen3" and "qwen3:latest" name the same model, as in Ollama. */
+function fullName(model: string): string {
+  return model.includes(":") ? model : `${model}:latest`;
+}
+
+function sendJson(res: http.ServerResponse, status: number, value: unknown): void {
+  // The Ollama client only parses an error body as JSON when the content type says so.
+  res.writeHead(status, { "Content-Type": "application/json; charset=utf-8" });
+  res.end(JSON.stringify(value));
+}
+
+function readBody(req: http.IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("error", reject);
+  });
+}
+
+/** Waits ms, or less if the response closes first, so no timer outlives an aborted request. */
+function pause(res: http.ServerResponse, ms: number): Promise<void> {
+  if (ms <= 0 || res.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      res.off("close", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    res.once("close", done);
+  });
+}
+
+/** Resolves once everything written so far has been handed to the socket. */
+function flushed(res: http.ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    if (res.destroyed) return resolve();
+    res.write("", () => resolve());
+    res.once("close", () => resolve());
+  });
+}
+
+export async function startFakeOllama(options: FakeOllamaOptions = {}): Promise<FakeOllama> {
+  const models = (options.models ?? ["qwen3"]).map(fullName);
+  const defaultDelayMs = options.defaultDelayMs ?? 0;
+  let responder = options.responder ?? defaultResponder;
+  const queue: FakeStep[] = [];
+  const requests: FakeChatRequest[] = [];
+  let open = 0;
+  let closed = 0;
+  let onAllClosed: (() => void) | undefined;
+
+  const isKnown = (model: unknown) => typeof model === "string" && models.includes(fullName(model));
+  const notFound = (res: http.ServerResponse, model: string) =>
+    sendJson(res, 404, { error: `model "${model}" not found, try pulling it first` });
+
+  async function streamStep(res: http.ServerResponse, model: string, step: FakeStep): Promise<void> {
+    const line = (message: Record<string, unknown>, extra: Record<string, unknown> = {}) => {
+      if (res.destroyed || res.writableEnded) return;
+      const chunk = { model, created_at: new Date().toISOString(), message: { role: "assistant", content: "", ...message }, ...extra };
+      res.write(`${JSON.stringify(chunk)}\n`);
+    };
+    const tokens = async (list: string[], delayMs: number, firstDelayMs = delayMs) => {
+      for (const [i, token] of list.entries()) {
+        await pause(res, i === 0 ? firstDelayMs : delayMs);
+        if (res.destroyed) return;
+        line({ content: token });
+      }
+    };
+    let evalCount = 0;
+    const done = () => {
+      line(
+        {},
+        {
+          done: true,
+          done_reason: "stop",
+          total_duration: 123,
+          load_duration: 1,
+          prompt_eval_count: 5,
+          prompt_eval_duration: 1,
+          eval_count: evalCount,
+          eval_duration: 1,
+        },
+      );
+      res.end();
+    };
+    const startStream = () => {
+      res.writeHead(200, { "Content-Type": "application/x-ndjson" });
+      // Sends the headers now, so "silence" really means headers then nothing.
+      res.flushHeaders();
+    };
+
+    switch (step.kind) {
+      case "notFound":
+        return notFound(res, model);
+      case "httpError":
+        return sendJson(res, step.status, { error: step.error });
+      case "hangBeforeHeaders":
+        return; // left open until the client aborts or the server closes
+      case "text":
+      case "trickle": {
+        startStream();
+        const delayMs = step.delayMs ?? defaultDelayMs;
+        await tokens(step.tokens, delayMs, step.kind === "text" ? (step.firstDelayMs ?? delayMs) : delayMs);
+        evalCount = step.tokens.length;
+        await pause(res, delayMs);
+        return done();
+      }
+      case "toolCalls": {
+        startStream();
+        const delayMs = step.delayMs ?? defaultDelayMs;
+        await tokens(step.text ?? [], delayMs);
+        await pause(res, delayMs);
+        line({ tool_calls: step.calls.map((c) => ({ function: { name: c.name, arguments: c.args } })) });
+        evalCount = (step.text?.length ?? 0) + step.calls.length;
+        await pause(res, delayMs);
+        return done();
+      }
+      case "errorLine": {
+        startStream();
+        const delayMs = step.delayMs ?? defaultDelayMs;
+        await tokens(step.tokens ?? [], delayMs);
+        await pause(res, delayMs);
+        if (!res.destroyed) res.end(`${JSON.stringify({ error: step.error })}\n`);
+        return;
+      }
+      case "dropMidStream": {
+        startStream();
+        await tokens(step.tokens ?? [], step.delayMs ?? defaultDelayMs);
+        // Let the tokens reach the wire first, so the client sees a stream cut short.
+        await flushed(res);
+        res.socket?.destroy();
+        return;
+      }
+      case "silence":
+        startStream();
+        for (const token of step.tokens ?? []) line({ content: token });
+        return; // never ends on its own
+    }
+  }
+
+  async function handleChat(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    open++;
+    res.once("close", () => {
+      open--;
+      closed++;
+      if (open === 0) onAllClosed?.();
+    });
+    let body: any;
+    try {
+      body = JSON.parse(await readBody(req));
+    } catch {
+      return sendJson(res, 400, { error: "invalid JSON request body" });
+    }
+    const model = typeof body?.model === "string" ? body.model : "";
+    const request: FakeChatRequest = {
+      model,
+      messages: (Array.isArray(body?.messages) ? body.messages : []).map((m: any) => ({
+        ...m,
+        content: typeof m?.content === "string" ? m.content : "",
+      })),
+      tools: Array.isArray(body?.tools) ? body.tools : [],
+      think: body?.think,
+      body,
+    };
+    requests.push(request);
+    if (!isKnown(model)) return notFound(res, model);
+    let step: FakeStep;
+    try {
+      step = queue.shift() ?? (await responder(request));
+    } catch (error) {
+      return sendJson(res, 500, { error: error instanceof Error ? error.message : String(error) });
+    }
+    await streamStep(res, model, step);
+  }
+
+  async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? "/", "http://localhost").pathname;
+    if (req.method === "POST" && path === "/api/chat") return handleChat(req, res);
+    if ((req.method === "GET" || req.method === "HEAD") && path === "/") {
+      res.writeHead(200, { "Content-Type": "text/plain; charset=utf-8" });
+      return void res.end("Ollama is running");
+    }
+    if (req.method === "GET" && path === "/api/tags") {
+      const list = models.map((name) => ({
+        name,
+        model: name,
+        modified_at: "2025-01-01T00:00:00Z",
+        size: 1,
+        digest: "0".repeat(64),
+        details: { format: "gguf", family: name.split(":")[0], parameter_size: "1B", quantization_level: "Q4_K_M" },
+      }));
+      return sendJson(res, 200, { models: list });
+    }
+    if (req.method === "POST" && path === "/api/show") {
+      let body: any = {};
+      try {
+        body = JSON.parse(await readBody(req));
+      } catch {
+        // An unreadable body names no model, so it is answered as not found.
+      }
+      const model = body?.model ?? body?.name ?? "";
+      return isKnown(model) ? sendJson(res, 200, {}) : notFound(res, String(model));
+    }
+    sendJson(res, 404, { error: "not found" });
+  }
+
+  const server = http.createServer((req, res) => {
+    handle(req, res).catch((error) => {
+      if (!res.headersSent) sendJson(res, 500, { error: String(error) });
+      else res.destroy();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 0, "127.0.0.1", () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    requests,
+    openChatRequests: () => open,
+    closedChatRequests: () => closed,
+    setResponder(next) {
+      responder = next;
+    },
+    enqueue(...steps) {
+      queue.push(...steps);
+    },
+    async close() {
+      await new Promise<void>((resolve) => {
+        // The callback may report "not running" on a second close; either way it is closed.
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      // Responses see their socket close a little later; wait so the counters are final.
+      if (open > 0) await new Promise<void>((resolve) => (onAllClosed = resolve));
+    },
+  };
+}

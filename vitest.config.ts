@@ -1,0 +1,16 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  resolve: {
+    // graphql 16 ships CommonJS (main) and ESM (module). Node resolves the
+    // dependencies' imports to main; make ours resolve there too, so there is
+    // one graphql instance (it refuses to mix types across two).
+    alias: [{ find: /^graphql$/, replacement: "graphql/index.js" }],
+  },
+  test: {
+    include: ["test/**/*.spec.ts"],
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+    pool: "forks",
+  },
+});
