@@ -1,0 +1,56 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "../src/config.ts";
+import { ROOT } from "./support/app.ts";
+
+const run = promisify(execFile);
+
+describe("configuration", () => {
+  it("has the documented defaults", () => {
+    const config = loadConfig({}, () => "");
+    expect(config).toMatchObject({
+      port: 4000,
+      host: "127.0.0.1",
+      databaseUrl: "file:./data/runledger.db",
+      ollamaHost: "http://127.0.0.1:11434",
+      ollamaModel: "qwen3",
+      ollamaThink: undefined,
+      recursionLimit: 25,
+      apiToken: undefined,
+      logLevel: "info",
+    });
+    expect(config.databasePath.endsWith("data/runledger.db")).toBe(true);
+  });
+
+  it.each([
+    [{ PORT: "abc" }, /PORT must be a whole number/],
+    [{ PORT: "70000" }, /PORT must be between 0 and 65535/],
+    [{ AGENT_RECURSION_LIMIT: "0" }, /AGENT_RECURSION_LIMIT/],
+    [{ MODEL_IDLE_TIMEOUT_MS: "-5" }, /MODEL_IDLE_TIMEOUT_MS/],
+    [{ MAX_MESSAGE_CHARS: "1.5" }, /MAX_MESSAGE_CHARS/],
+    [{ OLLAMA_THINK: "maybe" }, /OLLAMA_THINK must be true or false/],
+    [{ OLLAMA_HOST: "ftp://x" }, /OLLAMA_HOST must use http or https/],
+    [{ OLLAMA_HOST: "http://" }, /OLLAMA_HOST must be a URL/],
+    [{ DATABASE_URL: "postgres://x" }, /DATABASE_URL must be a SQLite file URL/],
+    [{ DATABASE_URL: "file::memory:" }, /DATABASE_URL must name a file/],
+    [{ LOG_LEVEL: "loud" }, /LOG_LEVEL must be one of/],
+    [{ API_TOKEN: "short" }, /API_TOKEN must be at least 8 characters/],
+    [{ RUN_HEARTBEAT_MS: "5000", RUN_LEASE_MS: "6000" }, /RUN_LEASE_MS/],
+  ])("refuses %j", (env, message) => {
+    expect(() => loadConfig(env, () => "")).toThrow(ConfigError);
+    expect(() => loadConfig(env, () => "")).toThrow(message);
+  });
+
+  it("accepts Ollama's bare host:port form and reads the system prompt from a file", () => {
+    const config = loadConfig({ OLLAMA_HOST: "127.0.0.1:11500", SYSTEM_PROMPT_FILE: "/prompt" }, (p) => `from ${p}`);
+    expect(config.ollamaHost).toBe("http://127.0.0.1:11500");
+    expect(config.systemPrompt).toBe("from /prompt");
+  });
+
+  it("npm start stops with a one-line message on a bad value", async () => {
+    const error = await run(process.execPath, ["--import", "tsx", "src/main.ts"], { cwd: ROOT, env: { ...process.env, PORT: "eighty" } }).catch((e) => e);
+    expect(error.code).toBe(2);
+    expect(error.stderr.trim()).toBe('runledger: PORT must be a whole number, got "eighty"');
+  });
+});

@@ -1,0 +1,55 @@
+import { execFileSync } from "node:child_process";
+import crypto from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { migrate } from "../src/db/migrate.ts";
+import { openSqlite } from "../src/db/sqlite.ts";
+import { ROOT, tempDatabaseUrl } from "./support/app.ts";
+
+describe("migrations", () => {
+  it("create the database file and its folder, once, recorded as Prisma records them", () => {
+    const { dir } = tempDatabaseUrl("runledger-migrate-");
+    const file = path.join(dir, "nested", "deeper", "runledger.db");
+    const db = openSqlite(file);
+    try {
+      const first = migrate(db);
+      expect(first.applied.length).toBeGreaterThan(0);
+      expect(migrate(db).applied).toEqual([]);
+      expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
+      const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map((t) => t.name);
+      expect(tables).toEqual(expect.arrayContaining(["_prisma_migrations", "conversations", "runs", "run_owners"]));
+      const indexes = db.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs'").all() as { name: string; sql: string }[];
+      expect(indexes.find((i) => i.name === "runs_one_running_per_conversation")?.sql).toMatch(/WHERE "status" = 'running'/);
+      expect(indexes.map((i) => i.name)).toContain("runs_conversation_id_started_at_idx");
+      const recorded = db.prepare(`SELECT migration_name, checksum, finished_at FROM "_prisma_migrations"`).all() as { migration_name: string; checksum: string }[];
+      expect(recorded.map((r) => r.migration_name)).toEqual(first.applied);
+      const sql = fs.readFileSync(path.join(ROOT, "prisma", "migrations", first.applied[0]!, "migration.sql"));
+      expect(recorded[0]!.checksum).toBe(crypto.createHash("sha256").update(sql).digest("hex"));
+    } finally {
+      db.close();
+    }
+    // Prisma's own CLI agrees that nothing is pending.
+    const status = execFileSync(process.execPath, ["scripts/prisma.mjs", "migrate", "status"], {
+      cwd: ROOT,
+      env: { ...process.env, DATABASE_URL: `file:${file}`, PATH: `${ROOT}/node_modules/.bin:${process.env.PATH}` },
+      encoding: "utf8",
+    });
+    expect(status).toMatch(/Database schema is up to date/);
+  });
+
+  it("refuses a migration that changed after it was applied", () => {
+    const { dir, file } = tempDatabaseUrl("runledger-migrate-");
+    const migrations = path.join(dir, "migrations");
+    fs.mkdirSync(path.join(migrations, "001_a"), { recursive: true });
+    fs.writeFileSync(path.join(migrations, "001_a", "migration.sql"), "CREATE TABLE a (x INTEGER);");
+    const db = openSqlite(file);
+    try {
+      expect(migrate(db, migrations).applied).toEqual(["001_a"]);
+      fs.writeFileSync(path.join(migrations, "001_a", "migration.sql"), "CREATE TABLE a (y INTEGER);");
+      expect(() => migrate(db, migrations)).toThrow(/changed after it was applied/);
+    } finally {
+      db.close();
+    }
+  });
+});
