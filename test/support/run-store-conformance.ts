@@ -1,0 +1,115 @@
+// The run store's conformance suite: every RunStore backend must pass it.
+import { randomUUID } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import { NotFoundError, RunInProgressError } from "../../src/runs/errors.ts";
+import type { NewRun, RunOutcome, RunStore } from "../../src/runs/store.ts";
+
+export function describeRunStoreConformance(name: string, createStore: () => Promise<{ store: RunStore; close: () => Promise<void> }>) {
+  describe(`RunStore conformance: ${name}`, () => {
+    const at = (ms: number) => new Date(Date.UTC(2026, 10, 30, 14, 2, 0, ms));
+    const newRun = (conversationId: string, overrides: Partial<NewRun> = {}): NewRun => ({
+      id: randomUUID(),
+      conversationId,
+      kind: "start",
+      input: "hello",
+      startedAt: at(0),
+      startMark: "0001",
+      ownerId: "owner-a",
+      ...overrides,
+    });
+    const outcome = (overrides: Partial<RunOutcome> = {}): RunOutcome => ({
+      status: "completed",
+      errorCode: null,
+      errorMessage: null,
+      partialOutput: null,
+      finishedAt: at(500),
+      endMark: "0002",
+      lastEventSeq: 7,
+      messageCount: 2,
+      ...overrides,
+    });
+
+    async function withStore(fn: (store: RunStore) => Promise<void>) {
+      const { store, close } = await createStore();
+      try {
+        await fn(store);
+      } finally {
+        await close();
+      }
+    }
+
+    it("creates a conversation with its running run in one step", () =>
+      withStore(async (store) => {
+        const id = randomUUID();
+        const { run, conversation } = await store.startRun(newRun(id), { title: "First" });
+        expect(conversation).toMatchObject({ id, title: "First", messageCount: 0 });
+        expect(conversation.createdAt.getTime()).toBe(at(0).getTime());
+        expect(run).toMatchObject({ conversationId: id, status: "running", kind: "start", input: "hello", ownerId: "owner-a", finishedAt: null });
+        expect((await store.activeRun(id))?.id).toBe(run.id);
+      }));
+
+    it("refuses a second running run and an unknown conversation, writing nothing", () =>
+      withStore(async (store) => {
+        const id = randomUUID();
+        const { run } = await store.startRun(newRun(id), { title: "t" });
+        const refused = await store.startRun(newRun(id, { startedAt: at(100) })).catch((e) => e);
+        expect(refused).toBeInstanceOf(RunInProgressError);
+        expect(refused.activeRunId).toBe(run.id);
+        expect((await store.getConversation(id))?.updatedAt.getTime()).toBe(at(0).getTime());
+        const missing = randomUUID();
+        await expect(store.startRun(newRun(missing))).rejects.toBeInstanceOf(NotFoundError);
+        expect(await store.getConversation(missing)).toBeNull();
+      }));
+
+    it("finishes once: outcome, updated_at and message_count together; terminal states never change", () =>
+      withStore(async (store) => {
+        const id = randomUUID();
+        const { run } = await store.startRun(newRun(id), { title: "t" });
+        const finished = await store.finishRun(run.id, outcome({ status: "failed", errorCode: "MODEL_ERROR", errorMessage: "boom", partialOutput: "par" }));
+        expect(finished).toMatchObject({ status: "failed", errorCode: "MODEL_ERROR", errorMessage: "boom", partialOutput: "par", endMark: "0002", lastEventSeq: 7 });
+        expect(finished?.finishedAt?.getTime()).toBe(at(500).getTime());
+        const conversation = await store.getConversation(id);
+        expect(conversation).toMatchObject({ messageCount: 2 });
+        expect(conversation?.updatedAt.getTime()).toBe(at(500).getTime());
+        expect(await store.finishRun(run.id, outcome({ status: "completed" }))).toBeNull();
+        expect((await store.getRun(run.id))?.status).toBe("failed");
+        // The next run may start now.
+        const next = await store.startRun(newRun(id, { startedAt: at(600), kind: "resume", input: null }));
+        expect(next.run.kind).toBe("resume");
+        expect(next.conversation.updatedAt.getTime()).toBe(at(600).getTime());
+      }));
+
+    it("renames and deletes conversations (runs go with them)", () =>
+      withStore(async (store) => {
+        const id = randomUUID();
+        const { run } = await store.startRun(newRun(id), { title: "t" });
+        await expect(store.deleteConversation(id)).rejects.toBeInstanceOf(RunInProgressError);
+        await store.finishRun(run.id, outcome());
+        expect((await store.renameConversation(id, "New", at(900))).title).toBe("New");
+        await expect(store.renameConversation(randomUUID(), "x", at(900))).rejects.toBeInstanceOf(NotFoundError);
+        expect((await store.deleteConversation(id)).id).toBe(id);
+        expect(await store.getConversation(id)).toBeNull();
+        expect(await store.getRun(run.id)).toBeNull();
+        await expect(store.deleteConversation(id)).rejects.toBeInstanceOf(NotFoundError);
+      }));
+
+    it("interrupts only the runs of gone or unknown owners", () =>
+      withStore(async (store) => {
+        await store.registerOwner({ id: "live", pid: 1, host: "h", startedAt: at(0), heartbeatAt: at(0) });
+        await store.registerOwner({ id: "gone", pid: 2, host: "h", startedAt: at(0), heartbeatAt: at(0) });
+        const live = await store.startRun(newRun(randomUUID(), { ownerId: "live" }), { title: "a" });
+        const gone = await store.startRun(newRun(randomUUID(), { ownerId: "gone" }), { title: "b" });
+        const orphan = await store.startRun(newRun(randomUUID(), { ownerId: "never-registered" }), { title: "c" });
+        const changed = await store.interruptRunsOfGoneOwners(["gone"], at(700), "0003", "stopped");
+        expect(changed.map((r) => r.id).sort()).toEqual([gone.run.id, orphan.run.id].sort());
+        for (const r of changed) expect(r).toMatchObject({ status: "interrupted", errorCode: "INTERRUPTED", errorMessage: "stopped", endMark: "0003" });
+        expect((await store.getRun(live.run.id))?.status).toBe("running");
+        expect((await store.listOwners()).map((o) => o.id)).toEqual(["live"]);
+        expect(await store.notRunning([live.run.id, gone.run.id])).toEqual([gone.run.id]);
+        await store.heartbeat("live", at(800));
+        expect((await store.listOwners())[0]?.heartbeatAt.getTime()).toBe(at(800).getTime());
+        await store.removeOwner("live");
+        expect(await store.listOwners()).toEqual([]);
+      }));
+  });
+}
