@@ -4,7 +4,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { migrate } from "../src/db/migrate.ts";
-import { openSqlite } from "../src/db/sqlite.ts";
+import { BUSY_TIMEOUT_MS, openSqlite } from "../src/db/sqlite.ts";
 import { ROOT, tempDatabaseUrl } from "./support/app.ts";
 
 describe("migrations", () => {
@@ -49,6 +49,26 @@ describe("migrations", () => {
       fs.writeFileSync(path.join(migrations, "001_a", "migration.sql"), "CREATE TABLE a (y INTEGER);");
       expect(() => migrate(db, migrations)).toThrow(/changed after it was applied/);
     } finally {
+      db.close();
+    }
+  });
+});
+
+describe("connections", () => {
+  it("use WAL and a busy timeout, also Prisma's", async () => {
+    const { file } = tempDatabaseUrl("runledger-pragmas-");
+    const db = openSqlite(file);
+    migrate(db);
+    const { createPrismaClient } = await import("../src/db/prisma.ts");
+    const prisma = createPrismaClient(file);
+    try {
+      expect(db.pragma("busy_timeout", { simple: true })).toBe(BUSY_TIMEOUT_MS);
+      const [timeout] = await prisma.$queryRawUnsafe<{ timeout: bigint }[]>("PRAGMA busy_timeout");
+      expect(Number(Object.values(timeout!)[0])).toBe(BUSY_TIMEOUT_MS);
+      const [mode] = await prisma.$queryRawUnsafe<{ journal_mode: string }[]>("PRAGMA journal_mode");
+      expect(mode!.journal_mode).toBe("wal");
+    } finally {
+      await prisma.$disconnect();
       db.close();
     }
   });
