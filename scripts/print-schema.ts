@@ -3,7 +3,10 @@ import fs from "node:fs";
 import { fileURLToPath } from "node:url";
 import { printSchemaSdl } from "../src/schema/index.ts";
 
-const file = fileURLToPath(new URL("../schema.graphql", import.meta.url));
+// `--check [file]` compares another copy (the tests use one); the default is the committed file.
+const checkIndex = process.argv.indexOf("--check");
+const fileArg = checkIndex >= 0 ? process.argv[checkIndex + 1] : undefined;
+const file = fileArg ?? fileURLToPath(new URL("../schema.graphql", import.meta.url));
 const printed = printSchemaSdl();
 
 if (process.argv.includes("--check")) {
