@@ -42,6 +42,33 @@ export interface Config {
   subscriberQueueLimit: number;
   /** `SHUTDOWN_TIMEOUT_MS`, default 10000: the longest a graceful shutdown waits for runs to be recorded. */
   shutdownTimeoutMs: number;
+  /** Request and operation limits, the same on HTTP, SSE and WebSocket (src/http/limits.ts applies them). */
+  limits: Limits;
+  /** `CORS_ORIGINS`: comma-separated origins (`https://app.example.com`) whose pages may call the API; `*` for any. Default: none, no cross-origin access. */
+  corsOrigins: string[];
+}
+
+export interface Limits {
+  /** `MAX_REQUEST_BYTES`, default 1048576 (1 MiB): the largest HTTP request body (413 beyond it) and the largest WebSocket message (the socket is closed with 1009 beyond it). */
+  requestBytes: number;
+  /** `MAX_QUERY_CHARS`, default 20000: the longest GraphQL document, in characters. */
+  queryChars: number;
+  /** `MAX_QUERY_TOKENS`, default 1000: GraphQL tokens in one document, counted while parsing, so a huge document stops early. */
+  queryTokens: number;
+  /** `MAX_QUERY_DEPTH`, default 12: the deepest field nesting (a Relay connection's edges and node count as levels). */
+  queryDepth: number;
+  /** `MAX_QUERY_ALIASES`, default 30: aliased fields in one operation. */
+  queryAliases: number;
+  /** `MAX_QUERY_DIRECTIVES`, default 50: directives in one operation. */
+  queryDirectives: number;
+  /** `MAX_QUERY_COST`, default 50000: graphql-armor's estimated cost (each level weighs more; a literal first/last multiplies its subtree). */
+  queryCost: number;
+  /** `MAX_PAGE_SIZE`, default 100, at most 100: the largest first/last of a connection; larger is refused with a clear error, never clamped. */
+  pageSize: number;
+  /** `WS_INIT_TIMEOUT_MS`, default 10000: a WebSocket that has not sent connection_init by then is closed with 4408. */
+  wsInitTimeoutMs: number;
+  /** `NODE_ENV=production` hides "Did you mean ...?" suggestions from error messages, so the schema cannot be guessed field by field. */
+  hideSuggestions: boolean;
 }
 
 export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
@@ -147,7 +174,38 @@ export function loadConfig(env: Env = process.env, readFile: (p: string) => stri
     eventGraceMs: intVar(env, "EVENT_GRACE_MS", 60_000, 0, 86_400_000),
     subscriberQueueLimit: intVar(env, "SUBSCRIBER_QUEUE_LIMIT", 1_000, 1, 1_000_000),
     shutdownTimeoutMs: intVar(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 100, 600_000),
+    limits: {
+      requestBytes: intVar(env, "MAX_REQUEST_BYTES", 1_048_576, 1_024, 1_073_741_824),
+      queryChars: intVar(env, "MAX_QUERY_CHARS", 20_000, 100, 10_000_000),
+      queryTokens: intVar(env, "MAX_QUERY_TOKENS", 1_000, 10, 1_000_000),
+      queryDepth: intVar(env, "MAX_QUERY_DEPTH", 12, 2, 1_000),
+      queryAliases: intVar(env, "MAX_QUERY_ALIASES", 30, 0, 100_000),
+      queryDirectives: intVar(env, "MAX_QUERY_DIRECTIVES", 50, 0, 100_000),
+      queryCost: intVar(env, "MAX_QUERY_COST", 50_000, 10, 1_000_000_000),
+      pageSize: intVar(env, "MAX_PAGE_SIZE", 100, 1, 100),
+      wsInitTimeoutMs: intVar(env, "WS_INIT_TIMEOUT_MS", 10_000, 10, 600_000),
+      hideSuggestions: (env.NODE_ENV ?? "").trim() === "production",
+    },
+    corsOrigins: listVar(env, "CORS_ORIGINS"),
   };
+}
+
+/** A comma-separated list of origins (scheme://host[:port]), or `*`. */
+function listVar(env: Env, name: string): string[] {
+  const items = (env[name] ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  for (const item of items) {
+    if (item === "*") continue;
+    let url: URL | undefined;
+    try {
+      url = new URL(item);
+    } catch {
+      url = undefined;
+    }
+    if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || url.origin !== item.replace(/\/+$/, "")) {
+      throw new ConfigError(`${name} must list origins such as https://app.example.com (scheme, host and port only) or *, got "${item}"`);
+    }
+  }
+  return items.map((item) => item.replace(/\/+$/, ""));
 }
 
 function defaultReadFile(p: string): string {

@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net";
 import { createYoga } from "graphql-yoga";
 import { WebSocketServer } from "ws";
 import { useServer } from "graphql-ws/use/ws";
-import type { ExecutionArgs } from "graphql";
+import { GraphQLError, type ExecutionArgs } from "graphql";
 import type { Config } from "./config.ts";
 import type { Logger } from "./logger.ts";
 import { schema } from "./schema/index.ts";
@@ -14,6 +14,9 @@ import { createContext, type Services } from "./context.ts";
 import { createTokenCheck } from "./http/auth.ts";
 import { checkReadiness, sendJson } from "./http/health.ts";
 import { GRAPHIQL_DEFAULT_DOCUMENT } from "./graphiql.ts";
+import { createRequestLimits } from "./http/limits.ts";
+import { createCorsPolicy } from "./http/cors.ts";
+import { formatForWebSocket } from "./plugins/errors.ts";
 
 /** WebSocket close code for a connection_init without the right token. */
 export const CLOSE_FORBIDDEN = 4403;
@@ -39,6 +42,8 @@ export interface HttpServer {
 
 export async function startHttpServer({ config, services, logger, pingDatabase, routes = [] }: HttpServerOptions): Promise<HttpServer> {
   const authorized = createTokenCheck(config.apiToken);
+  const limits = createRequestLimits(config, logger);
+  const cors = createCorsPolicy(config.corsOrigins);
 
   const yoga = createYoga({
     schema,
@@ -46,6 +51,9 @@ export async function startHttpServer({ config, services, logger, pingDatabase, 
     context: () => createContext(services),
     graphiql: { subscriptionsProtocol: "WS", defaultQuery: GRAPHIQL_DEFAULT_DOCUMENT, title: "runledger" },
     landingPage: false,
+    // CORS is src/http/cors.ts's, for every route.
+    cors: false,
+    ...limits.yoga,
     logging: {
       debug: (...args) => logger.debug(String(args[0]), { args: args.slice(1).map(String) }),
       info: (...args) => logger.info(String(args[0])),
@@ -56,13 +64,15 @@ export async function startHttpServer({ config, services, logger, pingDatabase, 
 
   const server = http.createServer(async (req, res) => {
     try {
+      if (cors.handle(req, res)) return;
       const path = (req.url ?? "/").split("?")[0];
       if (path === "/health") return sendJson(res, 200, { status: "ok" });
       if (path === "/ready") {
         const result = await checkReadiness({ database: pingDatabase, ollamaHost: config.ollamaHost, ollamaModel: config.ollamaModel });
         return sendJson(res, result.ready ? 200 : 503, result);
       }
-      const isGraphiqlPage = req.method === "GET" && (req.headers.accept ?? "").includes("text/html");
+      // yoga answers this with the GraphiQL page and executes nothing; nowhere else is open.
+      const isGraphiqlPage = path === "/graphql" && req.method === "GET" && (req.headers.accept ?? "").includes("text/html");
       if (!isGraphiqlPage && !authorized(req.headers.authorization)) {
         res.setHeader("www-authenticate", 'Bearer realm="runledger"');
         return sendJson(res, 401, { errors: [{ message: "missing or wrong bearer token", extensions: { code: "UNAUTHENTICATED" } }] });
@@ -76,16 +86,30 @@ export async function startHttpServer({ config, services, logger, pingDatabase, 
     }
   });
 
-  const wsServer = new WebSocketServer({ server, path: "/graphql", maxPayload: 1024 * 1024 });
+  const wsServer = new WebSocketServer({
+    server,
+    path: "/graphql",
+    maxPayload: limits.webSocket.maxPayload,
+    verifyClient: (info, done) => (cors.allowsUpgrade(info.req) ? done(true) : done(false, 403, "Origin not allowed")),
+  });
   const wsDisposable = useServer(
     {
-      connectionInitWaitTimeout: 10_000,
+      connectionInitWaitTimeout: limits.webSocket.connectionInitWaitTimeout,
+      onNext: (_ctx, _id, _payload, _args, result) => (result.errors ? { ...result, errors: result.errors.map(formatForWebSocket) } : undefined),
+      onError: (_ctx, _id, _payload, errors) => errors.map(formatForWebSocket),
       onConnect: (ctx) => authorized((ctx.connectionParams as { authorization?: string } | undefined)?.authorization) || false,
       execute: (args: ExecutionArgs) => (args.rootValue as { execute: (a: ExecutionArgs) => unknown }).execute(args) as never,
       subscribe: (args: ExecutionArgs) => (args.rootValue as { subscribe: (a: ExecutionArgs) => unknown }).subscribe(args) as never,
       onSubscribe: async (ctx, _id, payload) => {
         const enveloped = yoga.getEnveloped({ ...ctx, req: ctx.extra.request, socket: ctx.extra.socket, params: payload });
-        const document = enveloped.parse(payload.query);
+        let document;
+        try {
+          document = enveloped.parse(payload.query);
+        } catch (error) {
+          // A syntax error or a document limit: an error message for this operation, as over HTTP, not a 4500 close.
+          if (error instanceof GraphQLError) return [error];
+          throw error;
+        }
         const errors = enveloped.validate(enveloped.schema, document);
         if (errors.length) return errors;
         return {

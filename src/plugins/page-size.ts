@@ -1,0 +1,92 @@
+// first/last of every connection field, checked against MAX_PAGE_SIZE before
+// execution starts, with the operation's variables: a demanding client prefers a
+// clear error to a page silently cut short (the Prisma connections clamp to their
+// maxSize). Envelop's execute and subscribe hooks run for HTTP, SSE and graphql-ws.
+import {
+  GraphQLError,
+  Kind,
+  TypeInfo,
+  getNamedType,
+  getOperationAST,
+  visit,
+  visitWithTypeInfo,
+  type DocumentNode,
+  type ExecutionArgs,
+  type FragmentDefinitionNode,
+  type GraphQLSchema,
+  type ValueNode,
+} from "graphql";
+import type { Plugin } from "graphql-yoga";
+import { limitError } from "./limit-error.ts";
+
+const PAGE_ARGUMENTS = new Set(["first", "last"]);
+
+/** The first bad first/last in the operation to be executed, or null. */
+export function pageSizeViolation(args: Pick<ExecutionArgs, "schema" | "document" | "operationName" | "variableValues">, max: number): GraphQLError | null {
+  const operation = getOperationAST(args.document, args.operationName);
+  if (!operation) return null; // execution reports the unknown operation itself
+  const variables = (args.variableValues ?? {}) as Record<string, unknown>;
+  const defaults = new Map<string, ValueNode | undefined>(operation.variableDefinitions?.map((d) => [d.variable.name.value, d.defaultValue]) ?? []);
+
+  const valueOf = (node: ValueNode): unknown => {
+    if (node.kind === Kind.INT) return Number(node.value);
+    if (node.kind !== Kind.VARIABLE) return undefined;
+    const name = node.name.value;
+    if (Object.hasOwn(variables, name)) return variables[name];
+    const fallback = defaults.get(name);
+    return fallback?.kind === Kind.INT ? Number(fallback.value) : undefined;
+  };
+
+  // The executed operation and the fragments it reaches; the document's other operations do not run.
+  const fragments = new Map(args.document.definitions.filter((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION).map((d) => [d.name.value, d]));
+  const reached = new Map<string, FragmentDefinitionNode>();
+  const collect = (node: Parameters<typeof visit>[0]) =>
+    visit(node, {
+      FragmentSpread(spread) {
+        const fragment = fragments.get(spread.name.value);
+        if (fragment && !reached.has(fragment.name.value)) {
+          reached.set(fragment.name.value, fragment);
+          collect(fragment);
+        }
+      },
+    });
+  collect(operation);
+  const executed: DocumentNode = { kind: Kind.DOCUMENT, definitions: [operation, ...reached.values()] };
+
+  let violation: GraphQLError | null = null;
+  const typeInfo = new TypeInfo(args.schema as GraphQLSchema);
+  visit(
+    executed,
+    visitWithTypeInfo(typeInfo, {
+      Argument(argument) {
+        if (violation || !PAGE_ARGUMENTS.has(argument.name.value)) return;
+        const field = typeInfo.getFieldDef();
+        if (!field || !getNamedType(field.type).name.endsWith("Connection")) return;
+        const value = valueOf(argument.value);
+        if (typeof value !== "number" || !Number.isInteger(value)) return; // null or absent: the default page; other types fail coercion
+        if (value < 0) {
+          violation = new GraphQLError(`${argument.name.value} of ${field.name} must not be negative, got ${value}.`, {
+            nodes: [argument],
+            extensions: { code: "VALIDATION", http: { spec: true, status: 400 } },
+          });
+        } else if (value > max) {
+          violation = limitError(`${argument.name.value} of ${field.name} must be at most ${max}, got ${value}; page with after/before.`, "MAX_PAGE_SIZE", max, [argument]);
+        }
+      },
+    }),
+  );
+  return violation;
+}
+
+export function usePageSizeLimit(max: number): Plugin {
+  return {
+    onExecute({ args, setResultAndStopExecution }) {
+      const violation = pageSizeViolation(args, max);
+      if (violation) setResultAndStopExecution({ errors: [violation] });
+    },
+    onSubscribe({ args, setResultAndStopExecution }) {
+      const violation = pageSizeViolation(args, max);
+      if (violation) setResultAndStopExecution({ errors: [violation] });
+    },
+  };
+}
