@@ -15,6 +15,7 @@ import { RunOwnership } from "./runs/ownership.ts";
 import { RunService } from "./runs/service.ts";
 import { ConversationService } from "./runs/conversations.ts";
 import { startHttpServer, type HttpServer } from "./server.ts";
+import { SqliteCheckpointReadModel } from "./read/checkpoints-sqlite.ts";
 import type { Services } from "./context.ts";
 
 export interface App {
@@ -61,7 +62,8 @@ export async function startApp(config: Config, logger: Logger): Promise<App> {
   });
   const runs = new RunService({ store, bus, agent, ownerId: ownership.id, maxMessageChars: config.maxMessageChars, logger });
   const conversations = new ConversationService(store, bus);
-  const services: Services = { prisma, store, bus, agent, runs, conversations };
+  const checkpointReads = SqliteCheckpointReadModel.open(config.databasePath);
+  const services: Services = { prisma, store, bus, agent, runs, conversations, checkpointReads };
 
   const http = await startHttpServer({
     config,
@@ -86,6 +88,7 @@ export async function startApp(config: Config, logger: Logger): Promise<App> {
         await http.close();
         await ownership.stop();
         await prisma.$disconnect();
+        checkpointReads.close();
         checkpointer.close();
         sqlite.close();
       })();

@@ -6,6 +6,8 @@ import type { EventBus } from "./events/bus.ts";
 import type { RunService } from "./runs/service.ts";
 import type { RunStore } from "./runs/store.ts";
 import type { ConversationService } from "./runs/conversations.ts";
+import type { CheckpointReadModel } from "./read/checkpoints.ts";
+import { checkpointScopes, type CheckpointReadScope } from "./read/checkpoints-scope.ts";
 
 export interface Services {
   /** Read access for the Prisma plugin's object types and connections. */
@@ -15,17 +17,22 @@ export interface Services {
   store: RunStore;
   agent: AgentRuntime;
   bus: EventBus;
+  /** LangGraph's checkpoints and writes, read for the API (the correlation read model). */
+  checkpointReads: CheckpointReadModel;
 }
 
 export interface Context extends Services {
   /** The thread's latest state, read at most once per conversation per operation. */
   thread(conversationId: string): Promise<ThreadState>;
+  /** Checkpoint loaders for one execution: pass `info.rootValue` (one scope per operation, or per subscription event). */
+  checkpoints(execution: unknown): CheckpointReadScope;
 }
 
 export function createContext(services: Services): Context {
   const threads = new Map<string, Promise<ThreadState>>();
   return {
     ...services,
+    checkpoints: checkpointScopes(services.checkpointReads, services.agent),
     thread(conversationId) {
       let state = threads.get(conversationId);
       if (!state) {

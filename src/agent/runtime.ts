@@ -2,6 +2,7 @@
 // specific that the run service needs sits behind this class.
 import { HumanMessage, isAIMessageChunk, isAIMessage, isToolMessage, type BaseMessage, type BaseMessageChunk } from "@langchain/core/messages";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import type { StateSnapshot } from "@langchain/langgraph";
 import type { StructuredToolInterface } from "@langchain/core/tools";
 import { buildAgentGraph, modelCaller, threadConfig, AGENT_NODE, TOOLS_NODE, type AgentGraph } from "./graph.ts";
 import { createRunModel, type ModelSettings } from "./model.ts";
@@ -20,6 +21,15 @@ export interface ThreadState {
   /** LangGraph's `next`: nodes still to run. Non-empty means work is pending. */
   next: string[];
   checkpointId: string | null;
+}
+
+/** One checkpoint's state as LangGraph's state reader rebuilds it. */
+export interface CheckpointState {
+  checkpointId: string;
+  messages: BaseMessage[];
+  next: string[];
+  /** The tasks pending at this checkpoint (a failed task keeps its id). */
+  tasks: { id: string; name: string }[];
 }
 
 export interface AgentRuntimeOptions {
@@ -88,9 +98,43 @@ export class AgentRuntime {
     return { messages, next: [...(state.next ?? [])], checkpointId: (state.config?.configurable?.checkpoint_id as string | undefined) ?? null };
   }
 
+  /**
+   * The states of the thread's checkpoints, oldest first, from one pass over its
+   * history; with a range, only the checkpoints from `from` to `to` (inclusive)
+   * are deserialized. Never calls the model.
+   */
+  async readHistory(conversationId: string, range?: { from: string; to: string }): Promise<CheckpointState[]> {
+    // `before` is exclusive; `to` followed by one more character sorts after `to` and before any later id of the same length.
+    const options = range ? { before: { configurable: { checkpoint_id: `${range.to}0` } } } : undefined;
+    const states: CheckpointState[] = [];
+    for await (const snapshot of this.#reader.getStateHistory(threadConfig(conversationId), options)) {
+      const state = checkpointState(snapshot);
+      if (range && state.checkpointId < range.from) break; // newest first: the rest are older still
+      states.push(state);
+    }
+    return states.reverse();
+  }
+
+  /** One checkpoint's state, or null when the thread has no such checkpoint; never calls the model. */
+  async readCheckpoint(conversationId: string, checkpointId: string): Promise<CheckpointState | null> {
+    const config = threadConfig(conversationId);
+    const snapshot = await this.#reader.getState({ configurable: { ...config.configurable, checkpoint_id: checkpointId } });
+    // A missing checkpoint comes back as an empty snapshot without a creation time.
+    return snapshot.createdAt === undefined ? null : checkpointState(snapshot);
+  }
+
   async deleteThread(conversationId: string): Promise<void> {
     await this.options.checkpointer.deleteThread(conversationId);
   }
+}
+
+function checkpointState(snapshot: StateSnapshot): CheckpointState {
+  return {
+    checkpointId: String(snapshot.config?.configurable?.checkpoint_id),
+    messages: ((snapshot.values as { messages?: BaseMessage[] } | undefined)?.messages ?? []) as BaseMessage[],
+    next: [...(snapshot.next ?? [])],
+    tasks: (snapshot.tasks ?? []).map((task) => ({ id: task.id, name: task.name })),
+  };
 }
 
 export function messageText(message: BaseMessage): string {

@@ -9,6 +9,7 @@ import "./message.ts";
 import "./conversation.ts";
 import "./run.ts";
 import "./events.ts";
+import "./checkpoint.ts";
 
 builder.queryType({});
 builder.mutationType({});

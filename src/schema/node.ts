@@ -18,9 +18,9 @@ builder.queryField("node", (t) =>
     nullable: true,
     description: "Any conversation, run or checkpoint by its id.",
     args: { id: t.arg.id({ required: true }) },
-    resolve: async (_root, { id }, ctx) => {
+    resolve: async (_root, { id }, ctx, info) => {
       const key = String(id);
-      return (await ctx.store.getConversation(key)) ?? (await ctx.store.getRun(key)) ?? null;
+      return (await ctx.store.getConversation(key)) ?? (await ctx.store.getRun(key)) ?? (await ctx.checkpoints(info.rootValue).checkpoint(key));
     },
   }),
 );

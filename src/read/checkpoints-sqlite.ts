@@ -1,0 +1,253 @@
+// The checkpoint read model on the embedded SQLite file: SqliteSaver's
+// `checkpoints` and `writes` tables and runledger's `runs`, read on a read-only
+// connection of its own. Checkpoint fields come out of the JSON blobs with
+// json_extract, so no history is deserialized here. Lists of ids travel as one
+// JSON parameter (json_each), so each method is one statement however many ids.
+import { isBaseMessage, type BaseMessage } from "@langchain/core/messages";
+import { JsonPlusSerializer, type SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import { openSqlite, type SqliteDatabase } from "../db/sqlite.ts";
+import type { RunRecord } from "../runs/store.ts";
+import {
+  ERROR_CHANNEL,
+  type CheckpointContentRecord,
+  type CheckpointPageWindow,
+  type CheckpointReadModel,
+  type CheckpointRecord,
+  type CheckpointSourceValue,
+  type CheckpointWriteRecord,
+  type ThreadRecords,
+} from "./checkpoints.ts";
+
+const CHECKPOINT_COLUMNS = `
+  thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id,
+  json_extract(CAST(checkpoint AS TEXT), '$.ts') AS ts,
+  json_extract(CAST(metadata AS TEXT), '$.step') AS step,
+  json_extract(CAST(metadata AS TEXT), '$.source') AS source`;
+
+const WRITE_COLUMNS = `thread_id, checkpoint_id, task_id, channel, idx, type, CAST(value AS TEXT) AS value`;
+
+const RUN_COLUMNS = `id, conversation_id, kind, status, input, error_code, error_message, partial_output,
+  started_at, finished_at, start_mark, end_mark, last_event_seq, owner_id`;
+
+interface CheckpointRow {
+  thread_id: string;
+  checkpoint_ns: string;
+  checkpoint_id: string;
+  parent_checkpoint_id: string | null;
+  ts: string | null;
+  step: number | null;
+  source: string | null;
+}
+
+interface WriteRow {
+  thread_id: string;
+  checkpoint_id: string;
+  task_id: string;
+  channel: string;
+  idx: number;
+  type: string | null;
+  value: string | null;
+}
+
+interface ContentRow {
+  thread_id: string;
+  checkpoint_id: string;
+  type: string | null;
+  message_count: number | null;
+  last_message: string | null;
+}
+
+interface RunRow {
+  id: string;
+  conversation_id: string;
+  kind: string;
+  status: string;
+  input: string | null;
+  error_code: string | null;
+  error_message: string | null;
+  partial_output: string | null;
+  started_at: string | number;
+  finished_at: string | number | null;
+  start_mark: string;
+  end_mark: string | null;
+  last_event_seq: number;
+  owner_id: string | null;
+}
+
+export class SqliteCheckpointReadModel implements CheckpointReadModel {
+  readonly #db: SqliteDatabase;
+  /** SqliteSaver's serializer: revives the LangChain messages stored in a blob. */
+  readonly #serde: SerializerProtocol;
+  #statements = 0;
+
+  /** Opens its own read-only connection; the file must already hold LangGraph's and runledger's tables. */
+  static open(databasePath: string): SqliteCheckpointReadModel {
+    return new SqliteCheckpointReadModel(openSqlite(databasePath, { readonly: true }));
+  }
+
+  constructor(db: SqliteDatabase, serde: SerializerProtocol = new JsonPlusSerializer()) {
+    this.#db = db;
+    this.#serde = serde;
+  }
+
+  /** SQL statements executed so far (for cost checks). */
+  get statementCount(): number {
+    return this.#statements;
+  }
+
+  async threads(conversationIds: string[]): Promise<Map<string, ThreadRecords>> {
+    const result = new Map<string, ThreadRecords>();
+    for (const id of conversationIds) result.set(id, { runs: [], checkpoints: [], errorWrites: [] });
+    if (conversationIds.length === 0) return result;
+    const ids = JSON.stringify(conversationIds);
+    // One read transaction: runs and checkpoints come from the same snapshot, so a
+    // run that finishes (and a next one that starts) between two reads cannot
+    // shift checkpoints into the wrong window.
+    const read = this.#db.transaction(() => ({
+      runs: this.#all<RunRow>(
+        `SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id IN (SELECT value FROM json_each(?)) ORDER BY conversation_id, start_mark`,
+        ids,
+      ),
+      checkpoints: this.#all<CheckpointRow>(
+        `SELECT ${CHECKPOINT_COLUMNS} FROM checkpoints
+         WHERE checkpoint_ns = '' AND thread_id IN (SELECT value FROM json_each(?)) ORDER BY thread_id, checkpoint_id`,
+        ids,
+      ),
+      errors: this.#all<WriteRow>(
+        `SELECT ${WRITE_COLUMNS} FROM writes
+         WHERE checkpoint_ns = '' AND channel = ? AND thread_id IN (SELECT value FROM json_each(?)) ORDER BY thread_id, checkpoint_id, task_id, idx`,
+        ERROR_CHANNEL,
+        ids,
+      ),
+    }));
+    const { runs, checkpoints, errors } = read.deferred();
+    for (const row of runs) result.get(row.conversation_id)?.runs.push(toRun(row));
+    for (const row of checkpoints) result.get(row.thread_id)?.checkpoints.push(toCheckpoint(row));
+    for (const row of errors) result.get(row.thread_id)?.errorWrites.push(toWrite(row));
+    return result;
+  }
+
+  async pages(conversationIds: string[], window: CheckpointPageWindow): Promise<Map<string, CheckpointRecord[]>> {
+    const result = new Map<string, CheckpointRecord[]>(conversationIds.map((id) => [id, []]));
+    if (conversationIds.length === 0 || window.limit <= 0) return result;
+    // ROW_NUMBER per thread takes the same window of every conversation in one statement.
+    const rows = this.#all<CheckpointRow>(
+      `SELECT * FROM (
+         SELECT ${CHECKPOINT_COLUMNS},
+           ROW_NUMBER() OVER (PARTITION BY thread_id ORDER BY checkpoint_id ${window.fromEnd ? "DESC" : "ASC"}) AS position
+         FROM checkpoints
+         WHERE checkpoint_ns = '' AND thread_id IN (SELECT value FROM json_each(@ids))
+           AND (@after IS NULL OR checkpoint_id > @after)
+           AND (@before IS NULL OR checkpoint_id < @before)
+       ) WHERE position <= @limit
+       ORDER BY thread_id, checkpoint_id`,
+      { ids: JSON.stringify(conversationIds), after: window.after, before: window.before, limit: window.limit },
+    );
+    for (const row of rows) result.get(row.thread_id)?.push(toCheckpoint(row));
+    return result;
+  }
+
+  async checkpointsByIds(ids: string[]): Promise<CheckpointRecord[]> {
+    if (ids.length === 0) return [];
+    const rows = this.#all<CheckpointRow>(
+      `SELECT ${CHECKPOINT_COLUMNS} FROM checkpoints
+       WHERE checkpoint_ns = '' AND checkpoint_id IN (SELECT value FROM json_each(?))
+         AND thread_id IN (SELECT id FROM conversations)
+       ORDER BY thread_id, checkpoint_id`,
+      JSON.stringify(ids),
+    );
+    return rows.map(toCheckpoint);
+  }
+
+  async writes(checkpoints: { threadId: string; checkpointId: string }[]): Promise<CheckpointWriteRecord[]> {
+    if (checkpoints.length === 0) return [];
+    const wanted = new Set(checkpoints.map((c) => `${c.threadId} ${c.checkpointId}`));
+    const rows = this.#all<WriteRow>(
+      `SELECT ${WRITE_COLUMNS} FROM writes
+       WHERE checkpoint_ns = '' AND checkpoint_id IN (SELECT value FROM json_each(?))
+       ORDER BY thread_id, checkpoint_id, task_id, idx`,
+      JSON.stringify([...new Set(checkpoints.map((c) => c.checkpointId))]),
+    );
+    return rows.filter((r) => wanted.has(`${r.thread_id} ${r.checkpoint_id}`)).map(toWrite);
+  }
+
+  async contents(checkpoints: { threadId: string; checkpointId: string }[]): Promise<CheckpointContentRecord[]> {
+    if (checkpoints.length === 0) return [];
+    const wanted = new Set(checkpoints.map((c) => `${c.threadId} ${c.checkpointId}`));
+    // SqliteSaver stores each checkpoint's channel values whole, so the message
+    // list is in the blob: count it and take the last one without reviving the rest.
+    const rows = this.#all<ContentRow>(
+      `SELECT thread_id, checkpoint_id, type,
+         json_array_length(doc, '$.channel_values.messages') AS message_count,
+         json_extract(doc, '$.channel_values.messages[#-1]') AS last_message
+       FROM (SELECT thread_id, checkpoint_id, type, jsonb(CAST(checkpoint AS TEXT)) AS doc FROM checkpoints
+             WHERE checkpoint_ns = '' AND checkpoint_id IN (SELECT value FROM json_each(?)))`,
+      JSON.stringify([...new Set(checkpoints.map((c) => c.checkpointId))]),
+    );
+    const result: CheckpointContentRecord[] = [];
+    for (const row of rows) {
+      if (!wanted.has(`${row.thread_id} ${row.checkpoint_id}`)) continue;
+      result.push({ threadId: row.thread_id, checkpointId: row.checkpoint_id, messageCount: row.message_count ?? 0, lastMessage: await this.#revive(row) });
+    }
+    return result;
+  }
+
+  async #revive(row: ContentRow): Promise<BaseMessage | null> {
+    if (row.last_message === null || (row.type !== null && row.type !== "json")) return null;
+    const message: unknown = await this.#serde.loadsTyped("json", row.last_message);
+    return isBaseMessage(message) ? message : null;
+  }
+
+  close(): void {
+    this.#db.close();
+  }
+
+  #all<T>(sql: string, ...params: unknown[]): T[] {
+    this.#statements += 1;
+    return this.#db.prepare(sql).all(...params) as T[];
+  }
+}
+
+function toCheckpoint(row: CheckpointRow): CheckpointRecord {
+  return {
+    id: row.checkpoint_id,
+    threadId: row.thread_id,
+    checkpointNs: row.checkpoint_ns,
+    parentId: row.parent_checkpoint_id,
+    step: row.step ?? -1,
+    // LangGraph writes one of the four sources; anything else fails the enum loudly rather than being renamed.
+    source: (row.source ?? "loop") as CheckpointSourceValue,
+    createdAt: new Date(row.ts ?? 0),
+  };
+}
+
+function toWrite(row: WriteRow): CheckpointWriteRecord {
+  let value: unknown = null;
+  if (row.value !== null && (row.type === null || row.type === "json")) {
+    try {
+      value = JSON.parse(row.value);
+    } catch {
+      value = null;
+    }
+  }
+  return { threadId: row.thread_id, checkpointId: row.checkpoint_id, taskId: row.task_id, channel: row.channel, idx: row.idx, value };
+}
+
+function toRun(row: RunRow): RunRecord {
+  return {
+    id: row.id,
+    conversationId: row.conversation_id,
+    kind: row.kind,
+    status: row.status,
+    input: row.input,
+    errorCode: row.error_code,
+    errorMessage: row.error_message,
+    partialOutput: row.partial_output,
+    startedAt: new Date(row.started_at),
+    finishedAt: row.finished_at === null ? null : new Date(row.finished_at),
+    startMark: row.start_mark,
+    endMark: row.end_mark,
+    lastEventSeq: row.last_event_seq,
+    ownerId: row.owner_id,
+  };
+}

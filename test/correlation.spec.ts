@@ -1,0 +1,332 @@
+// The run → checkpoint edge by timestamp correlation: the merge itself on
+// synthetic marks (boundaries, ties within a millisecond, open windows, failed
+// tasks), then end to end against what really happened: every checkpoint a run
+// saved is recorded from its own CheckpointEvents (published by the
+// checkpointer as LangGraph stores each checkpoint), and the correlation must
+// agree for starts, resumes, failures, cancels and back-to-back runs.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { uuid6 } from "@langchain/langgraph-checkpoint";
+import { v6 } from "@langchain/core/utils/uuid";
+import { AIMessage, HumanMessage } from "@langchain/core/messages";
+import { attributeFailures, correlate, firstAppearances, runAt, type AttemptWindow } from "../src/read/correlation.ts";
+import { startFakeOllama, defaultResponder, type FakeOllama } from "./support/fake-ollama.ts";
+import { startTestApp } from "./support/app.ts";
+import { collect, gql, gqlOk, RESUME_RUN, START_RUN, wsClient } from "./support/graphql.ts";
+import type { App } from "../src/app.ts";
+
+const NODE = Uint8Array.from([1, 2, 3, 4, 5, 6]);
+
+/** A v6 id at a given millisecond and sub-millisecond counter, as LangGraph's uuid6 builds them. */
+function mark(msecs: number, nsecs: number, clockseq = 0): string {
+  return v6({ msecs, nsecs, clockseq, node: NODE });
+}
+
+interface TestRun extends AttemptWindow {
+  id: string;
+}
+
+function run(id: string, startMark: string, endMark: string | null, status = "completed", errorMessage: string | null = null): TestRun {
+  return { id, startMark, endMark, status, errorMessage };
+}
+
+const ids = (list: ({ id: string } | null)[]) => list.map((r) => r?.id ?? null);
+
+describe("the merge on synthetic marks", () => {
+  it("includes checkpoints exactly at a window's start and exactly at its end, and nothing outside", () => {
+    const T = Date.UTC(2026, 10, 30, 14, 2);
+    const before = mark(T, 0, 1);
+    const start = mark(T, 1, 2);
+    const middle = mark(T + 5, 0, 3);
+    const end = mark(T + 9, 0, 4);
+    const after = mark(T + 9, 1, 5);
+    const runs = [run("r1", start, end)];
+    expect(ids(correlate(runs, [before, start, middle, end, after]))).toEqual([null, "r1", "r1", "r1", null]);
+    for (const [id, expected] of [
+      [before, null],
+      [start, "r1"],
+      [end, "r1"],
+      [after, null],
+    ] as const) {
+      expect(runAt(runs, id)?.id ?? null).toBe(expected);
+    }
+  });
+
+  it("separates back-to-back runs that share one millisecond, where the ISO timestamps tie", () => {
+    const T = Date.UTC(2026, 10, 30, 14, 2, 0, 500);
+    // One millisecond, seven moments: run 1 ends and run 2 starts between two checkpoints.
+    const moments = [0, 1, 2, 3, 4, 5, 6].map((n) => mark(T, n, n % 2 ? 0x3fff : 0x2000));
+    const [s1, c1, e1, s2, c2, e2, c3] = moments as [string, string, string, string, string, string, string];
+    const ms = (id: string) => {
+      // The 60-bit timestamp of a v6 id, in 100 ns units since 1582-10-15.
+      const hex = id.replace(/-/g, "");
+      const ticks = BigInt(`0x${hex.slice(0, 12)}${hex.slice(13, 16)}`);
+      return Number(ticks / 10_000n - 12_219_292_800_000n);
+    };
+    // Every mark carries the same millisecond: a comparison of ts values could not tell them apart.
+    expect(new Set(moments.map(ms))).toEqual(new Set([T]));
+    const runs = [run("r1", s1, e1), run("r2", s2, e2)];
+    expect(ids(correlate(runs, [c1, c2, c3]))).toEqual(["r1", "r2", null]);
+  });
+
+  it("leaves a running run's window open", () => {
+    const T = Date.UTC(2026, 10, 30, 15);
+    const runs = [run("r1", mark(T, 0), mark(T + 10, 0)), run("r2", mark(T + 20, 0), null, "running")];
+    expect(ids(correlate(runs, [mark(T + 15, 0), mark(T + 20, 0), mark(T + 10_000_000, 0)]))).toEqual([null, "r2", "r2"]);
+  });
+
+  it("gives nothing a run when there are no runs, and no run a checkpoint when there are none", () => {
+    expect(correlate([], [mark(1, 0)])).toEqual([null]);
+    expect(correlate([run("r1", mark(1, 0), null)], [])).toEqual([]);
+  });
+
+  it("agrees with a brute-force search on random histories", () => {
+    let seed = 7;
+    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    for (let trial = 0; trial < 200; trial += 1) {
+      const moments = Array.from({ length: 60 }, (_, i) => mark(1_700_000_000_000 + i * 3 + Math.floor(random() * 3), i));
+      moments.sort();
+      // Non-overlapping windows over the moments; the last may be open.
+      const runs: TestRun[] = [];
+      let cursor = 0;
+      while (cursor < moments.length - 1 && runs.length < 8) {
+        const startIdx = cursor + Math.floor(random() * 5);
+        const endIdx = startIdx + Math.floor(random() * 8);
+        if (endIdx >= moments.length) break;
+        runs.push(run(`r${runs.length}`, moments[startIdx]!, moments[endIdx]!));
+        cursor = endIdx + 1;
+      }
+      if (runs.length && random() < 0.3) runs[runs.length - 1]!.endMark = null;
+      const checkpoints = moments.filter(() => random() < 0.5);
+      const brute = checkpoints.map((c) => runs.find((r) => r.startMark <= c && (r.endMark === null || c <= r.endMark))?.id ?? null);
+      expect(ids(correlate(runs, checkpoints))).toEqual(brute);
+      expect(checkpoints.map((c) => runAt(runs, c)?.id ?? null)).toEqual(brute);
+    }
+  });
+
+  it("orders ids from LangGraph's generator by call, also within one millisecond", () => {
+    const generated = Array.from({ length: 5_000 }, (_, i) => uuid6(i % 7 === 0 ? -2 : i));
+    expect([...generated].sort()).toEqual(generated);
+    expect(new Set(generated).size).toBe(generated.length);
+  });
+});
+
+describe("attributing failed tasks", () => {
+  const T = Date.UTC(2026, 10, 30, 16);
+  const at = (n: number) => mark(T + n, 0);
+
+  it("gives an error to the failed run, not to the resume that got past the step", () => {
+    // r1 fails at checkpoint 12 (its pending step); r2 resumes and saves checkpoint 31.
+    const runs = [run("r1", at(10), at(15), "failed", "boom: cause"), run("r2", at(30), at(35))];
+    expect(ids(attributeFailures(runs, [at(11), at(12), at(31)], [{ checkpointId: at(12), message: "boom" }]))).toEqual(["r1"]);
+  });
+
+  it("gives a replaced error to the latest failed attempt, skipping a cancel that wrote nothing", () => {
+    const runs = [
+      run("r1", at(10), at(15), "failed", "model not found"),
+      run("r2", at(20), at(25), "failed", "model error"),
+      run("r3", at(30), at(35), "cancelled", "the run was cancelled"),
+      run("r4", at(40), at(45)),
+    ];
+    const checkpointIds = [at(11), at(12), at(41)];
+    expect(ids(attributeFailures(runs, checkpointIds, [{ checkpointId: at(12), message: "model error" }]))).toEqual(["r2"]);
+    // Had the first failure's write survived, it would be the first run's.
+    expect(ids(attributeFailures(runs, checkpointIds, [{ checkpointId: at(12), message: "model not found" }]))).toEqual(["r1"]);
+  });
+
+  it("gives an error of the pending step to the running run working on it", () => {
+    const runs = [run("r1", at(10), at(15), "failed", "x"), run("r2", at(20), null, "running")];
+    expect(ids(attributeFailures(runs, [at(11), at(12)], [{ checkpointId: at(12), message: "y" }]))).toEqual(["r2"]);
+  });
+
+  it("attributes nothing when no run was running at the checkpoint or it is gone", () => {
+    const runs = [run("r1", at(20), at(25), "failed", "x")];
+    // Checkpoint 12 came from a state update before any run; r1 started after C' (13).
+    expect(ids(attributeFailures(runs, [at(12), at(13)], [{ checkpointId: at(12), message: "x" }]))).toEqual([null]);
+    expect(ids(attributeFailures(runs, [at(21)], [{ checkpointId: at(22), message: "x" }]))).toEqual([null]);
+  });
+});
+
+describe("first appearances of messages", () => {
+  it("lists each message once, at the first checkpoint that holds it", () => {
+    const user = new HumanMessage({ id: "u1", content: "hi" });
+    const reply = new AIMessage({ id: "a1", content: "hello" });
+    const result = firstAppearances([
+      { checkpointId: "c1", messages: [] },
+      { checkpointId: "c2", messages: [user] },
+      { checkpointId: "c3", messages: [user, reply] },
+      { checkpointId: "c4", messages: [user, reply] },
+    ]);
+    expect(result.map((r) => [r.message.id, r.checkpointId])).toEqual([
+      ["u1", "c2"],
+      ["a1", "c3"],
+    ]);
+  });
+});
+
+const RUN_CHECKPOINTS = /* GraphQL */ `
+  subscription RunCheckpoints($runId: ID!) {
+    runEvents(runId: $runId) {
+      __typename
+      runId
+      ... on TokenEvent { text }
+      ... on CheckpointEvent { checkpointId checkpoint { id run { id } } }
+      ... on RunStatusEvent { status errorCode errorMessage }
+    }
+  }
+`;
+
+const CORRELATED = /* GraphQL */ `
+  query Correlated($id: ID!) {
+    conversation(id: $id) {
+      checkpoints(first: 100) { pageInfo { hasNextPage } edges { node { id run { id } } } }
+      runs(first: 100) {
+        edges { node { id kind status errorCode checkpoints { id } failedTasks { taskId node message checkpoint { id } } } }
+      }
+    }
+  }
+`;
+
+describe("the correlation against what each run really saved", () => {
+  let fake: FakeOllama;
+  let app: App;
+  let client: ReturnType<typeof wsClient>;
+
+  beforeAll(async () => {
+    fake = await startFakeOllama();
+    app = await startTestApp({ ollamaUrl: fake.url, env: { RUN_HEARTBEAT_MS: "60000", RUN_LEASE_MS: "600000" } });
+    client = wsClient(app.url);
+  });
+  afterAll(async () => {
+    await client?.dispose();
+    await app?.close();
+    await fake?.close();
+  });
+
+  /** Follows a run's events from its first; returns the checkpoints it saved, as its own events report them. */
+  async function follow(runId: string, whileRunning?: (events: any[]) => Promise<void>) {
+    const sub = collect(client, RUN_CHECKPOINTS, { runId });
+    if (whileRunning) await whileRunning(sub.results);
+    const events = (await sub.done).map((r: any) => r.runEvents);
+    const saved = events.filter((e) => e.__typename === "CheckpointEvent");
+    const final = events.at(-1);
+    return { runId, saved, status: final.status as string, errorCode: final.errorCode as string | null };
+  }
+
+  async function start(message: string, conversationId?: string) {
+    const { startRun } = await gqlOk(app.url, START_RUN, { message, conversationId });
+    expect(startRun.__typename).toBe("StartRunSuccess");
+    return startRun.run.id as string;
+  }
+
+  async function resume(conversationId: string) {
+    const { resumeRun } = await gqlOk(app.url, RESUME_RUN, { conversationId });
+    expect(resumeRun.__typename).toBe("ResumeRunSuccess");
+    return resumeRun.run.id as string;
+  }
+
+  it("agrees for starts, resumes, failures, cancels and back-to-back runs", async () => {
+    fake.setResponder(defaultResponder);
+    const followed: Awaited<ReturnType<typeof follow>>[] = [];
+
+    // A start that goes through the tools loop.
+    const first = await start("Please calculate 6 * 7");
+    const { conversation } = await gqlOk(app.url, `query($id: ID!) { run(id: $id) { conversation { id } } }`, { id: first }).then((d) => d.run);
+    const conversationId = conversation.id as string;
+    followed.push(await follow(first));
+
+    // A start that fails (model not pulled), a resume that fails again on the same
+    // pending step (an error line from the model), and a resume that completes it.
+    fake.enqueue({ kind: "notFound" });
+    followed.push(await follow(await start("And now?", conversationId)));
+    fake.enqueue({ kind: "errorLine", tokens: ["Par"], error: "model runner crashed" });
+    followed.push(await follow(await resume(conversationId)));
+    followed.push(await follow(await resume(conversationId)));
+
+    // A start cancelled while the model is silent mid-answer, then resumed.
+    fake.enqueue({ kind: "silence", tokens: ["Thinking"] });
+    const cancelled = await start("Take your time", conversationId);
+    followed.push(
+      await follow(cancelled, async (events) => {
+        while (!events.some((e) => e.runEvents.__typename === "TokenEvent")) await new Promise((r) => setTimeout(r, 10));
+        const { cancelRun } = await gqlOk(app.url, `mutation($id: ID!) { cancelRun(input: { runId: $id }) { __typename } }`, { id: cancelled });
+        expect(cancelRun.__typename).toBe("CancelRunSuccess");
+      }),
+    );
+    followed.push(await follow(await resume(conversationId)));
+
+    // A start whose model connection drops mid-stream, superseded by a new message.
+    fake.enqueue({ kind: "dropMidStream", tokens: ["Half"] });
+    followed.push(await follow(await start("Tell me more", conversationId)));
+    followed.push(await follow(await start("Never mind, calculate 2 + 2", conversationId)));
+
+    // Back to back: each run starts the moment the previous one is recorded.
+    const backToBack: string[] = [];
+    for (let i = 0; i < 6; i += 1) {
+      const { run } = await app.services.runs.startRun({ conversationId, message: i % 2 ? `calculate ${i} + ${i}` : `quick ${i}` });
+      backToBack.push(run.id);
+      await app.services.runs.whenFinished(run.id);
+    }
+    for (const runId of backToBack) followed.push(await follow(runId));
+
+    expect(followed.map((f) => [f.status, f.errorCode])).toEqual([
+      ["COMPLETED", null],
+      ["FAILED", "MODEL_NOT_FOUND"],
+      ["FAILED", "MODEL_ERROR"],
+      ["COMPLETED", null],
+      ["CANCELLED", "CANCELLED"],
+      ["COMPLETED", null],
+      ["FAILED", expect.any(String)],
+      ["COMPLETED", null],
+      ...backToBack.map(() => ["COMPLETED", null]),
+    ]);
+
+    // What really happened, from the runs' own events.
+    const producedBy = new Map<string, string>();
+    // A failed step saves no checkpoint: the resume that failed again saved none.
+    expect(followed.map((f) => f.saved.length > 0)).toEqual(followed.map((_, i) => i !== 2));
+    for (const f of followed) {
+      for (const event of f.saved) {
+        expect(producedBy.has(event.checkpointId)).toBe(false);
+        producedBy.set(event.checkpointId, f.runId);
+        // Resolved when the event was delivered: the live correlation already agreed.
+        expect(event.checkpoint.run?.id).toBe(f.runId);
+      }
+    }
+
+    const { conversation: read } = await gqlOk(app.url, CORRELATED, { id: conversationId });
+    const stored = read.checkpoints.edges.map((e: any) => e.node);
+    expect(read.checkpoints.pageInfo.hasNextPage).toBe(false);
+    // Every stored checkpoint was reported by exactly the run the correlation names.
+    expect(stored.map((c: any) => c.id).sort()).toEqual([...producedBy.keys()].sort());
+    for (const checkpoint of stored) expect([checkpoint.id, checkpoint.run?.id]).toEqual([checkpoint.id, producedBy.get(checkpoint.id)]);
+    const runs = read.runs.edges.map((e: any) => e.node);
+    expect(runs.map((r: any) => r.id)).toEqual(followed.map((f) => f.runId));
+    for (const r of runs) {
+      expect(r.checkpoints.map((c: any) => c.id)).toEqual(followed.find((f) => f.runId === r.id)!.saved.map((e: any) => e.checkpointId));
+    }
+
+    // Failed tasks: LangGraph keeps one error per pending step, replaced by a
+    // later failure of the same step, so the model-not-found error was overwritten
+    // by the resume that failed with an error line; the cancel wrote none.
+    const failed = runs.map((r: any) => r.failedTasks.map((t: any) => [t.node, t.message]));
+    expect(failed[1]).toEqual([]);
+    expect(failed[2]).toEqual([["agent", expect.stringContaining("model runner crashed")]]);
+    expect(failed[4]).toEqual([]);
+    expect(failed[6]).toEqual([["agent", expect.any(String)]]);
+    for (const i of [0, 3, 5, 7, ...backToBack.map((_, n) => 8 + n)]) expect(failed[i]).toEqual([]);
+    // The error write hangs off the checkpoint the failed step ran from, which the failed start itself saved.
+    expect(producedBy.get(runs[6].failedTasks[0].checkpoint.id)).toBe(runs[6].id);
+  });
+
+  it("answers the same through node(id) as through the conversation", async () => {
+    const { conversations } = await gqlOk(app.url, `{ conversations(first: 1) { edges { node { checkpoints(last: 3) { edges { node { id run { id } } } } } } } }`);
+    const nodes = conversations.edges[0].node.checkpoints.edges.map((e: any) => e.node);
+    expect(nodes).toHaveLength(3);
+    for (const node of nodes) {
+      const { node: viaNode } = await gqlOk(app.url, `query($id: ID!) { node(id: $id) { __typename id ... on Checkpoint { run { id } } } }`, { id: node.id });
+      expect(viaNode).toEqual({ __typename: "Checkpoint", id: node.id, run: node.run });
+    }
+    const missing = await gql(app.url, `query { node(id: "1f1eca6f-0000-6000-8000-000000000000") { id } }`);
+    expect(missing).toEqual({ data: { node: null } });
+  });
+});
