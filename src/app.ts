@@ -16,6 +16,7 @@ import { RunService } from "./runs/service.ts";
 import { ConversationService } from "./runs/conversations.ts";
 import { startHttpServer, type HttpServer } from "./server.ts";
 import { SqliteCheckpointReadModel } from "./read/checkpoints-sqlite.ts";
+import { exportRoute } from "./http/export.ts";
 import type { Services } from "./context.ts";
 
 export interface App {
@@ -72,6 +73,7 @@ export async function startApp(config: Config, logger: Logger): Promise<App> {
     pingDatabase: async () => {
       sqlite.prepare("SELECT 1").get();
     },
+    routes: [exportRoute({ store, checkpointReads, states: agent })],
   });
   ownership.start(() => runs.abortRunsEndedElsewhere());
 

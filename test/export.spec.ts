@@ -1,0 +1,157 @@
+// GET /api/conversations/:id/export: JSON Lines (one line per checkpoint, oldest
+// first, in the seed's format plus run_id from the correlation) and Markdown;
+// 400 for a malformed id or format, 404 for an unknown or deleted conversation,
+// and the API token guards it like every other route.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AIMessage } from "@langchain/core/messages";
+import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
+import { startTestApp, waitForRun } from "./support/app.ts";
+import { gqlOk, RESUME_RUN, START_RUN } from "./support/graphql.ts";
+import { createSqliteCheckpointer } from "../src/agent/checkpointer.ts";
+import { buildAgentGraph, threadConfig } from "../src/agent/graph.ts";
+import { builtinTools } from "../src/agent/tools.ts";
+import type { App } from "../src/app.ts";
+
+let fake: FakeOllama;
+let app: App & { databaseFile: string };
+let conversationId: string;
+let runIds: string[];
+
+beforeAll(async () => {
+  fake = await startFakeOllama();
+  app = await startTestApp({ ollamaUrl: fake.url, env: { RUN_HEARTBEAT_MS: "60000", RUN_LEASE_MS: "600000" } });
+  // A tools turn, a failed start, its resume, and a note written outside any run.
+  const first = await gqlOk(app.url, START_RUN, { message: "Weekly budget\nPlease calculate 120 / 7" });
+  conversationId = first.startRun.conversation.id;
+  await waitForRun(app.url, first.startRun.run.id);
+  fake.enqueue({ kind: "notFound" });
+  const second = await gqlOk(app.url, START_RUN, { message: "And per day?", conversationId });
+  await waitForRun(app.url, second.startRun.run.id);
+  const third = await gqlOk(app.url, RESUME_RUN, { conversationId });
+  await waitForRun(app.url, third.resumeRun.run.id);
+  runIds = [first.startRun.run.id, second.startRun.run.id, third.resumeRun.run.id];
+  const checkpointer = createSqliteCheckpointer(app.databaseFile);
+  try {
+    const graph = buildAgentGraph({ callModel: () => Promise.reject(new Error("no model here")), tools: builtinTools(), checkpointer: checkpointer.saver });
+    await graph.updateState(threadConfig(conversationId), { messages: [new AIMessage({ content: "Reviewed by the finance team." })] }, "agent");
+  } finally {
+    checkpointer.close();
+  }
+});
+afterAll(async () => {
+  await app?.close();
+  await fake?.close();
+});
+
+const exportUrl = (id: string, format?: string) => `${app.url}/api/conversations/${id}/export${format === undefined ? "" : `?format=${format}`}`;
+
+describe("JSON Lines", () => {
+  it("writes one line per checkpoint, oldest first, with the correlated run", async () => {
+    const response = await fetch(exportUrl(conversationId, "jsonl"));
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toBe("application/x-ndjson; charset=utf-8");
+    const text = await response.text();
+    expect(text.endsWith("\n")).toBe(true);
+    const lines = text.trimEnd().split("\n").map((l) => JSON.parse(l));
+
+    const { conversation } = await gqlOk(app.url, `query($id: ID!) { conversation(id: $id) { checkpoints(first: 100) { edges { node { id createdAt step run { id } } } } } }`, { id: conversationId });
+    const checkpoints = conversation.checkpoints.edges.map((e: any) => e.node);
+    expect(lines.map((l) => l.checkpoint_id)).toEqual(checkpoints.map((c: any) => c.id));
+    expect(lines.map((l) => l.run_id)).toEqual(checkpoints.map((c: any) => c.run?.id ?? null));
+    expect(lines.map((l) => l.created_at)).toEqual(checkpoints.map((c: any) => c.createdAt));
+    for (const line of lines) {
+      expect(Object.keys(line).sort()).toEqual(["checkpoint_id", "created_at", "last_message", "message_count", "next", "run_id", "source", "step"]);
+    }
+    // The seed's own inspection: {step, source, next, message_count, role: .last_message.role}.
+    expect(lines.map((l) => [l.step, l.source, l.next, l.message_count, l.last_message?.role ?? null])).toEqual([
+      [-1, "input", ["__start__"], 0, null],
+      [0, "loop", ["agent"], 1, "user"],
+      [1, "loop", ["tools"], 2, "assistant"],
+      [2, "loop", ["agent"], 3, "tool"],
+      [3, "loop", [], 4, "assistant"],
+      [4, "input", ["__start__"], 4, "assistant"],
+      [5, "loop", ["agent"], 5, "user"],
+      [6, "loop", [], 6, "assistant"],
+      [7, "update", [], 7, "assistant"],
+    ]);
+    expect(lines.map((l) => l.run_id)).toEqual([...Array(5).fill(runIds[0]), runIds[1], runIds[1], runIds[2], null]);
+    expect(lines[2].last_message.tool_calls).toEqual([{ id: expect.any(String), name: "calculator", args: { expression: "120 / 7" } }]);
+    expect(lines[3].last_message).toMatchObject({ role: "tool", content: "17.1428571428571", name: "calculator", tool_call_id: lines[2].last_message.tool_calls[0].id });
+  });
+
+  it("is the default format", async () => {
+    const response = await fetch(exportUrl(conversationId));
+    expect(response.status).toBe(200);
+    expect((await response.text()).trimEnd().split("\n")).toHaveLength(9);
+  });
+});
+
+describe("Markdown", () => {
+  it("gives the title, ids and dates, then each run with its messages; tool calls and results under their own headings", async () => {
+    const response = await fetch(exportUrl(conversationId, "markdown"));
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toBe("text/markdown; charset=utf-8");
+    const markdown = await response.text();
+    const { conversation } = await gqlOk(app.url, `query($id: ID!) { conversation(id: $id) { title createdAt updatedAt } }`, { id: conversationId });
+    expect(markdown.startsWith(`# ${conversation.title}\n`)).toBe(true);
+    expect(markdown).toContain(`- Conversation: \`${conversationId}\``);
+    expect(markdown).toContain(`- Created: ${conversation.createdAt}`);
+    expect(markdown).toContain(`- Updated: ${conversation.updatedAt}`);
+    const headings = markdown.split("\n").filter((l) => l.startsWith("#"));
+    expect(headings).toEqual([
+      `# ${conversation.title}`,
+      "## Run 1 · completed",
+      "### User",
+      "### Assistant",
+      "### Tool call: calculator",
+      "### Tool result: calculator",
+      "### Assistant",
+      "## Run 2 · failed (MODEL_NOT_FOUND)",
+      "### User",
+      "## Run 3 · completed",
+      "### Assistant",
+      "## Outside any run",
+      "### Assistant",
+    ]);
+    expect(markdown).toContain("Weekly budget\nPlease calculate 120 / 7");
+    expect(markdown).toContain('```json\n{\n  "expression": "120 / 7"\n}\n```');
+    expect(markdown).toContain("```text\n17.1428571428571\n```");
+    expect(markdown).toContain(`\`${runIds[1]}\` · start ·`);
+    expect(markdown).toContain(`> model "qwen3" not found, try pulling it first`);
+    expect(markdown).toContain("Echo: And per day?");
+    expect(markdown).toContain("Reviewed by the finance team.");
+  });
+});
+
+describe("refusals", () => {
+  it("answers 400 for a malformed id or an unknown format, and 404 for an unknown or deleted conversation", async () => {
+    const bad = await fetch(exportUrl("not-a-uuid", "jsonl"));
+    expect(bad.status).toBe(400);
+    expect((await bad.json()).errors[0].extensions.code).toBe("VALIDATION");
+    const format = await fetch(exportUrl(conversationId, "csv"));
+    expect(format.status).toBe(400);
+    expect((await format.json()).errors[0].message).toContain("format must be one of jsonl, markdown");
+    const unknown = await fetch(exportUrl("00000000-0000-4000-8000-000000000000", "markdown"));
+    expect(unknown.status).toBe(404);
+    expect((await unknown.json()).errors[0].extensions.code).toBe("NOT_FOUND");
+    const post = await fetch(exportUrl(conversationId, "jsonl"), { method: "POST" });
+    expect(post.status).toBe(405);
+
+    const { startRun } = await gqlOk(app.url, START_RUN, { message: "Short-lived" });
+    await waitForRun(app.url, startRun.run.id);
+    expect((await fetch(exportUrl(startRun.conversation.id))).status).toBe(200);
+    await gqlOk(app.url, `mutation($id: ID!) { deleteConversation(input: { conversationId: $id }) { __typename } }`, { id: startRun.conversation.id });
+    expect((await fetch(exportUrl(startRun.conversation.id))).status).toBe(404);
+  });
+
+  it("needs the API token when one is set", async () => {
+    const guarded = await startTestApp({ ollamaUrl: fake.url, env: { API_TOKEN: "export-secret-token" } });
+    try {
+      const url = `${guarded.url}/api/conversations/00000000-0000-4000-8000-000000000000/export?format=jsonl`;
+      expect((await fetch(url)).status).toBe(401);
+      expect((await fetch(url, { headers: { authorization: "Bearer export-secret-token" } })).status).toBe(404);
+    } finally {
+      await guarded.close();
+    }
+  });
+});
