@@ -70,13 +70,14 @@ export function useHiddenSuggestions(): Plugin {
 }
 
 /**
- * An error as graphql-ws sends it, without `extensions.http`: yoga keeps HTTP
- * status hints there and strips them from HTTP responses only. For graphql-ws's
- * onNext and onError hooks.
+ * An error as graphql-ws sends it, without yoga's internal extensions (`http`,
+ * its status hints, and `unexpected`, its mark on masked errors), which yoga
+ * strips from HTTP responses only. For graphql-ws's onNext and onError hooks.
  */
 export function formatForWebSocket(error: GraphQLError): GraphQLFormattedError {
   const json = error.toJSON();
-  if (!json.extensions || !("http" in json.extensions)) return json;
-  const { http: _http, ...extensions } = json.extensions;
-  return { ...json, extensions };
+  if (!json.extensions) return json;
+  const { http: _http, unexpected: _unexpected, ...extensions } = json.extensions;
+  const { extensions: _all, ...rest } = json;
+  return Object.keys(extensions).length ? { ...rest, extensions } : rest;
 }
