@@ -1,0 +1,115 @@
+// Summarizes the V8 CPU profiles that --cpu-prof leaves in
+// bench/results/profiles: self time by package and by function, so a missed
+// target comes with where the time went.
+import fs from "node:fs";
+import path from "node:path";
+import { PROFILE_DIR, ROOT } from "./processes.ts";
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+interface CpuProfile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+  startTime: number;
+  endTime: number;
+}
+
+/** Where a script comes from: an npm package, runledger itself, Node's internals, or V8. */
+function origin(url: string): string {
+  if (!url) return "(native / V8)";
+  if (url.startsWith("node:")) return "node: internals";
+  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
+  if (pkg) return pkg[1]!;
+  const file = url.replace(/^file:\/\//, "");
+  return file.startsWith(ROOT) ? path.relative(ROOT, file).split("/").slice(0, 2).join("/") : file;
+}
+
+function top(map: Map<string, number>, total: number, count: number): string[] {
+  return [...map.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, count)
+    .map(([name, us]) => `  ${((us / total) * 100).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(0).padStart(6)} ms  ${name}`);
+}
+
+export function summarizeProfile(file: string, count = 25): string {
+  const profile = JSON.parse(fs.readFileSync(file, "utf8")) as CpuProfile;
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const byFunction = new Map<string, number>();
+  const byOrigin = new Map<string, number>();
+  let busy = 0;
+  const wall = profile.endTime - profile.startTime;
+  profile.samples.forEach((id, i) => {
+    const node = byId.get(id)!;
+    const us = profile.timeDeltas[i] ?? 0;
+    const { functionName, url, lineNumber } = node.callFrame;
+    if (functionName === "(idle)" || functionName === "(program)" || functionName === "(garbage collector)") {
+      byOrigin.set(functionName, (byOrigin.get(functionName) ?? 0) + us);
+      if (functionName !== "(idle)") busy += us;
+      return;
+    }
+    busy += us;
+    const where = url ? `${url.replace(/^file:\/\//, "").replace(ROOT, "")}:${lineNumber + 1}` : "";
+    const key = `${functionName || "(anonymous)"} ${where}`;
+    byFunction.set(key, (byFunction.get(key) ?? 0) + us);
+    byOrigin.set(origin(url), (byOrigin.get(origin(url)) ?? 0) + us);
+  });
+  // Inclusive time per runledger function: what each of our calls costs with everything below it.
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const inclusive = new Map<string, number>();
+  profile.samples.forEach((id, i) => {
+    const us = profile.timeDeltas[i] ?? 0;
+    const seen = new Set<string>();
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const { functionName, url, lineNumber } = byId.get(at)!.callFrame;
+      if (!url.includes("/src/") || url.includes("node_modules")) continue;
+      const key = `${functionName || "(anonymous)"} ${url.replace(/^file:\/\//, "").replace(ROOT, "")}:${lineNumber + 1}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      inclusive.set(key, (inclusive.get(key) ?? 0) + us);
+    }
+  });
+  return [
+    `${path.basename(file)}: ${(wall / 1e6).toFixed(1)} s profiled, ${(busy / 1e6).toFixed(1)} s on the CPU`,
+    "self time by origin:",
+    ...top(byOrigin, wall, 15),
+    "self time by function:",
+    ...top(byFunction, wall, count),
+    "inclusive time by runledger function:",
+    ...top(inclusive, wall, count),
+  ].join("\n");
+}
+
+/** CPU time of a profile outside (idle). */
+function busyMicros(file: string): number {
+  const profile = JSON.parse(fs.readFileSync(file, "utf8")) as CpuProfile;
+  const idle = new Set(profile.nodes.filter((n) => n.callFrame.functionName === "(idle)").map((n) => n.id));
+  return profile.samples.reduce((sum, id, i) => sum + (idle.has(id) ? 0 : (profile.timeDeltas[i] ?? 0)), 0);
+}
+
+/**
+ * Summarizes the profiles of these scenarios' processes: each one's main-thread profile (the busiest of its threads'
+ * files; the others are tsx's module loader) into <name>/summary.txt.
+ */
+export function summarizeProfiles(scenarios: string[]): string {
+  const summaries: string[] = [];
+  const names = fs.existsSync(PROFILE_DIR) ? fs.readdirSync(PROFILE_DIR).filter((d) => scenarios.some((s) => d.startsWith(`${s}-`))) : [];
+  for (const name of names) {
+    const dir = path.join(PROFILE_DIR, name);
+    if (!fs.existsSync(dir)) continue;
+    const files = fs
+      .readdirSync(dir)
+      .filter((f) => f.endsWith(".cpuprofile"))
+      .map((f) => path.join(dir, f));
+    if (!files.length) continue;
+    const busiest = files.map((f) => ({ f, busy: busyMicros(f) })).sort((a, b) => b.busy - a.busy)[0]!.f;
+    const summary = `${name}\n${summarizeProfile(busiest)}`;
+    fs.writeFileSync(path.join(dir, "summary.txt"), summary + "\n");
+    summaries.push(summary);
+  }
+  return summaries.length ? summaries.join("\n\n") : "no profiles";
+}

@@ -1,0 +1,72 @@
+// `npm run bench`: runs the scenarios against a real runledger process and a
+// fake model that stamps every token, then writes bench/results/latest.json and
+// latest.md and prints the table.
+//
+//   npm run bench                       every scenario
+//   npm run bench -- --only relay,ttft  some of them (the others keep their last results)
+//   npm run bench -- --quick            short runs, to check the harness
+//   npm run bench -- --reps 3           repetitions per scenario
+//   npm run bench -- --cpu-prof         CPU profiles of the runledger processes, summarized
+import os from "node:os";
+import { parseArgs } from "node:util";
+import { machine, markdownReport, writeResults, type ScenarioResult } from "./lib/report.ts";
+import { startFakeModelProcess } from "./lib/processes.ts";
+import { summarizeProfiles } from "./lib/profile.ts";
+import type { Scenario } from "./scenarios/scenario.ts";
+import { relay } from "./scenarios/relay.ts";
+import { ttft } from "./scenarios/ttft.ts";
+import { fanout } from "./scenarios/fanout.ts";
+import { correlation } from "./scenarios/correlation.ts";
+import { throughput } from "./scenarios/throughput.ts";
+import { concurrent } from "./scenarios/concurrent.ts";
+import { cost } from "./scenarios/cost.ts";
+
+const SCENARIOS: Scenario[] = [relay, ttft, fanout, correlation, throughput, concurrent, cost];
+
+const { values } = parseArgs({
+  options: {
+    only: { type: "string" },
+    quick: { type: "boolean", default: false },
+    reps: { type: "string" },
+    "cpu-prof": { type: "boolean", default: false },
+  },
+});
+
+const names = values.only ? values.only.split(",").map((s) => s.trim()) : SCENARIOS.map((s) => s.name);
+const unknown = names.filter((n) => !SCENARIOS.some((s) => s.name === n));
+if (unknown.length) {
+  process.stderr.write(`unknown scenario(s): ${unknown.join(", ")}; choose from ${SCENARIOS.map((s) => s.name).join(", ")}\n`);
+  process.exit(2);
+}
+const reps = values.reps === undefined ? undefined : Number(values.reps);
+if (reps !== undefined && !(Number.isInteger(reps) && reps > 0)) {
+  process.stderr.write("--reps must be a positive whole number\n");
+  process.exit(2);
+}
+
+const log = (message: string) => process.stderr.write(`${message}\n`);
+const model = await startFakeModelProcess();
+const fresh: ScenarioResult[] = [];
+try {
+  for (const scenario of SCENARIOS.filter((s) => names.includes(s.name))) {
+    log(`${scenario.name}: ${scenario.title}`);
+    const load = os.loadavg()[0]!;
+    const started = performance.now();
+    const output = await scenario.run({ modelUrl: model.url, quick: values.quick!, reps, cpuProfile: values["cpu-prof"]!, log });
+    fresh.push({
+      scenario: scenario.name,
+      measuredAt: new Date().toISOString(),
+      mode: values.quick ? "quick" : "full",
+      seconds: (performance.now() - started) / 1000,
+      machine: machine(load),
+      rows: output.rows,
+      notes: output.notes,
+    });
+  }
+} finally {
+  await model.stop();
+}
+
+writeResults(fresh, SCENARIOS.map((s) => s.name));
+process.stdout.write(markdownReport(fresh));
+if (values["cpu-prof"]) process.stdout.write(`\n${summarizeProfiles(fresh.map((r) => r.scenario))}\n`);

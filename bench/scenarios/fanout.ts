@@ -1,0 +1,176 @@
+// Scenario 3, fan-out: one run at 50 tokens/s watched by 1,000 graphql-ws
+// subscribers (and, separately, 200 SSE subscribers), each on its own
+// connection. Every subscriber must get every token; the latency is pooled over
+// all of them. Memory per idle subscriber is the server's RSS growth while they
+// are subscribed and nothing streams, divided by their number; each repetition
+// starts a fresh server (warmed up), so memory freed by an earlier repetition
+// cannot hide growth. The floor is a plain broadcast relay (ws / SSE, no
+// GraphQL) under the same load, read by the same minimal clients.
+import { percentiles, type Percentiles } from "../lib/stats.ts";
+import { dist, scalar, type Row } from "../lib/report.ts";
+import { cpuMs, rssBytes, startRunledger, type Child } from "../lib/processes.ts";
+import { gotEveryToken, startRun, type TokenSubscription, type Transport } from "../lib/clients.ts";
+import { rawSseSubscriber, rawWsSubscriber } from "../lib/raw-clients.ts";
+import { floorSseSubscriber, floorStream, floorWsSubscriber, startFloorProcess } from "../lib/floor-clients.ts";
+import { planMessage, releaseStreams, type StreamPlan } from "../lib/fake-model.ts";
+import { repetitions, sleep, type Scenario } from "./scenario.ts";
+
+const INTERVAL_MS = 20; // 50 tokens/s
+const BATCH = 50; // subscribers connecting at once
+const SETTLE_MS = 1_500;
+const WARM_UP_SUBSCRIBERS = 20;
+
+interface FanoutRep {
+  latency: Percentiles;
+  /** Bytes of server RSS per idle subscriber. */
+  rssPerSubscriber: number;
+  /** Server CPU per delivered token event, in ms. */
+  cpuPerDelivery: number;
+  /** Subscribers that missed a token or the end. */
+  incomplete: number;
+}
+
+/** Subscribes in batches, so connection set-up is not itself a burst test. */
+async function subscribeAll(count: number, subscribe: () => TokenSubscription): Promise<TokenSubscription[]> {
+  const subs: TokenSubscription[] = [];
+  for (let i = 0; i < count; i += BATCH) {
+    const batch = Array.from({ length: Math.min(BATCH, count - i) }, subscribe);
+    await Promise.all(batch.map((s) => s.live));
+    subs.push(...batch);
+  }
+  return subs;
+}
+
+async function measure(server: Child, count: number, tokens: number, subscribe: () => TokenSubscription, stream: () => Promise<void>): Promise<FanoutRep> {
+  await sleep(SETTLE_MS);
+  const before = rssBytes(server.pid);
+  const subs = await subscribeAll(count, subscribe);
+  await sleep(SETTLE_MS);
+  const after = rssBytes(server.pid);
+  const cpuBefore = cpuMs(server.pid);
+  await stream();
+  const logs = await Promise.all(subs.map((s) => s.done));
+  const cpu = cpuMs(server.pid) - cpuBefore;
+  for (const s of subs) s.dispose();
+  return {
+    latency: percentiles(logs.flatMap((l) => l.latencies)),
+    rssPerSubscriber: (after - before) / count,
+    cpuPerDelivery: cpu / (count * tokens),
+    incomplete: logs.filter((l) => !gotEveryToken(l, tokens) || l.finalStatus !== "COMPLETED").length,
+  };
+}
+
+/** One repetition against a fresh runledger: warm-up, then `count` subscribers on one held run. */
+async function runledgerRep(options: { modelUrl: string; cpuProfile: boolean }, transport: Transport, count: number, tokens: number, rep: number): Promise<FanoutRep> {
+  const server = await startRunledger({
+    modelUrl: options.modelUrl,
+    cpuProfile: options.cpuProfile && rep === 0 ? `fanout-${transport}-runledger` : undefined,
+    env: { SUBSCRIBER_QUEUE_LIMIT: "100000", EVENT_RETENTION: "100000" },
+  });
+  const subscriber = transport === "ws" ? rawWsSubscriber : rawSseSubscriber;
+  try {
+    const warmKey = `fanout-warm-${rep}-${transport}`;
+    const warm = await startRun(server.url, planMessage({ tokens: 10, intervalMs: 0, hold: warmKey }));
+    const warmSubs = await subscribeAll(WARM_UP_SUBSCRIBERS, () => subscriber(server.url, warm.runId));
+    await releaseStreams(options.modelUrl, warmKey);
+    await Promise.all(warmSubs.map((s) => s.done));
+
+    const key = `fanout-${rep}-${transport}`;
+    const plan: StreamPlan = { tokens, intervalMs: INTERVAL_MS, firstDelayMs: 0, hold: key };
+    const { runId } = await startRun(server.url, planMessage(plan));
+    return await measure(server, count, tokens, () => subscriber(server.url, runId), () => releaseStreams(options.modelUrl, key));
+  } finally {
+    await server.stop();
+  }
+}
+
+export const fanout: Scenario = {
+  name: "fanout",
+  title: "Fan-out to many subscribers of one run",
+  async run(options) {
+    const reps = repetitions(options, 3);
+    const tokens = options.quick ? 50 : 100;
+    const cases: { transport: Transport; count: number }[] = [
+      { transport: "ws", count: options.quick ? 300 : 1000 },
+      { transport: "sse", count: options.quick ? 100 : 200 },
+    ];
+    const ours = new Map<Transport, FanoutRep[]>([
+      ["ws", []],
+      ["sse", []],
+    ]);
+    const floor = new Map<Transport, FanoutRep[]>([
+      ["ws", []],
+      ["sse", []],
+    ]);
+    const describe = (r: FanoutRep) =>
+      `p50 ${r.latency.p50.toFixed(1)} ms, p99 ${r.latency.p99.toFixed(1)} ms, ${(r.rssPerSubscriber / 1024).toFixed(1)} KB/subscriber, ${(r.cpuPerDelivery * 1000).toFixed(0)} µs CPU/delivery, ${r.incomplete} incomplete`;
+    for (let rep = 0; rep < reps; rep++) {
+      for (const { transport, count } of cases) {
+        const result = await runledgerRep(options, transport, count, tokens, rep);
+        ours.get(transport)!.push(result);
+        options.log(`  rep ${rep + 1}/${reps} runledger ${transport} × ${count}: ${describe(result)}`);
+
+        const floorServer = await startFloorProcess(options.modelUrl);
+        try {
+          const subscriber = transport === "ws" ? floorWsSubscriber : floorSseSubscriber;
+          await subscribeAll(WARM_UP_SUBSCRIBERS, () => subscriber(floorServer.url)).then(async (warm) => {
+            await floorStream(floorServer.url, planMessage({ tokens: 10, intervalMs: 0 }));
+            await Promise.all(warm.map((s) => s.done));
+            for (const s of warm) s.dispose();
+          });
+          const floorResult = await measure(
+            floorServer,
+            count,
+            tokens,
+            () => subscriber(floorServer.url),
+            () => floorStream(floorServer.url, planMessage({ tokens, intervalMs: INTERVAL_MS, firstDelayMs: 0 })),
+          );
+          floor.get(transport)!.push(floorResult);
+          options.log(`  rep ${rep + 1}/${reps} floor ${transport} × ${count}: ${describe(floorResult)}`);
+        } finally {
+          await floorServer.stop();
+        }
+      }
+    }
+    const rows: Row[] = [];
+    for (const { transport, count } of cases) {
+      const name = `${transport === "ws" ? "graphql-ws" : "SSE"} × ${count}`;
+      const floorName = `plain ${transport === "ws" ? "ws" : "SSE"} broadcast × ${count}`;
+      const runs = ours.get(transport)!;
+      const floorRuns = floor.get(transport)!;
+      const incomplete = runs.reduce((n, r) => n + r.incomplete, 0);
+      const latency = dist("ms", runs.map((r) => r.latency));
+      rows.push({
+        scenario: "fanout",
+        case: name,
+        metric: "token latency, every subscriber",
+        runledger: latency,
+        baseline: { label: floorName, measure: dist("ms", floorRuns.map((r) => r.latency)) },
+        target: { text: "p99 ≤ 25 ms, every token to every subscriber", met: latency.kind === "dist" && latency.median.p99 <= 25 && incomplete === 0 },
+        notes: incomplete ? [`${incomplete} subscriber(s) over all repetitions missed tokens or the end`] : undefined,
+      });
+      const kb = scalar("KB", runs.map((r) => r.rssPerSubscriber / 1024));
+      rows.push({
+        scenario: "fanout",
+        case: name,
+        metric: "server RSS per idle subscriber",
+        runledger: kb,
+        baseline: { label: floorName, measure: scalar("KB", floorRuns.map((r) => r.rssPerSubscriber / 1024)) },
+        target: { text: "≤ 50 KB", met: kb.kind === "scalar" && kb.median <= 50 },
+      });
+      rows.push({
+        scenario: "fanout",
+        case: name,
+        metric: "server CPU per token delivered",
+        runledger: scalar("µs", runs.map((r) => r.cpuPerDelivery * 1000)),
+        baseline: { label: floorName, measure: scalar("µs", floorRuns.map((r) => r.cpuPerDelivery * 1000)) },
+      });
+    }
+    return {
+      rows,
+      notes: [
+        `${tokens} tokens at ${1000 / INTERVAL_MS} tokens/s, ${reps} repetitions, a fresh server per repetition; subscribers connect ${BATCH} at a time on their own connections, with minimal protocol clients (raw-clients.ts); RSS from /proc/<pid>/status ${SETTLE_MS} ms after the last one is live`,
+      ],
+    };
+  },
+};
