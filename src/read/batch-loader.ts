@@ -26,11 +26,6 @@ export class BatchLoader<V> {
     return promise;
   }
 
-  /** Drops a cached key so the next load reads it again. */
-  forget(key: string): void {
-    this.#cache.delete(key);
-  }
-
   #dispatch(): void {
     const batch = this.#queue;
     this.#queue = [];

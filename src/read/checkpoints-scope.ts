@@ -264,18 +264,14 @@ function splitKey(key: string): { threadId: string; checkpointId: string } {
 /**
  * The scope for one execution: the operation, or one event of a subscription.
  * Resolvers pass `info.rootValue`, which graphql-js sets to the event for each
- * event of a subscription, so a long subscription never reads stale caches.
+ * event of a subscription, so a long subscription never reads stale caches. A
+ * context runs one execution at a time (a query, or its subscription's events in
+ * turn), so only the current scope is kept: an event's caches go with it.
  */
 export function checkpointScopes(model: CheckpointReadModel, stateReader: ThreadStateReader): (execution: unknown) => CheckpointReadScope {
-  const byExecution = new WeakMap<object, CheckpointReadScope>();
-  let operation: CheckpointReadScope | undefined;
+  let current: { execution: unknown; scope: CheckpointReadScope } | undefined;
   return (execution) => {
-    if (typeof execution !== "object" || execution === null) return (operation ??= new CheckpointReadScope(model, stateReader));
-    let scope = byExecution.get(execution);
-    if (!scope) {
-      scope = new CheckpointReadScope(model, stateReader);
-      byExecution.set(execution, scope);
-    }
-    return scope;
+    if (!current || current.execution !== execution) current = { execution, scope: new CheckpointReadScope(model, stateReader) };
+    return current.scope;
   };
 }

@@ -215,8 +215,8 @@ function toCheckpoint(row: CheckpointRow): CheckpointRecord {
     checkpointNs: row.checkpoint_ns,
     parentId: row.parent_checkpoint_id,
     step: row.step ?? -1,
-    // LangGraph writes one of the four sources; anything else fails the enum loudly rather than being renamed.
-    source: (row.source ?? "loop") as CheckpointSourceValue,
+    // LangGraph always writes one of the four sources; anything else fails the API's enum loudly rather than being renamed.
+    source: row.source as CheckpointSourceValue,
     createdAt: new Date(row.ts ?? 0),
   };
 }
