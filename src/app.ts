@@ -1,10 +1,12 @@
 // Wires the parts together in order: database (migrated) → stores → recovery →
 // services → server; and takes them apart in reverse on close().
+import type { StructuredToolInterface } from "@langchain/core/tools";
 import type { Config } from "./config.ts";
 import type { Logger } from "./logger.ts";
 import { openSqlite } from "./db/sqlite.ts";
 import { migrate } from "./db/migrate.ts";
 import { createPrismaClient } from "./db/prisma.ts";
+import { WriteGate } from "./db/write-gate.ts";
 import { createSqliteCheckpointer } from "./agent/checkpointer.ts";
 import { AgentRuntime } from "./agent/runtime.ts";
 import { builtinTools } from "./agent/tools.ts";
@@ -28,18 +30,26 @@ export interface App {
   close(): Promise<void>;
 }
 
-export async function startApp(config: Config, logger: Logger): Promise<App> {
+/** What an embedding program (or a test) may put in place of the defaults. */
+export interface AppOverrides {
+  /** The agent's tools; the built-in ones by default. */
+  tools?: StructuredToolInterface[];
+}
+
+export async function startApp(config: Config, logger: Logger, overrides: AppOverrides = {}): Promise<App> {
   const sqlite = openSqlite(config.databasePath);
   const { applied } = migrate(sqlite);
   if (applied.length) logger.info("database migrated", { applied, database: config.databasePath });
 
-  const checkpointer = createSqliteCheckpointer(config.databasePath);
+  // The run store and the checkpointer write the file through two connections: one writer at a time.
+  const writeGate = new WriteGate();
+  const checkpointer = createSqliteCheckpointer(config.databasePath, writeGate);
   // SqliteSaver creates its tables lazily; create them now so that deleting a
   // conversation (which removes its thread in the same transaction) can rely on them.
   await checkpointer.saver.getTuple(threadConfig("00000000-0000-0000-0000-000000000000"));
 
   const prisma = createPrismaClient(config.databasePath);
-  const store = new PrismaRunStore(prisma);
+  const store = new PrismaRunStore(prisma, writeGate);
   const bus = new InMemoryEventBus({
     retention: config.eventRetention,
     graceMs: config.eventGraceMs,
@@ -57,7 +67,7 @@ export async function startApp(config: Config, logger: Logger): Promise<App> {
   const agent = new AgentRuntime({
     checkpointer: checkpointer.saver,
     model: { baseUrl: config.ollamaHost, model: config.ollamaModel, think: config.ollamaThink, idleTimeoutMs: config.modelIdleTimeoutMs },
-    tools: builtinTools(),
+    tools: overrides.tools ?? builtinTools(),
     systemPrompt: config.systemPrompt,
     recursionLimit: config.recursionLimit,
   });

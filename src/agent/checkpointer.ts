@@ -4,11 +4,32 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import { BaseCheckpointSaver, type Checkpoint, type CheckpointMetadata, type CheckpointTuple, type PendingWrite, type CheckpointListOptions } from "@langchain/langgraph-checkpoint";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { openSqlite } from "../db/sqlite.ts";
+import { WriteGate } from "../db/write-gate.ts";
 
-export function createSqliteCheckpointer(databasePath: string): { saver: SqliteSaver; close: () => void } {
+/** `gate` is shared with the run store, so the two never write at once in one process (see WriteGate). */
+export function createSqliteCheckpointer(databasePath: string, gate: WriteGate = new WriteGate()): { saver: SqliteSaver; close: () => void } {
   const db = openSqlite(databasePath);
-  const saver = new SqliteSaver(db);
+  const saver = new GatedSqliteSaver(db, gate);
   return { saver, close: () => db.close() };
+}
+
+/** SqliteSaver whose writes pass through the process's write gate; reads (WAL) need no lock. */
+class GatedSqliteSaver extends SqliteSaver {
+  constructor(
+    db: ConstructorParameters<typeof SqliteSaver>[0],
+    private readonly gate: WriteGate,
+  ) {
+    super(db);
+  }
+  override put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata): Promise<RunnableConfig> {
+    return this.gate.run(() => super.put(config, checkpoint, metadata));
+  }
+  override putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string): Promise<void> {
+    return this.gate.run(() => super.putWrites(config, writes, taskId));
+  }
+  override deleteThread(threadId: string): Promise<void> {
+    return this.gate.run(() => super.deleteThread(threadId));
+  }
 }
 
 /**

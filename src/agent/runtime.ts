@@ -8,6 +8,10 @@ import { buildAgentGraph, modelCaller, threadConfig, AGENT_NODE, TOOLS_NODE, typ
 import { createRunModel, type ModelSettings } from "./model.ts";
 import { ObservedCheckpointer } from "./checkpointer.ts";
 import type { ModelTransportReport } from "./model-fetch.ts";
+import { GraphSettled } from "./graph-settled.ts";
+
+/** How long a stopped run waits for the graph to store its last writes before its outcome is read. */
+const SETTLE_TIMEOUT_MS = 5_000;
 
 export interface RunHooks {
   onToken(text: string, messageId: string | null, node: string): void;
@@ -63,10 +67,23 @@ export class AgentRuntime {
     const callModel = modelCaller(model, this.options.tools, this.options.systemPrompt);
     const graph = buildAgentGraph({ callModel, tools: this.options.tools, checkpointer });
     const input = message === null ? null : { messages: [new HumanMessage(message)] };
+    const settled = new GraphSettled();
+    try {
+      await this.#stream(graph, conversationId, input, signal, settled, hooks);
+    } catch (error) {
+      await settled.wait(SETTLE_TIMEOUT_MS);
+      throw error;
+    }
+  }
+
+  async #stream(graph: AgentGraph, conversationId: string, input: { messages: BaseMessage[] } | null, signal: AbortSignal, settled: GraphSettled, hooks: RunHooks): Promise<void> {
     const stream = await graph.stream(input, {
       ...threadConfig(conversationId),
       streamMode: ["messages", "updates"],
       recursionLimit: this.options.recursionLimit,
+      // Each step is stored before the next starts: the user's message is on disk before the model is called.
+      durability: "sync",
+      callbacks: [settled],
       signal,
     });
     for await (const [mode, payload] of stream as AsyncIterable<[string, unknown]>) {

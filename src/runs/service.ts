@@ -176,9 +176,13 @@ export class RunService {
     const report: ModelTransportReport = { timedOut: false };
     let partial = "";
     let lastSeq = 1;
+    let settled = false;
     const publish = (body: RunEventBody) => {
-      lastSeq = bus.publish(run.id, body).seq;
+      // An aborted graph may still finish a write in the background; once the
+      // outcome is being recorded, late events are dropped, never sent after it.
+      if (!settled) lastSeq = bus.publish(run.id, body).seq;
     };
+    const ownCheckpoints = new Set<string>();
     let failure: Classified | null = null;
     try {
       await agent.execute(run.conversationId, message, controller.signal, report, {
@@ -188,19 +192,32 @@ export class RunService {
         },
         onToolCall: (toolCallId, name, args) => publish({ type: "toolCall", toolCallId, name, args }),
         onToolResult: (toolCallId, name, content, isError) => publish({ type: "toolResult", toolCallId, name, content, isError }),
-        onCheckpoint: (checkpointId) => publish({ type: "checkpoint", checkpointId, conversationId: run.conversationId }),
+        onCheckpoint: (checkpointId) => {
+          ownCheckpoints.add(checkpointId);
+          publish({ type: "checkpoint", checkpointId, conversationId: run.conversationId });
+        },
       });
     } catch (error) {
       failure = classifyFailure(error, controller.signal.reason, report);
-      const level = failure.status === "failed" ? "warn" : "info";
-      logger[level]("run ended early", { runId: run.id, errorCode: failure.errorCode, errorMessage: failure.errorMessage });
     }
+    settled = true;
     const endMark = uuid6(-2);
     let messageCount: number | null = null;
     try {
-      messageCount = (await agent.readThread(run.conversationId)).messages.length;
+      const thread = await agent.readThread(run.conversationId);
+      messageCount = thread.messages.length;
+      // A cancel (or a shutdown) that lands after the graph saved its last
+      // checkpoint, with nothing left to run, stopped nothing: the run completed.
+      if (failure && thread.next.length === 0 && thread.checkpointId !== null && ownCheckpoints.has(thread.checkpointId)) {
+        logger.info("run reached its end before it could be stopped", { runId: run.id, ignored: failure.errorCode });
+        failure = null;
+      }
     } catch (error) {
-      logger.warn("could not count the thread's messages", { runId: run.id, error });
+      logger.warn("could not read the thread after the run", { runId: run.id, error });
+    }
+    if (failure) {
+      const level = failure.status === "failed" ? "warn" : "info";
+      logger[level]("run ended early", { runId: run.id, errorCode: failure.errorCode, errorMessage: failure.errorMessage });
     }
     const outcome: RunOutcome = {
       status: failure?.status ?? "completed",

@@ -2,7 +2,8 @@
 // backend (Prisma on better-sqlite3); a Postgres backend implements the same
 // interface and passes the same conformance suite (test/run-store.spec.ts).
 import type { PrismaClient } from "../db/prisma.ts";
-import type { Conversation, Run } from "../db/generated/client.ts";
+import type { Conversation, Prisma, Run } from "../db/generated/client.ts";
+import { WriteGate } from "../db/write-gate.ts";
 import { NotFoundError, RunInProgressError } from "./errors.ts";
 import type { RunErrorCodeValue } from "./classify.ts";
 import type { RunStatusValue } from "../events/types.ts";
@@ -75,12 +76,40 @@ function isUniqueViolation(error: unknown): boolean {
   return (error as { code?: string })?.code === "P2002";
 }
 
+/**
+ * A write that changes nothing, run first in every transaction so that the
+ * transaction holds the write lock from its start (BEGIN IMMEDIATE, which Prisma
+ * cannot issue). A deferred transaction that reads first and writes later fails
+ * at once with SQLITE_BUSY_SNAPSHOT, without waiting, when another process
+ * committed in between; one that starts by writing waits its turn (busy_timeout).
+ */
+const TAKE_WRITE_LOCK = `UPDATE "run_owners" SET "id" = "id" WHERE 0`;
+
 export class PrismaRunStore implements RunStore {
-  constructor(private readonly prisma: PrismaClient) {}
+  /** `gate` is shared with every other writer of the file in this process (see WriteGate). */
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly gate: WriteGate = new WriteGate(),
+  ) {}
+
+  /** A write transaction: one at a time in this process, holding the write lock from its first statement. */
+  #transaction<T>(work: (tx: Prisma.TransactionClient) => Promise<T>): Promise<T> {
+    return this.gate.run(() =>
+      this.prisma.$transaction(async (tx) => {
+        await tx.$executeRawUnsafe(TAKE_WRITE_LOCK);
+        return work(tx);
+      }),
+    );
+  }
+
+  /** A single-statement write, kept out of any transaction another caller has open on the shared connection. */
+  #write<T>(work: () => Promise<T>): Promise<T> {
+    return this.gate.run(work);
+  }
 
   async startRun(run: NewRun, newConversation?: { title: string }) {
     try {
-      return await this.prisma.$transaction(async (tx) => {
+      return await this.#transaction(async (tx) => {
         let conversation: ConversationRecord;
         if (newConversation) {
           conversation = await tx.conversation.create({
@@ -106,7 +135,7 @@ export class PrismaRunStore implements RunStore {
   }
 
   async finishRun(runId: string, outcome: RunOutcome) {
-    return this.prisma.$transaction(async (tx) => {
+    return this.#transaction(async (tx) => {
       const updated = await tx.run.updateMany({
         where: { id: runId, status: "running" },
         data: {
@@ -142,14 +171,14 @@ export class PrismaRunStore implements RunStore {
   }
 
   async renameConversation(id: string, title: string, at: Date) {
-    const updated = await this.prisma.conversation.updateMany({ where: { id }, data: { title, updatedAt: at } });
+    const updated = await this.#write(() => this.prisma.conversation.updateMany({ where: { id }, data: { title, updatedAt: at } }));
     if (updated.count === 0) throw new NotFoundError("Conversation", id);
     return (await this.getConversation(id))!;
   }
 
   async deleteConversation(id: string) {
     try {
-      return await this.prisma.$transaction(async (tx) => {
+      return await this.#transaction(async (tx) => {
         const conversation = await tx.conversation.findUnique({ where: { id } });
         if (!conversation) throw new NotFoundError("Conversation", id);
         const active = await tx.run.findFirst({ where: { conversationId: id, status: "running" } });
@@ -168,15 +197,15 @@ export class PrismaRunStore implements RunStore {
   }
 
   async registerOwner(owner: OwnerRecord) {
-    await this.prisma.runOwner.create({ data: owner });
+    await this.#write(() => this.prisma.runOwner.create({ data: owner }));
   }
 
   async heartbeat(ownerId: string, at: Date) {
-    await this.prisma.runOwner.updateMany({ where: { id: ownerId }, data: { heartbeatAt: at } });
+    await this.#write(() => this.prisma.runOwner.updateMany({ where: { id: ownerId }, data: { heartbeatAt: at } }));
   }
 
   async removeOwner(ownerId: string) {
-    await this.prisma.runOwner.deleteMany({ where: { id: ownerId } });
+    await this.#write(() => this.prisma.runOwner.deleteMany({ where: { id: ownerId } }));
   }
 
   listOwners() {
@@ -184,7 +213,7 @@ export class PrismaRunStore implements RunStore {
   }
 
   async interruptRunsOfGoneOwners(goneOwnerIds: string[], at: Date, endMark: string, message: string) {
-    return this.prisma.$transaction(async (tx) => {
+    return this.#transaction(async (tx) => {
       const owners = await tx.runOwner.findMany({ select: { id: true } });
       const live = owners.map((o) => o.id).filter((id) => !goneOwnerIds.includes(id));
       const orphans = await tx.run.findMany({

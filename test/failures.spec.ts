@@ -1,0 +1,162 @@
+// The model failing every way it can, made to happen for real by the fake Ollama
+// over HTTP: each run ends with the right status and code within a bounded time,
+// keeps the text it streamed, leaves its step resumable, and the server goes on
+// serving the next run.
+import net from "node:net";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { defaultResponder, splitTokens, startFakeOllama, type FakeOllama, type FakeStep } from "./support/fake-ollama.ts";
+import { startTestApp, waitForRun } from "./support/app.ts";
+import { CONVERSATION, RESUME_RUN, START_RUN, gqlOk } from "./support/graphql.ts";
+import type { App } from "../src/app.ts";
+
+/** Short enough to keep the suite fast, long enough that a busy machine never trips it by accident. */
+const IDLE_TIMEOUT_MS = 1_500;
+const RECURSION_LIMIT = 6;
+
+let fake: FakeOllama;
+let app: App;
+
+beforeAll(async () => {
+  fake = await startFakeOllama();
+  app = await startTestApp({
+    ollamaUrl: fake.url,
+    env: { MODEL_IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS), AGENT_RECURSION_LIMIT: String(RECURSION_LIMIT) },
+  });
+});
+afterAll(async () => {
+  await app?.close();
+  await fake?.close();
+});
+beforeEach(() => {
+  fake.setResponder(defaultResponder);
+});
+
+async function startOn(url: string, message: string) {
+  const { startRun } = await gqlOk(url, START_RUN, { message });
+  if (startRun.__typename !== "StartRunSuccess") throw new Error(JSON.stringify(startRun));
+  return { runId: startRun.run.id as string, conversationId: startRun.conversation.id as string };
+}
+
+/** Runs one turn whose first model call misbehaves as `step` says; returns the recorded run and how long it took. */
+async function failingTurn(step: FakeStep, message = "Hello there") {
+  fake.enqueue(step);
+  const started = Date.now();
+  const { runId, conversationId } = await startOn(app.url, message);
+  const run = await waitForRun(app.url, runId, 20_000);
+  return { run, conversationId, elapsedMs: Date.now() - started };
+}
+
+/** The step the failure left pending is still there, and a resume with a healthy model completes it. */
+async function expectResumable(conversationId: string, message = "Hello there") {
+  const { conversation } = await gqlOk(app.url, CONVERSATION, { id: conversationId });
+  expect(conversation).toMatchObject({ next: ["agent"], resumable: true, activeRun: null });
+  const { resumeRun } = await gqlOk(app.url, RESUME_RUN, { conversationId });
+  expect(resumeRun.__typename).toBe("ResumeRunSuccess");
+  expect((await waitForRun(app.url, resumeRun.run.id)).status).toBe("COMPLETED");
+  const after = (await gqlOk(app.url, CONVERSATION, { id: conversationId })).conversation;
+  expect(after.messages.at(-1)).toMatchObject({ role: "ASSISTANT", content: `Echo: ${message}` });
+}
+
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe("the model failing", () => {
+  it("connection refused (nothing listens on OLLAMA_HOST): MODEL_UNAVAILABLE", async () => {
+    const port = await closedPort();
+    const offline = await startTestApp({ ollamaUrl: `http://127.0.0.1:${port}` });
+    try {
+      const { runId } = await startOn(offline.url, "anyone there?");
+      const run = await waitForRun(offline.url, runId);
+      expect(run).toMatchObject({ status: "FAILED", errorCode: "MODEL_UNAVAILABLE", partialOutput: null });
+      expect(run.errorMessage).toMatch(/ECONNREFUSED/);
+      expect(run.finishedAt).not.toBeNull();
+    } finally {
+      await offline.close();
+    }
+  });
+
+  it("HTTP 404 model not found: MODEL_NOT_FOUND, with Ollama's words", async () => {
+    const { run, conversationId } = await failingTurn({ kind: "notFound" });
+    expect(run).toMatchObject({ status: "FAILED", errorCode: "MODEL_NOT_FOUND", partialOutput: null });
+    expect(run.errorMessage).toMatch(/model "qwen3" not found, try pulling it first/);
+    await expectResumable(conversationId);
+  });
+
+  it("an {\"error\"} line mid-stream: MODEL_ERROR, keeping the text streamed before it", async () => {
+    const { run, conversationId } = await failingTurn({ kind: "errorLine", tokens: ["Half ", "an ", "answer"], error: "llama runner out of memory" });
+    expect(run).toMatchObject({ status: "FAILED", errorCode: "MODEL_ERROR", partialOutput: "Half an answer" });
+    expect(run.errorMessage).toMatch(/llama runner out of memory/);
+    await expectResumable(conversationId);
+  });
+
+  it("an HTTP 500 with an error body: MODEL_ERROR", async () => {
+    const { run, conversationId } = await failingTurn({ kind: "httpError", status: 500, error: "llama runner process has terminated" });
+    expect(run).toMatchObject({ status: "FAILED", errorCode: "MODEL_ERROR" });
+    expect(run.errorMessage).toMatch(/llama runner process has terminated/);
+    await expectResumable(conversationId);
+  });
+
+  it("the socket dropped mid-stream: MODEL_UNAVAILABLE, keeping the text streamed before it", async () => {
+    const { run, conversationId } = await failingTurn({ kind: "dropMidStream", tokens: ["Cut ", "off "] });
+    expect(run).toMatchObject({ status: "FAILED", errorCode: "MODEL_UNAVAILABLE", partialOutput: "Cut off " });
+    expect(fake.openChatRequests()).toBe(0);
+    await expectResumable(conversationId);
+  });
+
+  it("headers, then silence: MODEL_TIMEOUT after MODEL_IDLE_TIMEOUT_MS, and the request is closed", async () => {
+    const { run, conversationId, elapsedMs } = await failingTurn({ kind: "silence", tokens: ["Thinking "] });
+    expect(run).toMatchObject({ status: "FAILED", errorCode: "MODEL_TIMEOUT", partialOutput: "Thinking " });
+    expect(run.errorMessage).toMatch(new RegExp(`nothing for ${IDLE_TIMEOUT_MS} ms`));
+    // It was the idle timer that ended it (not before), within a generous bound after.
+    expect(elapsedMs).toBeGreaterThanOrEqual(IDLE_TIMEOUT_MS);
+    expect(elapsedMs).toBeLessThan(IDLE_TIMEOUT_MS + 10_000);
+    expect(fake.openChatRequests()).toBe(0);
+    await expectResumable(conversationId);
+  });
+
+  it("silence before the headers: MODEL_TIMEOUT as well", async () => {
+    const { run, elapsedMs } = await failingTurn({ kind: "hangBeforeHeaders" });
+    expect(run).toMatchObject({ status: "FAILED", errorCode: "MODEL_TIMEOUT", partialOutput: null });
+    expect(elapsedMs).toBeGreaterThanOrEqual(IDLE_TIMEOUT_MS);
+    expect(fake.openChatRequests()).toBe(0);
+  });
+
+  it("a slow trickle that never pauses for the idle timeout completes, though it lasts longer than the timeout", async () => {
+    const tokens = splitTokens("every token arrives well within the idle timeout");
+    const { run, conversationId, elapsedMs } = await failingTurn({ kind: "trickle", tokens, delayMs: IDLE_TIMEOUT_MS / 5 });
+    expect(run).toMatchObject({ status: "COMPLETED", errorCode: null, partialOutput: null });
+    expect(elapsedMs).toBeGreaterThan(IDLE_TIMEOUT_MS);
+    const { conversation } = await gqlOk(app.url, CONVERSATION, { id: conversationId });
+    expect(conversation.messages.at(-1)).toMatchObject({ role: "ASSISTANT", content: tokens.join("") });
+  });
+
+  it("an endless tools loop: RECURSION_LIMIT", async () => {
+    const before = fake.requests.length;
+    const { runId, conversationId } = await startOn(app.url, "please loop forever");
+    const run = await waitForRun(app.url, runId);
+    expect(run).toMatchObject({ status: "FAILED", errorCode: "RECURSION_LIMIT" });
+    expect(run.errorMessage).toMatch(/recursion limit/i);
+    // agent and tools alternate: the limit bounds the model calls.
+    const calls = fake.requests.length - before;
+    expect(calls).toBeGreaterThan(1);
+    expect(calls).toBeLessThanOrEqual(RECURSION_LIMIT);
+    const { conversation } = await gqlOk(app.url, CONVERSATION, { id: conversationId });
+    expect(conversation.next).not.toEqual([]);
+  });
+
+  it("after all of that the server is healthy and serves the next run", async () => {
+    expect((await fetch(`${app.url}/health`)).status).toBe(200);
+    expect(((await (await fetch(`${app.url}/ready`)).json()) as { ready: boolean }).ready).toBe(true);
+    const { runId, conversationId } = await startOn(app.url, "Please calculate (2 + 3) * 4");
+    expect((await waitForRun(app.url, runId)).status).toBe("COMPLETED");
+    const { conversation } = await gqlOk(app.url, CONVERSATION, { id: conversationId });
+    expect(conversation.messages.at(-1)).toMatchObject({ role: "ASSISTANT", content: "The result is 20." });
+    expect(app.services.runs.activeRunIds).toEqual([]);
+    expect(fake.openChatRequests()).toBe(0);
+  });
+});
