@@ -1,4 +1,5 @@
-// Every request and operation limit, gathered from the configuration into the
+// Every request and operation limit (with the checks on request bodies, strings
+// and errors that go with them), gathered from the configuration into the
 // options src/server.ts hands to yoga, the WebSocket server and graphql-ws. The
 // operation limits are envelop plugins (parse, validate, execute, subscribe
 // hooks), which WebSocket operations run through too; the byte limits are set
@@ -10,6 +11,7 @@ import { useOperationLimits } from "../plugins/operation-limits.ts";
 import { usePageSizeLimit } from "../plugins/page-size.ts";
 import { createErrorMasking, useHiddenSuggestions } from "../plugins/errors.ts";
 import { useJsonBodiesOnly } from "../plugins/content-type.ts";
+import { useWellFormedStrings } from "../plugins/well-formed-strings.ts";
 
 export interface RequestLimits {
   /** Spread into createYoga's options. */
@@ -37,6 +39,7 @@ export function createRequestLimits(config: Pick<Config, "limits">, logger: Logg
         useJsonBodiesOnly(),
         ...useOperationLimits(limits),
         usePageSizeLimit(limits.pageSize),
+        useWellFormedStrings(),
         ...(limits.hideSuggestions ? [useHiddenSuggestions()] : []),
       ],
     },
