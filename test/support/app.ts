@@ -52,7 +52,12 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
   child.stderr!.on("data", (d) => (output += d));
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 20_000);
+    // Generous: a busy machine can take long to start a TypeScript process. On
+    // timeout the child is killed, so a failed start never leaves a server behind.
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`server did not start:\n${output}`));
+    }, 60_000);
     const onData = () => {
       const m = /"msg":"runledger listening","url":"(http:\/\/[^"]+)\/graphql"/.exec(output);
       if (m) {
