@@ -43,7 +43,8 @@ interface RunLog {
   firstSeq: number;
   nextSeq: number;
   finished: boolean;
-  subscribers: Set<Subscriber<RunEvent>>;
+  /** Live subscribers, each with the seq it asked to follow (only later events reach it). */
+  subscribers: Map<Subscriber<RunEvent>, number>;
   dropTimer?: NodeJS.Timeout;
 }
 
@@ -59,7 +60,7 @@ export class InMemoryEventBus implements EventBus {
 
   openRun(runId: string, conversationId: string): void {
     if (this.#logs.has(runId)) throw new Error(`run ${runId} already has an event log`);
-    this.#logs.set(runId, { conversationId, events: [], firstSeq: 1, nextSeq: 1, finished: false, subscribers: new Set() });
+    this.#logs.set(runId, { conversationId, events: [], firstSeq: 1, nextSeq: 1, finished: false, subscribers: new Map() });
   }
 
   publish(runId: string, body: RunEventBody): RunEvent {
@@ -73,8 +74,8 @@ export class InMemoryEventBus implements EventBus {
       log.firstSeq += 1;
     }
     const terminal = isTerminalEvent(event);
-    for (const sub of log.subscribers) {
-      sub.push(event);
+    for (const [sub, after] of log.subscribers) {
+      if (event.seq > after) sub.push(event);
       if (terminal) sub.end();
     }
     const convSubs = this.#conversationSubs.get(log.conversationId);
@@ -92,16 +93,17 @@ export class InMemoryEventBus implements EventBus {
     if (!log) return null;
     // Snapshot and registration happen in one synchronous step: no publish can
     // fall between them, so replay and live meet with no gap and no duplicate.
-    const sub = createSubscriber<RunEvent>(this.#options.subscriberQueueLimit, () => log.subscribers.delete(sub));
-    if (after + 1 < log.firstSeq && log.nextSeq > 1) {
+    const replay: RunEvent[] = [];
+    if (after + 1 < log.firstSeq) {
       const at = this.#options.now();
-      sub.push({ type: "replayGap", fromSeq: after + 1, toSeq: log.firstSeq - 1, seq: log.firstSeq - 1, runId, conversationId: log.conversationId, at });
+      replay.push({ type: "replayGap", fromSeq: after + 1, toSeq: log.firstSeq - 1, seq: log.firstSeq - 1, runId, conversationId: log.conversationId, at });
     }
-    for (const event of log.events) {
-      if (event.seq > after && !sub.push(event)) break;
-    }
+    for (const event of log.events) if (event.seq > after) replay.push(event);
+    // The replay holds references to retained events, so it does not count
+    // against the queue limit: a late subscriber to a long run is not cut off.
+    const sub = createSubscriber<RunEvent>(this.#options.subscriberQueueLimit, () => log.subscribers.delete(sub), replay);
     if (log.finished) sub.end();
-    else log.subscribers.add(sub);
+    else log.subscribers.set(sub, after);
     return sub;
   }
 
@@ -132,7 +134,7 @@ export class InMemoryEventBus implements EventBus {
 
   close(): void {
     for (const log of this.#logs.values()) {
-      for (const sub of log.subscribers) sub.end();
+      for (const sub of log.subscribers.keys()) sub.end();
       if (log.dropTimer) clearTimeout(log.dropTimer);
     }
     this.#logs.clear();

@@ -1,6 +1,9 @@
 // One subscriber's bounded queue, exposed as an async iterator. Publishers push
 // without waiting; a subscriber that falls `limit` events behind is ended with
 // SubscriberOverflowError, so it can neither slow the run nor grow without bound.
+// Both transports pull from this queue only as fast as their socket drains
+// (graphql-ws awaits each send, graphql-yoga's SSE waits for 'drain'), so this
+// limit is what bounds a stalled client.
 
 export class SubscriberOverflowError extends Error {
   override name = "SubscriberOverflowError";
@@ -18,11 +21,18 @@ export interface Subscriber<T> extends AsyncIterableIterator<T> {
   /** Ends the iteration with an error, dropping what is queued. */
   fail(error: Error): void;
   readonly closed: boolean;
+  /** Items queued and not yet read. */
+  readonly pending: number;
 }
 
-export function createSubscriber<T>(limit: number, onClose: () => void): Subscriber<T> {
-  const queue: T[] = [];
+/**
+ * `initial` items are queued first and do not count against `limit`: they are a
+ * replay of events the bus retains anyway. The array is taken over, not copied.
+ */
+export function createSubscriber<T>(limit: number, onClose: () => void, initial: T[] = []): Subscriber<T> {
+  const queue: T[] = initial;
   let head = 0;
+  let replayLeft = initial.length;
   let ended = false;
   let failure: Error | null = null;
   let released = false;
@@ -53,6 +63,7 @@ export function createSubscriber<T>(limit: number, onClose: () => void): Subscri
     const item = queue[head]!;
     queue[head] = undefined as T;
     head += 1;
+    if (replayLeft > 0) replayLeft -= 1;
     if (head > 1024 && head * 2 > queue.length) {
       queue.splice(0, head);
       head = 0;
@@ -64,9 +75,12 @@ export function createSubscriber<T>(limit: number, onClose: () => void): Subscri
     get closed() {
       return ended || failure !== null;
     },
+    get pending() {
+      return queue.length - head;
+    },
     push(item) {
       if (ended || failure) return false;
-      if (queue.length - head >= limit) {
+      if (queue.length - head >= limit + replayLeft) {
         subscriber.fail(new SubscriberOverflowError(limit));
         return false;
       }
@@ -85,6 +99,7 @@ export function createSubscriber<T>(limit: number, onClose: () => void): Subscri
       failure = error;
       queue.length = 0;
       head = 0;
+      replayLeft = 0;
       settle();
       release();
     },
@@ -106,6 +121,7 @@ export function createSubscriber<T>(limit: number, onClose: () => void): Subscri
       ended = true;
       queue.length = 0;
       head = 0;
+      replayLeft = 0;
       if (waiting) {
         waiting.resolve({ value: undefined, done: true });
         waiting = null;
