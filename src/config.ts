@@ -38,8 +38,17 @@ export interface Config {
   eventRetention: number;
   /** `EVENT_GRACE_MS`, default 60000: how long a finished run's events stay replayable before the database answers alone. */
   eventGraceMs: number;
-  /** `SUBSCRIBER_QUEUE_LIMIT`, default 1000: events a subscriber may have unread before it is cut off. */
+  /**
+   * `SUBSCRIBER_QUEUE_LIMIT`, default 1000: live events one subscription may have
+   * unread (beyond its replay) before it is ended with a SUBSCRIBER_TOO_SLOW error.
+   * Both transports read from this queue only as fast as the client reads its
+   * socket, so this is what bounds a stalled client, per subscription.
+   */
   subscriberQueueLimit: number;
+  /** `WS_MAX_SUBSCRIPTIONS`, default 100: operations one WebSocket may have open at once; more are refused. With the queue limit it bounds one connection's memory. */
+  wsMaxSubscriptions: number;
+  /** `WS_KEEPALIVE_MS`, default 12000: the server pings each WebSocket this often and closes one that has not answered the previous ping. */
+  wsKeepAliveMs: number;
   /** `SHUTDOWN_TIMEOUT_MS`, default 10000: the longest a graceful shutdown waits for runs to be recorded. */
   shutdownTimeoutMs: number;
   /** Request and operation limits, the same on HTTP, SSE and WebSocket (src/http/limits.ts applies them). */
@@ -173,6 +182,8 @@ export function loadConfig(env: Env = process.env, readFile: (p: string) => stri
     eventRetention: intVar(env, "EVENT_RETENTION", 10_000, 1, 10_000_000),
     eventGraceMs: intVar(env, "EVENT_GRACE_MS", 60_000, 0, 86_400_000),
     subscriberQueueLimit: intVar(env, "SUBSCRIBER_QUEUE_LIMIT", 1_000, 1, 1_000_000),
+    wsMaxSubscriptions: intVar(env, "WS_MAX_SUBSCRIPTIONS", 100, 1, 100_000),
+    wsKeepAliveMs: intVar(env, "WS_KEEPALIVE_MS", 12_000, 50, 3_600_000),
     shutdownTimeoutMs: intVar(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 100, 600_000),
     limits: {
       requestBytes: intVar(env, "MAX_REQUEST_BYTES", 1_048_576, 1_024, 1_073_741_824),

@@ -101,6 +101,14 @@ export async function startHttpServer({ config, services, logger, pingDatabase, 
       execute: (args: ExecutionArgs) => (args.rootValue as { execute: (a: ExecutionArgs) => unknown }).execute(args) as never,
       subscribe: (args: ExecutionArgs) => (args.rootValue as { subscribe: (a: ExecutionArgs) => unknown }).subscribe(args) as never,
       onSubscribe: async (ctx, _id, payload) => {
+        // ctx.subscriptions already holds this operation's id.
+        if (Object.keys(ctx.subscriptions).length > config.wsMaxSubscriptions) {
+          return [
+            new GraphQLError(`this connection already has ${config.wsMaxSubscriptions} operations open (WS_MAX_SUBSCRIPTIONS); complete one first or open another connection`, {
+              extensions: { code: "TOO_MANY_SUBSCRIPTIONS" },
+            }),
+          ];
+        }
         const enveloped = yoga.getEnveloped({ ...ctx, req: ctx.extra.request, socket: ctx.extra.socket, params: payload });
         let document;
         try {
@@ -123,7 +131,7 @@ export async function startHttpServer({ config, services, logger, pingDatabase, 
       },
     },
     wsServer,
-    12_000,
+    config.wsKeepAliveMs,
   );
 
   await new Promise<void>((resolve, reject) => {
