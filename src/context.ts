@@ -24,6 +24,8 @@ export interface Services {
 export interface Context extends Services {
   /** The thread's latest state, read at most once per conversation per operation. */
   thread(conversationId: string): Promise<ThreadState>;
+  /** Forgets cached reads. A subscription is one operation with many events; it calls this before each event so each reads fresh state. */
+  forgetReads(): void;
   /** Checkpoint loaders for one execution: pass `info.rootValue` (one scope per operation, or per subscription event). */
   checkpoints(execution: unknown): CheckpointReadScope;
 }
@@ -40,6 +42,9 @@ export function createContext(services: Services): Context {
         threads.set(conversationId, state);
       }
       return state;
+    },
+    forgetReads() {
+      threads.clear();
     },
   };
 }

@@ -26,9 +26,20 @@ export function isTerminalEvent(event: RunEvent): boolean {
   return event.type === "status" && TERMINAL_STATUSES.has(event.status);
 }
 
-/** A conversation was created, renamed, deleted, or its runs changed status or message count. */
-export interface ConversationChange {
-  conversationId: string;
-  kind: "created" | "updated" | "deleted";
-  at: Date;
+/** The conversation row as it was last seen: what a deletion leaves for observers. */
+export interface ConversationSnapshot {
+  id: string;
+  title: string;
+  createdAt: Date;
+  updatedAt: Date;
+  messageCount: number;
 }
+
+/**
+ * A conversation was created, renamed, deleted, or its runs changed status or
+ * message count. Created and updated changes name the conversation (observers
+ * read its current row); a deletion carries the last row, since none is left.
+ */
+export type ConversationChange =
+  | { kind: "created" | "updated"; conversationId: string; at: Date }
+  | { kind: "deleted"; conversationId: string; at: Date; snapshot: ConversationSnapshot };

@@ -26,7 +26,7 @@ export class ConversationService {
   async delete(conversationId: string): Promise<ConversationRecord> {
     requireUuid(conversationId, "conversationId");
     const conversation = await this.store.deleteConversation(conversationId);
-    this.bus.publishConversationChange({ conversationId, kind: "deleted", at: this.now() });
+    this.bus.publishConversationChange({ conversationId, kind: "deleted", at: this.now(), snapshot: conversation });
     return conversation;
   }
 }

@@ -1,10 +1,25 @@
 // Subscriptions: what a run and a conversation tell their observers, live.
-import { GraphQLError } from "graphql";
+import {
+  defaultFieldResolver,
+  GraphQLBoolean,
+  GraphQLError,
+  GraphQLFloat,
+  GraphQLInt,
+  isListType,
+  isNonNullType,
+  isObjectType,
+  type GraphQLOutputType,
+  type GraphQLSchema,
+} from "graphql";
 import type { RunEvent } from "../events/types.ts";
 import { builder } from "./builder.ts";
+import type { Context } from "../context.ts";
 import { RunErrorCode, RunStatus } from "./run.ts";
 import { Conversation } from "./conversation.ts";
 import { requireUuid, ValidationError } from "../runs/errors.ts";
+import { SubscriberOverflowError } from "../events/subscriber.ts";
+import { followRun, mapStream } from "../events/streams.ts";
+import type { ConversationChange, ConversationSnapshot } from "../events/types.ts";
 
 type Of<T extends RunEvent["type"]> = Extract<RunEvent, { type: T }>;
 
@@ -79,41 +94,35 @@ builder.objectRef<Of<"replayGap">>("ReplayGapEvent").implement({
   fields: (t) => ({ fromSeq: t.exposeInt("fromSeq"), toSeq: t.exposeInt("toSeq") }),
 });
 
-/** Yields from a source, but rejects an unknown id up front as a GraphQL error. */
-async function* runEvents(ctx: import("../context.ts").Context, runId: string, after: number): AsyncGenerator<RunEvent> {
-  const live = ctx.bus.subscribeRun(runId, after);
-  if (live) {
-    yield* live;
-    return;
-  }
-  // No live log here: the run finished long enough ago (or runs in another
-  // process). The database answers with the terminal event once there is one.
-  for (;;) {
-    const run = await ctx.store.getRun(runId);
-    if (!run) return;
-    if (run.status !== "running") {
-      if (run.lastEventSeq > after) {
-        yield {
-          type: "status",
-          status: run.status as "completed",
-          errorCode: run.errorCode,
-          errorMessage: run.errorMessage,
-          seq: run.lastEventSeq,
-          runId,
-          conversationId: run.conversationId,
-          at: run.finishedAt ?? new Date(),
-        };
-      }
-      return;
-    }
-    const again = ctx.bus.subscribeRun(runId, after);
-    if (again) {
-      yield* again;
-      return;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
+/** Stands in for the event a stream could not deliver: resolve turns it into the subscription's last, failed result. */
+class CutOff {
+  constructor(readonly error: GraphQLError) {}
 }
+
+/**
+ * A subscriber that fell too far behind ends with one result carrying a
+ * SUBSCRIBER_TOO_SLOW error, then completes: the same on WebSocket and SSE.
+ */
+function cutOffWhenTooSlow(error: unknown): CutOff | undefined {
+  if (!(error instanceof SubscriberOverflowError)) return undefined;
+  return new CutOff(new GraphQLError(error.message, { extensions: { code: error.code } }));
+}
+
+function deliver<T>(item: T | CutOff): T {
+  if (item instanceof CutOff) throw item.error;
+  return item;
+}
+
+/** Passes each event through, after dropping the reads the previous event cached in the subscription's context. */
+function freshFor(ctx: Context) {
+  return <T>(event: T): T => {
+    ctx.forgetReads();
+    return event;
+  };
+}
+
+/** How often a subscription to a run this process does not execute asks the database whether it has ended. */
+const STORED_RUN_POLL_MS = 500;
 
 builder.subscriptionType({});
 
@@ -136,9 +145,10 @@ builder.subscriptionField("runEvents", (t) =>
       }
       const run = await ctx.store.getRun(runId);
       if (!run) throw new GraphQLError(`Run ${JSON.stringify(runId)} does not exist`, { extensions: { code: "NOT_FOUND" } });
-      return runEvents(ctx, runId, after);
+      const events = followRun(ctx.bus, runId, after, { lookup: (id) => ctx.store.getRun(id), pollMs: STORED_RUN_POLL_MS });
+      return mapStream<RunEvent, RunEvent | CutOff>(events, freshFor(ctx), cutOffWhenTooSlow);
     },
-    resolve: (event) => event,
+    resolve: (event) => deliver(event),
   }),
 );
 
@@ -157,9 +167,86 @@ builder.subscriptionField("conversationEvents", (t) =>
       if (!(await ctx.store.getConversation(id))) {
         throw new GraphQLError(`Conversation ${JSON.stringify(id)} does not exist`, { extensions: { code: "NOT_FOUND" } });
       }
-      return ctx.bus.subscribeConversation(id);
+      return mapStream<RunEvent, RunEvent | CutOff>(ctx.bus.subscribeConversation(id), freshFor(ctx), cutOffWhenTooSlow);
     },
-    resolve: (event) => event,
+    resolve: (event) => deliver(event),
+  }),
+);
+
+/** Snapshots of deleted conversations, as delivered by conversationsChanged (Conversation.deleted reads it). */
+const deletedSnapshots = new WeakSet<object>();
+
+builder.prismaObjectField("Conversation", "deleted", (t) =>
+  t.boolean({
+    description: "True only on the last conversationsChanged notice of a deleted conversation; every query answers false.",
+    resolve: (c) => deletedSnapshots.has(c),
+  }),
+);
+
+function deletedConversation(snapshot: ConversationSnapshot): ConversationSnapshot {
+  const copy = { ...snapshot };
+  deletedSnapshots.add(copy);
+  return copy;
+}
+
+/** The Conversation fields a deletion notice answers from its snapshot; every other field answers empty. */
+const SNAPSHOT_FIELDS = new Set(["id", "title", "createdAt", "updatedAt", "messageCount", "deleted"]);
+
+/** What a field of a conversation that no longer exists answers: nothing, in the shape its type allows. */
+function emptyAnswer(type: GraphQLOutputType): (() => unknown) | null {
+  if (!isNonNullType(type)) return () => null;
+  const inner = type.ofType;
+  if (isListType(inner)) return () => [];
+  if (inner === GraphQLBoolean) return () => false;
+  if (inner === GraphQLInt || inner === GraphQLFloat) return () => 0;
+  if (isObjectType(inner) && "edges" in inner.getFields() && "pageInfo" in inner.getFields()) {
+    return () => ({ edges: [], totalCount: 0, pageInfo: { hasNextPage: false, hasPreviousPage: false, startCursor: null, endCursor: null } });
+  }
+  return null;
+}
+
+/**
+ * Lets a deletion notice answer every Conversation field. Its runs, thread and
+ * checkpoints are gone with it, so the fields that would read them (and would
+ * fail to find the row) answer empty instead: null, false, 0, [] or an empty
+ * connection. Applied to the built schema, so fields other modules add to
+ * Conversation are covered too.
+ */
+export function answerDeletedConversationsFromSnapshots(schema: GraphQLSchema): GraphQLSchema {
+  const type = schema.getType("Conversation");
+  if (!isObjectType(type)) throw new Error("the schema has no Conversation object type");
+  for (const field of Object.values(type.getFields())) {
+    if (SNAPSHOT_FIELDS.has(field.name)) continue;
+    const empty = emptyAnswer(field.type);
+    // A non-null scalar or object with no obvious empty value keeps its resolver
+    // (test/streaming.spec.ts selects every field of a deletion notice).
+    if (!empty) continue;
+    const resolve = field.resolve ?? defaultFieldResolver;
+    field.resolve = (parent, args, context, info) => (deletedSnapshots.has(parent) ? empty() : resolve(parent, args, context, info));
+  }
+  return schema;
+}
+
+builder.subscriptionField("conversationsChanged", (t) =>
+  t.field({
+    type: Conversation,
+    description:
+      "A conversation each time one is created, renamed or deleted, or a run of it starts or ends (activeRun, latestRun, messageCount, updatedAt): " +
+      "what a conversation list needs. Each notice is read when it is delivered, so it shows the current state. " +
+      "A deletion is the last notice of a conversation: deleted: true with its last id, title, createdAt, updatedAt and messageCount; " +
+      "everything that went with it (runs, messages, checkpoints) answers empty: activeRun and latestRun null, resumable false, lists and connections empty.",
+    subscribe: (_root, _args, ctx) =>
+      mapStream<ConversationChange, ConversationSnapshot | CutOff>(
+        ctx.bus.subscribeConversationChanges(),
+        async (change) => {
+          ctx.forgetReads();
+          if (change.kind === "deleted") return deletedConversation(change.snapshot);
+          // Null when deleted since: its deletion notice follows.
+          return (await ctx.store.getConversation(change.conversationId)) ?? undefined;
+        },
+        cutOffWhenTooSlow,
+      ),
+    resolve: (conversation) => deliver(conversation),
   }),
 );
 

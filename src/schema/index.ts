@@ -8,13 +8,13 @@ import "./node.ts";
 import "./message.ts";
 import "./conversation.ts";
 import "./run.ts";
-import "./events.ts";
+import { answerDeletedConversationsFromSnapshots } from "./events.ts";
 import "./checkpoint.ts";
 
 builder.queryType({});
 builder.mutationType({});
 
-export const schema = builder.toSchema({ sortSchema: false });
+export const schema = answerDeletedConversationsFromSnapshots(builder.toSchema({ sortSchema: false }));
 
 /** The SDL committed as schema.graphql (types sorted, so diffs stay small). */
 export function printSchemaSdl(): string {
