@@ -8,6 +8,7 @@ import { defaultResponder, splitTokens, startFakeOllama, type FakeOllama, type F
 import { startTestApp, waitForRun } from "./support/app.ts";
 import { CONVERSATION, RESUME_RUN, START_RUN, gqlOk } from "./support/graphql.ts";
 import type { App } from "../src/app.ts";
+import { createModelFetch, type ModelTransportReport } from "../src/agent/model-fetch.ts";
 
 /** Short enough to keep the suite fast, long enough that a busy machine never trips it by accident. */
 const IDLE_TIMEOUT_MS = 1_500;
@@ -133,6 +134,49 @@ describe("the model failing", () => {
     expect(elapsedMs).toBeGreaterThan(IDLE_TIMEOUT_MS);
     const { conversation } = await gqlOk(app.url, CONVERSATION, { id: conversationId });
     expect(conversation.messages.at(-1)).toMatchObject({ role: "ASSISTANT", content: tokens.join("") });
+  });
+
+  it("the idle timer measures the model's silence only, never the time this process takes over a chunk", async () => {
+    // The model sends every byte quickly; the consumer takes longer than the idle
+    // timeout over each chunk. Nothing may time out: the model was never silent.
+    fake.enqueue({ kind: "text", tokens: ["every ", "byte ", "sent"], delayMs: 50 });
+    const idleTimeoutMs = 1_000;
+    const report: ModelTransportReport = { timedOut: false };
+    const modelFetch = createModelFetch({ signal: new AbortController().signal, idleTimeoutMs, report });
+    const response = await modelFetch(`${fake.url}/api/chat`, { method: "POST", body: JSON.stringify({ model: "qwen3", messages: [], stream: true }) });
+    const reader = response.body!.getReader();
+    let text = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+      await new Promise((resolve) => setTimeout(resolve, idleTimeoutMs * 1.3));
+    }
+    expect(report.timedOut).toBe(false);
+    expect(text).toContain('"done":true');
+  });
+
+  it("a stop that comes after the whole answer arrived but before it was read ends the reading at once", async () => {
+    // Node's fetch leaves a read pending forever when the request is aborted after
+    // the body arrived; the run's model client must not hang on it.
+    fake.enqueue({ kind: "text", tokens: splitTokens("one two three four five six seven eight"), delayMs: 10 });
+    const run = new AbortController();
+    const modelFetch = createModelFetch({ signal: run.signal, idleTimeoutMs: 60_000, report: { timedOut: false } });
+    const response = await modelFetch(`${fake.url}/api/chat`, { method: "POST", body: JSON.stringify({ model: "qwen3", messages: [], stream: true }) });
+    const reader = response.body!.getReader();
+    await reader.read();
+    await new Promise((resolve) => setTimeout(resolve, 500)); // the rest of the body arrives meanwhile, unread
+    run.abort(new Error("the run was cancelled"));
+    const readToEnd = async () => {
+      try {
+        while (!(await reader.read()).done);
+        return "read to the end";
+      } catch (error) {
+        return (error as Error).message;
+      }
+    };
+    const outcome = await Promise.race([readToEnd(), new Promise((resolve) => setTimeout(() => resolve("read still pending"), 5_000))]);
+    expect(outcome).toBe("the run was cancelled");
   });
 
   it("an endless tools loop: RECURSION_LIMIT", async () => {

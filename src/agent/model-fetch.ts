@@ -62,13 +62,16 @@ export function createModelFetch(options: {
       async pull(ctrl) {
         arm();
         try {
-          const { value, done } = await reader.read();
+          const { value, done } = await readUnlessAborted(reader, signal);
           if (done) {
             disarm();
             noteErrorLine(pending);
             ctrl.close();
             return;
           }
+          // The model has spoken; the timer runs again only while we wait for its next bytes,
+          // so time this process spends on a chunk never counts as the model's silence.
+          disarm();
           pending += decoder.decode(value, { stream: true });
           const lines = pending.split("\n");
           pending = lines.pop() ?? "";
@@ -95,4 +98,30 @@ export function createModelFetch(options: {
     };
     return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
   };
+}
+
+/**
+ * reader.read(), settled by the abort signal as well. Node's fetch leaves a read
+ * pending forever when the request is aborted after the whole body has arrived
+ * but before it was read; a stopped run must never wait on such a read.
+ */
+function readUnlessAborted(reader: ReadableStreamDefaultReader<Uint8Array>, signal: AbortSignal): Promise<ReadableStreamReadResult<Uint8Array>> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      reject(signal.reason);
+      reader.cancel(signal.reason).catch(() => {});
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    reader.read().then(
+      (result) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(result);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
 }
