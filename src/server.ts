@@ -22,6 +22,8 @@ import { formatForWebSocket } from "./plugins/errors.ts";
 export const CLOSE_FORBIDDEN = 4403;
 /** WebSocket close code sent to clients when the server shuts down. */
 export const CLOSE_GOING_AWAY = 1001;
+/** On shutdown, how long WebSocket operations may take to send their last events before the sockets close. */
+const WS_DRAIN_MS = 2_000;
 
 export interface HttpServerOptions {
   config: Config;
@@ -92,12 +94,21 @@ export async function startHttpServer({ config, services, logger, pingDatabase, 
     maxPayload: limits.webSocket.maxPayload,
     verifyClient: (info, done) => (cors.allowsUpgrade(info.req) ? done(true) : done(false, 403, "Origin not allowed")),
   });
+  // Open WebSocket connections, so shutdown can let each finish sending its operations' last events.
+  const wsConnections = new Set<{ subscriptions: Record<string, unknown> }>();
   const wsDisposable = useServer(
     {
       connectionInitWaitTimeout: limits.webSocket.connectionInitWaitTimeout,
       onNext: (_ctx, _id, _payload, _args, result) => (result.errors ? { ...result, errors: result.errors.map(formatForWebSocket) } : undefined),
       onError: (_ctx, _id, _payload, errors) => errors.map(formatForWebSocket),
-      onConnect: (ctx) => authorized((ctx.connectionParams as { authorization?: string } | undefined)?.authorization) || false,
+      onConnect: (ctx) => {
+        if (!authorized((ctx.connectionParams as { authorization?: string } | undefined)?.authorization)) return false;
+        wsConnections.add(ctx);
+        return true;
+      },
+      onClose: (ctx) => {
+        wsConnections.delete(ctx);
+      },
       execute: (args: ExecutionArgs) => (args.rootValue as { execute: (a: ExecutionArgs) => unknown }).execute(args) as never,
       subscribe: (args: ExecutionArgs) => (args.rootValue as { subscribe: (a: ExecutionArgs) => unknown }).subscribe(args) as never,
       onSubscribe: async (ctx, _id, payload) => {
@@ -147,6 +158,12 @@ export async function startHttpServer({ config, services, logger, pingDatabase, 
     url,
     async close() {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Subscriptions the event bus has ended still have their last events to send
+      // (a run's terminal status among them): close the sockets once they are sent.
+      const drainedBy = Date.now() + WS_DRAIN_MS;
+      while (Date.now() < drainedBy && [...wsConnections].some((ctx) => Object.keys(ctx.subscriptions).length > 0)) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
       for (const client of wsServer.clients) client.close(CLOSE_GOING_AWAY, "server shutting down");
       await wsDisposable.dispose();
       await new Promise<void>((resolve) => wsServer.close(() => resolve()));

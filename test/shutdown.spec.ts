@@ -6,7 +6,7 @@ import fs from "node:fs";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import Database from "better-sqlite3";
 import { defaultResponder, startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { startServerProcess, tempDatabaseUrl, waitForRun, type ServerProcess } from "./support/app.ts";
+import { startServerProcess, startTestApp, tempDatabaseUrl, waitForRun, type ServerProcess } from "./support/app.ts";
 import { CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS, START_RUN, collect, gqlOk, sseClient, wsClient } from "./support/graphql.ts";
 
 const SHUTDOWN_MESSAGE = "the server shut down while the run was active";
@@ -141,5 +141,47 @@ describe("SIGINT", () => {
     expect(readRuns(file)).toEqual([
       expect.objectContaining({ id: runId, status: "interrupted", error_code: "INTERRUPTED", error_message: SHUTDOWN_MESSAGE, finished_at: expect.anything() }),
     ]);
+  }, PROCESS_TEST_TIMEOUT_MS);
+});
+
+describe("closing with many live subscribers", () => {
+  const CONVERSATION_EVENTS = /* GraphQL */ `
+    subscription ($id: ID!) {
+      conversationEvents(conversationId: $id) { __typename runId ... on RunStatusEvent { status errorCode } }
+    }
+  `;
+
+  it("every subscription, over graphql-ws and SSE, for a run or a conversation, gets its terminal event and completes before the socket closes", async () => {
+    const app = await startTestApp({ ollamaUrl: fake.url });
+    const ws = wsClient(app.url);
+    const sse = sseClient(app.url);
+    const runs: { runId: string; subs: ReturnType<typeof collect<any>>[] }[] = [];
+    try {
+      for (let i = 0; i < 8; i++) {
+        const { runId, conversationId } = await start(app.url, `slow number ${i}`);
+        runs.push({
+          runId,
+          subs: [collect(ws, RUN_EVENTS, { runId }), collect(sse, RUN_EVENTS, { runId }), collect(ws, CONVERSATION_EVENTS, { id: conversationId })],
+        });
+      }
+      await vi.waitFor(() => expect(fake.openChatRequests()).toBe(8), { timeout: 10_000 });
+      // Every subscription is live: the run ones have replayed their first events, the conversation ones are registered.
+      await vi.waitFor(() => {
+        for (const { subs } of runs) for (const sub of subs.slice(0, 2)) expect(sub.results.length).toBeGreaterThan(0);
+        expect(app.services.bus.stats().conversationSubscribers).toBe(8);
+      });
+      await app.close();
+      for (const { runId, subs } of runs) {
+        for (const sub of subs) {
+          // done rejects if the socket went before the subscription completed.
+          const events = (await sub.done).map((r) => r.runEvents ?? r.conversationEvents);
+          expect(events.at(-1)).toMatchObject({ __typename: "RunStatusEvent", runId, status: "INTERRUPTED", errorCode: "INTERRUPTED" });
+        }
+      }
+    } finally {
+      await ws.dispose();
+      sse.dispose();
+      await app.close();
+    }
   }, PROCESS_TEST_TIMEOUT_MS);
 });
