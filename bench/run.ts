@@ -7,11 +7,13 @@
 //   npm run bench -- --quick            short runs, to check the harness
 //   npm run bench -- --reps 3           repetitions per scenario
 //   npm run bench -- --cpu-prof         CPU profiles of the runledger processes, summarized
+//   npm run bench -- --readme           rewrite README's Performance section from the results
 import os from "node:os";
 import { parseArgs } from "node:util";
 import { machine, markdownReport, writeResults, type ScenarioResult } from "./lib/report.ts";
 import { startFakeModelProcess } from "./lib/processes.ts";
 import { summarizeProfiles } from "./lib/profile.ts";
+import { updateReadme } from "./lib/readme.ts";
 import type { Scenario } from "./scenarios/scenario.ts";
 import { relay } from "./scenarios/relay.ts";
 import { ttft } from "./scenarios/ttft.ts";
@@ -29,6 +31,7 @@ const { values } = parseArgs({
     quick: { type: "boolean", default: false },
     reps: { type: "string" },
     "cpu-prof": { type: "boolean", default: false },
+    readme: { type: "boolean", default: false },
   },
 });
 
@@ -47,12 +50,21 @@ if (reps !== undefined && !(Number.isInteger(reps) && reps > 0)) {
 const log = (message: string) => process.stderr.write(`${message}\n`);
 const model = await startFakeModelProcess();
 const fresh: ScenarioResult[] = [];
+const failed: string[] = [];
 try {
   for (const scenario of SCENARIOS.filter((s) => names.includes(s.name))) {
     log(`${scenario.name}: ${scenario.title}`);
     const load = os.loadavg()[0]!;
     const started = performance.now();
-    const output = await scenario.run({ modelUrl: model.url, quick: values.quick!, reps, cpuProfile: values["cpu-prof"]!, log });
+    let output;
+    try {
+      output = await scenario.run({ modelUrl: model.url, quick: values.quick!, reps, cpuProfile: values["cpu-prof"]!, log });
+    } catch (error) {
+      // One broken scenario must not cost the others' numbers; its last results stay as they were.
+      log(`${scenario.name} failed: ${(error as Error).stack ?? error}`);
+      failed.push(scenario.name);
+      continue;
+    }
     fresh.push({
       scenario: scenario.name,
       measuredAt: new Date().toISOString(),
@@ -67,6 +79,11 @@ try {
   await model.stop();
 }
 
-writeResults(fresh, SCENARIOS.map((s) => s.name));
+const all = writeResults(fresh, SCENARIOS.map((s) => s.name));
+if (values.readme) updateReadme(all);
 process.stdout.write(markdownReport(fresh));
 if (values["cpu-prof"]) process.stdout.write(`\n${summarizeProfiles(fresh.map((r) => r.scenario))}\n`);
+if (failed.length) {
+  process.stderr.write(`\nfailed: ${failed.join(", ")}\n`);
+  process.exitCode = 1;
+}

@@ -6,6 +6,7 @@
 // and no token is measured through replay.
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { randomUUID } from "node:crypto";
 import { nowMs, stampToken } from "./clock.ts";
 
 export interface StreamPlan {
@@ -17,6 +18,11 @@ export interface StreamPlan {
   firstDelayMs?: number;
   /** Hold the stream until POST /bench/release {"key": ...} names this key. */
   hold?: string;
+}
+
+/** A hold key no other stream has used: the fake model outlives scenarios and remembers released keys. */
+export function holdKey(name: string): string {
+  return `${name}-${randomUUID().slice(0, 8)}`;
 }
 
 /** The user message that makes the fake stream this plan. */
@@ -106,6 +112,10 @@ export async function startFakeModel(port = 0, model = "qwen3"): Promise<FakeMod
         release(String((JSON.parse(await readBody(req)) as { key?: unknown }).key));
         return sendJson(res, 200, { ok: true });
       }
+      if (req.method === "GET" && path === "/bench/held") {
+        const key = new URL(req.url ?? "/", "http://localhost").searchParams.get("key") ?? "";
+        return sendJson(res, 200, { held: holders.get(key)?.length ?? 0 });
+      }
       if (req.method === "GET" && path === "/api/tags") return sendJson(res, 200, { models: [{ name: `${model}:latest`, model: `${model}:latest` }] });
       if (req.method === "POST" && path === "/api/show") return sendJson(res, 200, {});
       if (path === "/") return void res.end("Ollama is running");
@@ -129,6 +139,22 @@ export async function startFakeModel(port = 0, model = "qwen3"): Promise<FakeMod
         server.closeAllConnections();
       }),
   };
+}
+
+/**
+ * Waits until `count` requests hold on this key: every run has done its set-up
+ * (run row, graph, first checkpoint, model request), so what is measured after
+ * the release is the streaming alone.
+ */
+export async function waitForHeld(modelUrl: string, key: string, count: number, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const response = await fetch(`${modelUrl}/bench/held?key=${encodeURIComponent(key)}`);
+    const { held } = (await response.json()) as { held: number };
+    if (held >= count) return;
+    if (Date.now() > deadline) throw new Error(`only ${held} of ${count} model requests arrived for ${key}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 /** Lets held streams with this key start. */

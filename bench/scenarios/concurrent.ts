@@ -3,12 +3,13 @@
 // in a child process that also samples its own event-loop delay
 // (bench/lib/instrumented-main.ts), so the harness's clients do not disturb the
 // loop being measured. The baseline is the same process idle for as long.
-import { percentiles } from "../lib/stats.ts";
+import { percentiles, type Percentiles } from "../lib/stats.ts";
 import { dist, scalar, type Row } from "../lib/report.ts";
 import { ask, startInstrumented, type LoopDelay } from "../lib/instrument.ts";
 import { nowMs } from "../lib/clock.ts";
 import { gotEveryToken } from "../lib/clients.ts";
-import { relayThroughRunledger } from "./relay.ts";
+import { relayThroughRunledger } from "../lib/relay-runs.ts";
+import { holdKey } from "../lib/fake-model.ts";
 import { repetitions, sleep, type Scenario } from "./scenario.ts";
 
 const RUNS = 50;
@@ -28,11 +29,14 @@ export const concurrent: Scenario = {
     const idle: LoopDelay[] = [];
     const wallMs: number[] = [];
     const completed: number[] = [];
+    const tokenLatency: Percentiles[] = [];
     let lost = 0;
     try {
-      await relayThroughRunledger(server.url, options.modelUrl, "ws", [{ tokens: 10, intervalMs: 0, hold: "warm-up" }], "warm-up");
+      // Warm-up: one round of 50 short runs, so the first measured round does not pay for JIT.
+      const warmKey = holdKey("concurrent-warm-up");
+      await relayThroughRunledger(server.url, options.modelUrl, "ws", Array.from({ length: RUNS }, () => ({ tokens: 10, intervalMs: INTERVAL_MS, hold: warmKey })), warmKey);
       for (let rep = 0; rep < reps; rep++) {
-        const key = `concurrent-${rep}`;
+        const key = holdKey(`concurrent-${rep}`);
         const plans = Array.from({ length: RUNS }, (_, i) => ({ tokens, intervalMs: INTERVAL_MS, firstDelayMs: (i * INTERVAL_MS) / RUNS, hold: key }));
         const streamMs = tokens * INTERVAL_MS;
         await ask(server, { cmd: "reset" });
@@ -48,6 +52,7 @@ export const concurrent: Scenario = {
         completed.push(logs.filter((l) => l.finalStatus === "COMPLETED").length);
         lost += logs.filter((l) => !gotEveryToken(l, tokens)).length;
         const latency = percentiles(logs.flatMap((l) => l.latencies));
+        tokenLatency.push(latency);
         options.log(
           `  rep ${rep + 1}/${reps}: ${completed.at(-1)}/${RUNS} completed, loop delay p99 ${busy.at(-1)!.p99.toFixed(2)} ms (idle ${idle.at(-1)!.p99.toFixed(2)} ms), token p99 ${latency.p99.toFixed(1)} ms`,
         );
@@ -70,6 +75,12 @@ export const concurrent: Scenario = {
       {
         scenario: "concurrent",
         case: `${RUNS} runs at once`,
+        metric: "token latency, model → subscriber",
+        runledger: dist("ms", tokenLatency),
+      },
+      {
+        scenario: "concurrent",
+        case: `${RUNS} runs at once`,
         metric: "runs completed",
         runledger: scalar("runs", completed, true),
       },
@@ -77,7 +88,7 @@ export const concurrent: Scenario = {
     return {
       rows,
       notes: [
-        `${tokens} tokens per run at ${1000 / INTERVAL_MS} tokens/s, starts spread over one token interval, ${reps} repetitions; event-loop delay sampled every 1 ms on the server's main thread (interval minus 1 ms); window from the start of the runs to the last terminal event, ${wallMs.map((w) => Math.round(w)).join(", ")} ms`,
+        `${tokens} tokens per run at ${1000 / INTERVAL_MS} tokens/s (${(RUNS * 1000) / INTERVAL_MS} tokens/s in all), starts spread over one token interval so the runs also end together, ${reps} repetitions; event-loop delay sampled every 1 ms on the server's main thread (interval minus 1 ms); window from the start of the runs to the last terminal event, ${wallMs.map((w) => Math.round(w)).join(", ")} ms`,
       ],
     };
   },

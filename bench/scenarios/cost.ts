@@ -3,16 +3,25 @@
 // counted, so a busy machine slows these cases without changing their cost.
 //   ChatOllama alone → LangGraph around it → runledger with no subscriber →
 //   runledger with one graphql-ws subscriber → with one SSE subscriber.
-import { percentiles } from "../lib/stats.ts";
-import { dist, scalar, type Row } from "../lib/report.ts";
+import { medianOfReps, percentiles } from "../lib/stats.ts";
+import { scalar, type Row } from "../lib/report.ts";
 import { cpuMs, startRunledger } from "../lib/processes.ts";
 import { consumeDirect } from "../lib/direct.ts";
 import { consumeThroughLangGraph } from "../lib/langgraph-floor.ts";
-import { createClient, gotEveryToken, startRun, subscribeTokens, type TokenLog } from "../lib/clients.ts";
-import { planMessage, releaseStreams, type StreamPlan } from "../lib/fake-model.ts";
+import { createClient, gotEveryToken, graphql, startRun, subscribeTokens, type TokenLog } from "../lib/clients.ts";
+import { holdKey, planMessage, releaseStreams, waitForHeld, type StreamPlan } from "../lib/fake-model.ts";
 import { repetitions, sleep, type Scenario } from "./scenario.ts";
 
 const INTERVAL_MS = 1;
+
+/** Polls the run's status (a subscription would itself cost the server per event). */
+async function untilFinished(url: string, runId: string): Promise<void> {
+  for (;;) {
+    const { run } = await graphql(url, "query($id: ID!) { run(id: $id) { status } }", { id: runId });
+    if (run.status !== "RUNNING") return;
+    await sleep(250);
+  }
+}
 
 function harnessCpuMs(): number {
   const u = process.cpuUsage();
@@ -24,7 +33,7 @@ export const cost: Scenario = {
   title: "CPU per token, layer by layer",
   async run(options) {
     const reps = repetitions(options, 3);
-    const tokens = options.quick ? 1000 : 3000;
+    const tokens = options.quick ? 1000 : 2000;
     const plan = (hold?: string): StreamPlan => ({ tokens, intervalMs: INTERVAL_MS, firstDelayMs: 0, hold });
     const server = await startRunledger({ modelUrl: options.modelUrl, cpuProfile: options.cpuProfile ? "cost-runledger" : undefined });
     const layers = ["ChatOllama alone (harness)", "LangGraph + ChatOllama (harness)", "runledger, no subscriber", "runledger + 1 graphql-ws subscriber", "runledger + 1 SSE subscriber"];
@@ -46,27 +55,21 @@ export const cost: Scenario = {
         latency.get(layers[1]!)!.push(percentiles(graph.latencies));
 
         for (const [i, transport] of [[2, null], [3, "ws"], [4, "sse"]] as const) {
-          const key = `cost-${rep}-${i}`;
+          const key = holdKey(`cost-${rep}-${i}`);
           const { runId } = await startRun(server.url, planMessage(plan(key)));
           const client = transport ? createClient(transport, server.url) : null;
           const sub = client ? subscribeTokens(client, runId) : null;
           await sub?.live;
+          await waitForHeld(options.modelUrl, key, 1);
           await sleep(200); // let the run's start settle: its CPU is not streaming
           const serverBefore = cpuMs(server.pid);
           await releaseStreams(options.modelUrl, key);
           let log: TokenLog | null = null;
           if (sub) log = await sub.done;
-          else {
-            // No subscriber: wait for the end through a late subscription, which replays only the terminal event's wait.
-            const watcher = createClient("ws", server.url);
-            log = await subscribeTokens(watcher, runId).done;
-            await watcher.dispose();
-          }
+          else await untilFinished(server.url, runId);
           cpu.get(layers[i]!)!.push((cpuMs(server.pid) - serverBefore) / tokens);
-          if (sub) {
-            if (!gotEveryToken(log, tokens)) lost++;
-            latency.get(layers[i]!)!.push(percentiles(log.latencies));
-          }
+          if (log && !gotEveryToken(log, tokens)) lost++;
+          if (log) latency.get(layers[i]!)!.push(percentiles(log.latencies));
           await client?.dispose();
         }
         options.log(`  rep ${rep + 1}/${reps}: ${layers.map((l) => `${l} ${cpu.get(l)!.at(-1)!.toFixed(3)} ms`).join(", ")}`);
@@ -74,14 +77,19 @@ export const cost: Scenario = {
     } finally {
       await server.stop();
     }
-    const rows: Row[] = layers.map((layer, i) => ({
-      scenario: "cost",
-      case: layer,
-      metric: "CPU per token",
-      runledger: scalar("ms", cpu.get(layer)!),
-      baseline: i === 0 ? undefined : { label: layers[i === 1 ? 0 : 1]!, measure: scalar("ms", cpu.get(layers[i === 1 ? 0 : 1]!)!) },
-      notes: i >= 3 && latency.get(layer)!.length ? [`token latency p50 / p99 at ${1000 / INTERVAL_MS} tokens/s: ${dist("ms", latency.get(layer)!).kind === "dist" ? `${(dist("ms", latency.get(layer)!) as { median: { p50: number; p99: number } }).median.p50.toFixed(2)} / ${(dist("ms", latency.get(layer)!) as { median: { p50: number; p99: number } }).median.p99.toFixed(2)} ms` : ""}`] : undefined,
-    }));
+    const rows: Row[] = layers.map((layer, i) => {
+      // Each layer against the one it wraps: LangGraph against ChatOllama, runledger against LangGraph.
+      const below = i === 0 ? undefined : layers[i === 1 ? 0 : 1]!;
+      const seen = medianOfReps(latency.get(layer)!);
+      return {
+        scenario: "cost",
+        case: layer,
+        metric: "CPU per token",
+        runledger: scalar("ms", cpu.get(layer)!),
+        baseline: below ? { label: below, measure: scalar("ms", cpu.get(below)!) } : undefined,
+        notes: seen.n ? [`token latency p50 / p99 at ${1000 / INTERVAL_MS} tokens/s: ${seen.p50.toFixed(2)} / ${seen.p99.toFixed(2)} ms`] : undefined,
+      };
+    });
     return {
       rows,
       notes: [

@@ -12,7 +12,7 @@ import { cpuMs, rssBytes, startRunledger, type Child } from "../lib/processes.ts
 import { gotEveryToken, startRun, type TokenSubscription, type Transport } from "../lib/clients.ts";
 import { rawSseSubscriber, rawWsSubscriber } from "../lib/raw-clients.ts";
 import { floorSseSubscriber, floorStream, floorWsSubscriber, startFloorProcess } from "../lib/floor-clients.ts";
-import { planMessage, releaseStreams, type StreamPlan } from "../lib/fake-model.ts";
+import { holdKey, planMessage, releaseStreams, waitForHeld, type StreamPlan } from "../lib/fake-model.ts";
 import { repetitions, sleep, type Scenario } from "./scenario.ts";
 
 const INTERVAL_MS = 20; // 50 tokens/s
@@ -69,15 +69,16 @@ async function runledgerRep(options: { modelUrl: string; cpuProfile: boolean }, 
   });
   const subscriber = transport === "ws" ? rawWsSubscriber : rawSseSubscriber;
   try {
-    const warmKey = `fanout-warm-${rep}-${transport}`;
+    const warmKey = holdKey(`fanout-warm-${rep}-${transport}`);
     const warm = await startRun(server.url, planMessage({ tokens: 10, intervalMs: 0, hold: warmKey }));
     const warmSubs = await subscribeAll(WARM_UP_SUBSCRIBERS, () => subscriber(server.url, warm.runId));
     await releaseStreams(options.modelUrl, warmKey);
     await Promise.all(warmSubs.map((s) => s.done));
 
-    const key = `fanout-${rep}-${transport}`;
+    const key = holdKey(`fanout-${rep}-${transport}`);
     const plan: StreamPlan = { tokens, intervalMs: INTERVAL_MS, firstDelayMs: 0, hold: key };
     const { runId } = await startRun(server.url, planMessage(plan));
+    await waitForHeld(options.modelUrl, key, 1);
     return await measure(server, count, tokens, () => subscriber(server.url, runId), () => releaseStreams(options.modelUrl, key));
   } finally {
     await server.stop();
@@ -88,7 +89,7 @@ export const fanout: Scenario = {
   name: "fanout",
   title: "Fan-out to many subscribers of one run",
   async run(options) {
-    const reps = repetitions(options, 3);
+    const reps = repetitions(options, 2);
     const tokens = options.quick ? 50 : 100;
     const cases: { transport: Transport; count: number }[] = [
       { transport: "ws", count: options.quick ? 300 : 1000 },

@@ -4,9 +4,10 @@
 import { percentiles, type Percentiles } from "../lib/stats.ts";
 import { dist, scalar, type Row } from "../lib/report.ts";
 import { cpuMs, startRunledger } from "../lib/processes.ts";
-import { createClient, gotEveryToken, startRun, subscribeTokens, type TokenLog, type Transport } from "../lib/clients.ts";
+import { gotEveryToken, type TokenLog } from "../lib/clients.ts";
+import { relayThroughRunledger } from "../lib/relay-runs.ts";
 import { consumeDirect } from "../lib/direct.ts";
-import { planMessage, releaseStreams, type StreamPlan } from "../lib/fake-model.ts";
+import { holdKey, type StreamPlan } from "../lib/fake-model.ts";
 import { repetitions, type Scenario } from "./scenario.ts";
 
 // One run streams at 50 tokens/s, a fast model. Fifty concurrent runs stream at
@@ -14,24 +15,26 @@ import { repetitions, type Scenario } from "./scenario.ts";
 // server would see; the concurrent scenario pushes 50 × 50 tokens/s.
 const INTERVAL_MS: Record<number, number> = { 1: 20, 50: 100 };
 const FIRST_DELAY_MS = 50;
+/** Concurrent runs differ in length by up to this many tokens, so they end over a second, not all at once. */
+const LENGTH_SPREAD = 10;
 
-/** Run i of n starts i/n of an interval later, so concurrent streams interleave as independent users' would. */
+/**
+ * Run i of n starts i/n of an interval later, so concurrent streams interleave
+ * as independent users' would, and runs `i % 10` tokens longer: runs ending
+ * together would put every run's end-of-run work (last checkpoint, outcome)
+ * in front of the other runs' last tokens at once.
+ */
 function plans(runs: number, tokens: number, hold?: string): StreamPlan[] {
   const intervalMs = INTERVAL_MS[runs] ?? 20;
-  return Array.from({ length: runs }, (_, i) => ({ tokens, intervalMs, firstDelayMs: FIRST_DELAY_MS + (i * intervalMs) / runs, hold }));
+  return Array.from({ length: runs }, (_, i) => ({
+    tokens: runs === 1 ? tokens : tokens + (i % LENGTH_SPREAD),
+    intervalMs,
+    firstDelayMs: FIRST_DELAY_MS + (i * intervalMs) / runs,
+    hold,
+  }));
 }
 
-/** Starts the runs, subscribes one client per run, waits until every subscription is live, then lets the model stream. */
-export async function relayThroughRunledger(url: string, modelUrl: string, transport: Transport, runPlans: StreamPlan[], key: string): Promise<TokenLog[]> {
-  const started = await Promise.all(runPlans.map((plan) => startRun(url, planMessage(plan))));
-  const clients = started.map(() => createClient(transport, url));
-  const subscriptions = started.map((run, i) => subscribeTokens(clients[i]!, run.runId));
-  await Promise.all(subscriptions.map((s) => s.live));
-  await releaseStreams(modelUrl, key);
-  const logs = await Promise.all(subscriptions.map((s) => s.done));
-  for (const client of clients) await client.dispose();
-  return logs;
-}
+const totalTokens = (runPlans: StreamPlan[]) => runPlans.reduce((n, p) => n + p.tokens, 0);
 
 function pooled(logs: TokenLog[]): Percentiles {
   return percentiles(logs.flatMap((l) => l.latencies));
@@ -41,7 +44,7 @@ export const relay: Scenario = {
   name: "relay",
   title: "Relay overhead per token",
   async run(options) {
-    const reps = repetitions(options, 5);
+    const reps = repetitions(options, 4);
     // Both cases last about as long: 100 tokens at 50/s, 20 at 10/s (quick: half).
     const tokensFor = (runs: number) => (runs === 1 ? 100 : 20) / (options.quick ? 2 : 1);
     const server = await startRunledger({
@@ -69,23 +72,26 @@ export const relay: Scenario = {
     ]);
     try {
       // Warm-up: the first run pays for module loading and JIT on both sides.
-      await relayThroughRunledger(server.url, options.modelUrl, "ws", plans(2, 10, "warm-up"), "warm-up");
+      const warmKey = holdKey("relay-warm-up");
+      await relayThroughRunledger(server.url, options.modelUrl, "ws", plans(2, 10, warmKey), warmKey);
       await consumeDirect(options.modelUrl, plans(1, 10)[0]!);
       for (let rep = 0; rep < reps; rep++) {
         for (const runs of [1, 50]) {
           const tokens = tokensFor(runs);
           const cpuBefore = process.cpuUsage();
-          const direct = await Promise.all(plans(runs, tokens).map((plan) => consumeDirect(options.modelUrl, plan)));
+          const floorPlans = plans(runs, tokens);
+          const direct = await Promise.all(floorPlans.map((plan) => consumeDirect(options.modelUrl, plan)));
           const cpuUsed = process.cpuUsage(cpuBefore);
-          floorCpu.get(runs)!.push((cpuUsed.user + cpuUsed.system) / 1000 / (runs * tokens));
+          floorCpu.get(runs)!.push((cpuUsed.user + cpuUsed.system) / 1000 / totalTokens(floorPlans));
           floor.get(runs)!.push(pooled(direct.map((d) => d.log)));
           options.log(`  rep ${rep + 1}/${reps} ChatOllama direct, ${runs} stream(s): p50 ${floor.get(runs)!.at(-1)!.p50.toFixed(2)} ms, p99 ${floor.get(runs)!.at(-1)!.p99.toFixed(2)} ms`);
           for (const c of cases.filter((c) => c.runs === runs)) {
-            const key = `relay-${rep}-${c.label}`;
+            const key = holdKey(`relay-${rep}`);
             const serverCpuBefore = cpuMs(server.pid);
-            const logs = await relayThroughRunledger(server.url, options.modelUrl, c.transport, plans(runs, tokens, key), key);
-            ourCpu.get(c.label)!.push((cpuMs(server.pid) - serverCpuBefore) / (runs * tokens));
-            const missing = logs.filter((l) => !gotEveryToken(l, tokens) || l.finalStatus !== "COMPLETED").length;
+            const runPlans = plans(runs, tokens, key);
+            const logs = await relayThroughRunledger(server.url, options.modelUrl, c.transport, runPlans, key);
+            ourCpu.get(c.label)!.push((cpuMs(server.pid) - serverCpuBefore) / totalTokens(runPlans));
+            const missing = logs.filter((l, i) => !gotEveryToken(l, runPlans[i]!.tokens) || l.finalStatus !== "COMPLETED").length;
             if (missing) incomplete.set(c.label, (incomplete.get(c.label) ?? 0) + missing);
             ours.get(c.label)!.push(pooled(logs));
             options.log(`  rep ${rep + 1}/${reps} ${c.label}: p50 ${ours.get(c.label)!.at(-1)!.p50.toFixed(2)} ms, p99 ${ours.get(c.label)!.at(-1)!.p99.toFixed(2)} ms`);
@@ -121,7 +127,9 @@ export const relay: Scenario = {
         },
       ];
     });
-    notes.push(`${tokensFor(1)} tokens for 1 run, ${tokensFor(50)} per run for 50 runs, ${reps} repetitions; one subscriber per run; starts spread over one token interval`);
+    notes.push(
+      `${tokensFor(1)} tokens for 1 run; ${tokensFor(50)} to ${tokensFor(50) + LENGTH_SPREAD - 1} per run for 50 runs, starts spread over one token interval; ${reps} repetitions; one subscriber per run; streams start once every run is set up and subscribed`,
+    );
     return { rows, notes };
   },
 };

@@ -56,7 +56,7 @@ export const throughput: Scenario = {
   title: "HTTP throughput",
   async run(options) {
     const reps = repetitions(options, 3);
-    const seconds = options.quick ? 2 : 5;
+    const seconds = options.quick ? 2 : 4;
     const server = await startRunledger({ modelUrl: options.modelUrl, cpuProfile: options.cpuProfile ? "throughput-runledger" : undefined });
     const floorServer = await startFloorProcess(options.modelUrl);
     const ours = new Map<string, Load[]>(QUERIES.map((q) => [q.name, []]));

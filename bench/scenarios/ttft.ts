@@ -48,8 +48,8 @@ export const ttft: Scenario = {
   name: "ttft",
   title: "Time to first token added",
   async run(options) {
-    const reps = repetitions(options, 5);
-    const perRep = options.quick ? 10 : 20;
+    const reps = repetitions(options, 4);
+    const perRep = options.quick ? 10 : 25;
     const server = await startRunledger({ modelUrl: options.modelUrl, cpuProfile: options.cpuProfile ? "ttft-runledger" : undefined });
     const ours = new Map<Transport, Sample[][]>([
       ["ws", []],

@@ -1,0 +1,94 @@
+// The README's "Performance" section, generated from the results so that the
+// table there is always one the harness printed.
+import fs from "node:fs";
+import path from "node:path";
+import { ROOT } from "./processes.ts";
+import type { Measure, Row, ScenarioResult } from "./report.ts";
+
+const HEADING = "## Performance";
+
+function fmt(value: number): string {
+  if (!Number.isFinite(value)) return "n/a";
+  const abs = Math.abs(value);
+  if (abs >= 1000) return Math.round(value).toLocaleString("en-US");
+  if (abs >= 100) return value.toFixed(0);
+  if (abs >= 10) return value.toFixed(1);
+  return value.toFixed(2);
+}
+
+function cell(m: Measure): string {
+  return m.kind === "scalar" ? `${fmt(m.median)} ${m.unit}` : `${fmt(m.median.p50)} / ${fmt(m.median.p95)} / ${fmt(m.median.p99)} ${m.unit}`;
+}
+
+function ratio(row: Row): string {
+  const base = row.baseline?.measure;
+  const ours = row.runledger;
+  if (!base) return "";
+  if (ours.kind === "dist" && base.kind === "dist") return base.median.p50 ? `${fmt(ours.median.p50 / base.median.p50)}× (p50)` : "";
+  if (ours.kind === "scalar" && base.kind === "scalar") return base.median ? `${fmt(ours.median / base.median)}×` : "";
+  return "";
+}
+
+export function readmeSection(results: ScenarioResult[]): string {
+  const machine = results[0]?.machine;
+  const loads = results.flatMap((r) => r.machine.loadAvg);
+  const busiest = loads.length ? Math.max(...loads) : 0;
+  const dates = results.map((r) => r.measuredAt.slice(0, 10));
+  const modes = new Set(results.map((r) => r.mode));
+  const lines = [
+    HEADING,
+    "",
+    "`npm run bench` starts runledger in a child process on a fresh SQLite file, as",
+    "`npm start` does (for event-loop delay and SQL statement counts, through the same",
+    "`startApp` with a probe), a fake Ollama that streams at a set rate and stamps each",
+    "token with its send time, and real clients (graphql-ws, graphql-sse, fetch,",
+    "autocannon). Every",
+    "number stands beside a baseline measured in the same run: the same stream read",
+    "directly by `ChatOllama`, a plain `ws`/SSE broadcast relay, a plain `node:http`",
+    "server, bare graphql-yoga, or the naive one-query-per-row way. Latencies are the",
+    "median over repetitions of each repetition's p50 / p95 / p99 (throughput rows: p50",
+    "/ p97.5 / p99).",
+    "",
+    "```sh",
+    "npm run bench                          # every scenario, about six minutes",
+    "npm run bench -- --only relay,fanout   # some: relay ttft fanout correlation throughput concurrent cost",
+    "npm run bench -- --quick               # short runs, to check the harness",
+    "npm run bench -- --cpu-prof            # also profile the server and summarize where its CPU went",
+    "npm run bench -- --readme              # then rewrite this section from bench/results/latest.json",
+    "```",
+    "",
+    machine
+      ? `Measured ${[...new Set(dates)].join(", ")} (${[...modes].join(" and ")} runs) on ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGiB} GiB, Node ${machine.node}, ${machine.platform}.`
+      : "",
+    machine && busiest > machine.cpus
+      ? `The machine was shared and busy while these ran (1-minute load average up to ${busiest} on ${machine.cpus} cores), so the latencies are provisional; CPU-time rows hold up better under load than wall-clock ones.`
+      : "",
+    "Per-repetition values and notes: `bench/results/latest.json` and `bench/results/latest.md`.",
+    "",
+    "| scenario | case | metric | runledger | baseline | ratio | target | met |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ...results.flatMap((r) =>
+      r.rows.map(
+        (row) =>
+          `| ${row.scenario} | ${row.case} | ${row.metric} | ${cell(row.runledger)} | ${row.baseline ? `${row.baseline.label}: ${cell(row.baseline.measure)}` : ""} | ${ratio(row)} | ${row.target?.text ?? ""} | ${row.target ? (row.target.met ? "yes" : "**no**") : ""} |`,
+      ),
+    ),
+    "",
+  ];
+  return lines.filter((l, i) => !(l === "" && lines[i - 1] === "")).join("\n");
+}
+
+/** Replaces the README's Performance section (from its heading to the next `## ` or the end), or appends it. */
+export function updateReadme(results: ScenarioResult[]): void {
+  const file = path.join(ROOT, "README.md");
+  const readme = fs.readFileSync(file, "utf8");
+  const section = readmeSection(results);
+  const start = readme.indexOf(`\n${HEADING}\n`);
+  let next: string;
+  if (start === -1) next = `${readme.trimEnd()}\n\n${section}`;
+  else {
+    const after = readme.indexOf("\n## ", start + HEADING.length + 1);
+    next = `${readme.slice(0, start + 1)}${section}${after === -1 ? "" : `\n${readme.slice(after + 1)}`}`;
+  }
+  fs.writeFileSync(file, next);
+}

@@ -1,0 +1,17 @@
+// Runs through runledger with one subscriber each, streaming only once every
+// run is set up: the shared step of the relay and concurrent scenarios.
+import { createClient, startRun, subscribeTokens, type TokenLog, type Transport } from "./clients.ts";
+import { planMessage, releaseStreams, waitForHeld, type StreamPlan } from "./fake-model.ts";
+
+/** Starts the runs, subscribes one client per run, waits until every subscription is live and every model request has arrived, then lets the model stream. */
+export async function relayThroughRunledger(url: string, modelUrl: string, transport: Transport, runPlans: StreamPlan[], key: string): Promise<TokenLog[]> {
+  const started = await Promise.all(runPlans.map((plan) => startRun(url, planMessage(plan))));
+  const clients = started.map(() => createClient(transport, url));
+  const subscriptions = started.map((run, i) => subscribeTokens(clients[i]!, run.runId));
+  await Promise.all(subscriptions.map((s) => s.live));
+  await waitForHeld(modelUrl, key, runPlans.length);
+  await releaseStreams(modelUrl, key);
+  const logs = await Promise.all(subscriptions.map((s) => s.done));
+  for (const client of clients) await client.dispose();
+  return logs;
+}
