@@ -1,7 +1,7 @@
 // The core API in one process: starting, reading, renaming and deleting
 // conversations; typed refusals that write nothing; the tools loop; the system
 // prompt; subscriptions over graphql-ws and SSE.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import Database from "better-sqlite3";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp, waitForRun } from "./support/app.ts";
@@ -173,6 +173,8 @@ describe("refusals are typed and write nothing", () => {
   it("startRun while a run is active: RunInProgressError, enforced by the database", async () => {
     fake.setResponder(() => ({ kind: "silence" }));
     const { run, conversation } = await start("slow one");
+    // Once the run waits on the model it has stored its first steps and writes nothing more.
+    await vi.waitFor(() => expect(fake.openChatRequests()).toBe(1));
     const second = await refused(START_RUN, { message: "too soon", conversationId: conversation.id });
     expect(second).toMatchObject({ __typename: "RunInProgressError", code: "RUN_IN_PROGRESS", activeRunId: run.id });
     const del = await refused(`mutation($id: ID!) { deleteConversation(input: { conversationId: $id }) { __typename ... on Error { code } } }`, { id: conversation.id });
