@@ -13,6 +13,7 @@ import { schema } from "./schema/index.ts";
 import { createContext, type Services } from "./context.ts";
 import { createTokenCheck } from "./http/auth.ts";
 import { checkReadiness, sendJson } from "./http/health.ts";
+import { renderGraphiQL } from "@graphql-yoga/render-graphiql";
 import { GRAPHIQL_DEFAULT_DOCUMENT } from "./graphiql.ts";
 import { createRequestLimits } from "./http/limits.ts";
 import { createCorsPolicy } from "./http/cors.ts";
@@ -52,6 +53,8 @@ export async function startHttpServer({ config, services, logger, pingDatabase, 
     graphqlEndpoint: "/graphql",
     context: () => createContext(services),
     graphiql: { subscriptionsProtocol: "WS", defaultQuery: GRAPHIQL_DEFAULT_DOCUMENT, title: "runledger" },
+    // GraphiQL's scripts and styles inlined in the page: it works without access to a CDN.
+    renderGraphiQL,
     landingPage: false,
     // CORS is src/http/cors.ts's, for every route.
     cors: false,

@@ -112,5 +112,8 @@ describe("GraphiQL", () => {
     expect(html).toContain('"subscriptionsProtocol":"WS"');
     expect(html).toContain(JSON.stringify(GRAPHIQL_DEFAULT_DOCUMENT));
     for (const operation of ["mutation StartRun", "subscription FollowRun", "query Inspect"]) expect(GRAPHIQL_DEFAULT_DOCUMENT).toContain(operation);
+    // Its scripts and styles are in the page: no CDN is needed to open it.
+    expect(html).not.toMatch(/<(script|link)[^>]+(src|href)="https?:/);
+    expect(html).not.toContain("unpkg.com");
   });
 });
