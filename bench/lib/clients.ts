@@ -61,6 +61,8 @@ export interface TokenLog {
   /** When the RUNNING status event arrived (the subscription is live from then on). */
   runningAt: number | null;
   finalStatus: string | null;
+  /** How the subscription ended when it did not complete normally (close code, error). */
+  endedBy?: string;
 }
 
 export interface TokenSubscription {

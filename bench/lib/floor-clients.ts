@@ -7,7 +7,7 @@ import { readEventStream, readRaw } from "./raw-clients.ts";
 import { firstJsonLine, spawnTs, type Child } from "./processes.ts";
 
 export async function startFloorProcess(modelUrl: string): Promise<Child & { url: string }> {
-  const child = spawnTs("bench/lib/floor-relay-main.ts", { env: { OLLAMA_HOST: modelUrl } });
+  const child = spawnTs("bench/lib/floor-relay-main.ts", { env: { OLLAMA_HOST: modelUrl }, exposeGc: true });
   const { url } = await firstJsonLine<{ url: string }>(child);
   return Object.assign(child, { url });
 }

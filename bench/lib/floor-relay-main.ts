@@ -84,6 +84,12 @@ const server = http.createServer(async (req, res) => {
     res.on("close", () => streams.delete(res));
     return;
   }
+  if (req.method === "POST" && path === "/gc") {
+    // Only with --expose-gc: a full collection before a memory reading.
+    (globalThis as { gc?: () => void }).gc?.();
+    res.writeHead(200, { "content-type": "application/json" });
+    return void res.end(JSON.stringify(process.memoryUsage()));
+  }
   if (path === "/health") return void res.end("ok");
   res.writeHead(404).end();
 });

@@ -1,7 +1,8 @@
-// runledger started the way src/main.ts starts it (startApp), plus two
+// runledger started the way src/main.ts starts it (startApp), plus
 // instruments the harness reads over IPC: an event-loop delay histogram of the
-// main thread, and a count of the SQL statements executed on every SQLite
-// connection (Prisma's, LangGraph's and the read model's). Nothing is added to
+// main thread, a count of the SQL statements executed on every SQLite
+// connection (Prisma's, LangGraph's and the read model's), and, when started
+// with --expose-gc, a full garbage collection on request before memory readings. Nothing is added to
 // the API: the numbers leave through the IPC channel only, and only here.
 import { createRequire } from "node:module";
 import { monitorEventLoopDelay } from "node:perf_hooks";
@@ -9,7 +10,7 @@ import { loadConfig } from "../../src/config.ts";
 import { createLogger } from "../../src/logger.ts";
 import { startApp } from "../../src/app.ts";
 
-export type InstrumentRequest = { cmd: "reset" } | { cmd: "read" } | { cmd: "statements" };
+export type InstrumentRequest = { cmd: "reset" } | { cmd: "read" } | { cmd: "statements" } | { cmd: "gc" };
 export interface LoopDelay {
   p50: number;
   p95: number;
@@ -76,6 +77,10 @@ process.on("message", (request: InstrumentRequest) => {
       samples: histogram.count,
     };
     process.send!(delay);
+  } else if (request.cmd === "gc") {
+    // Only with --expose-gc: a full collection before a memory reading, so garbage does not count as growth.
+    (globalThis as { gc?: () => void }).gc?.();
+    process.send!(process.memoryUsage());
   } else if (request.cmd === "statements") {
     const own = (app.services as { checkpointReads?: { statementCount?: unknown } }).checkpointReads?.statementCount;
     const count: StatementCount = { driver: statements(), readModel: typeof own === "number" ? own : null };

@@ -24,6 +24,8 @@ export interface SpawnOptions {
   /** Write V8 CPU profiles of this process into bench/results/profiles/<name> on exit (one file per thread: tsx runs its loader in a worker). */
   cpuProfile?: string;
   ipc?: boolean;
+  /** Start Node with --expose-gc, so the process can be asked to collect before a memory reading. */
+  exposeGc?: boolean;
 }
 
 const live = new Set<ChildProcess>();
@@ -34,7 +36,7 @@ process.on("exit", () => {
 
 /** Starts a TypeScript entry point of this repository under Node with tsx. */
 export function spawnTs(entry: string, options: SpawnOptions = {}): Child {
-  const nodeArgs = ["--import", "tsx"];
+  const nodeArgs = ["--import", "tsx", ...(options.exposeGc ? ["--expose-gc"] : [])];
   if (options.cpuProfile) {
     const dir = path.join(PROFILE_DIR, options.cpuProfile);
     fs.rmSync(dir, { recursive: true, force: true });
@@ -146,6 +148,7 @@ export async function startRunledger(options: {
   databaseFile?: string;
   cpuProfile?: string;
   entry?: string;
+  exposeGc?: boolean;
 }): Promise<RunledgerProcess> {
   const database = options.databaseFile ? null : tempDatabase();
   const databaseFile = options.databaseFile ?? database!.file;
@@ -153,6 +156,7 @@ export async function startRunledger(options: {
   const child = spawnTs(options.entry ?? "src/main.ts", {
     cpuProfile: options.cpuProfile,
     ipc: options.entry !== undefined,
+    exposeGc: options.exposeGc,
     env: {
       PORT: String(port),
       HOST: "127.0.0.1",

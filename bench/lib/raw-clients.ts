@@ -43,12 +43,24 @@ export function rawWsSubscriber(url: string, runId: string): TokenSubscription {
         markLive();
         resolve(log);
         socket.close(1000);
-      } else if (text.includes('"type":"error"')) reject(new Error(text));
+      } else if (text.includes('"type":"error"')) {
+        log.endedBy = `error: ${text.slice(0, 200)}`;
+        resolve(log);
+      } else if (text.includes('"errors"') && !text.includes("⟨t=")) {
+        // A result with errors (SUBSCRIBER_TOO_SLOW is one), followed by complete.
+        log.endedBy = `errors: ${/"code":"([A-Z_]+)"/.exec(text)?.[1] ?? text.slice(0, 200)}`;
+      }
       else if (text.includes('"type":"ping"')) socket.send(JSON.stringify({ type: "pong" }));
       else readRaw(log, text, receivedAt, markLive);
     });
-    socket.on("error", reject);
-    socket.on("close", () => resolve(log));
+    socket.on("error", (error) => {
+      log.endedBy ??= `socket error: ${error.message}`;
+      resolve(log);
+    });
+    socket.on("close", (code) => {
+      if (log.finalStatus === null) log.endedBy ??= `closed with ${code}`;
+      resolve(log);
+    });
   });
   return { log, live, done, dispose: () => socket.terminate() };
 }
@@ -95,14 +107,16 @@ export function rawSseSubscriber(url: string, runId: string): TokenSubscription 
     if (!response.ok) throw new Error(`SSE subscription refused: ${response.status} ${await response.text()}`);
     await readEventStream(response, (event, data, receivedAt) => {
       if (event === "complete") return true;
+      if (data.includes('"errors"') && !data.includes("⟨t=")) log.endedBy = `errors: ${/"code":"([A-Z_]+)"/.exec(data)?.[1] ?? data.slice(0, 200)}`;
       readRaw(log, data, receivedAt, markLive);
     });
+    if (log.finalStatus === null) log.endedBy ??= "stream ended before the terminal event";
     markLive();
     return log;
   })().catch((error) => {
     markLive();
-    if (controller.signal.aborted) return log;
-    throw error;
+    if (!controller.signal.aborted) log.endedBy ??= `request failed: ${(error as Error).message}`;
+    return log;
   });
   return { log, live, done, dispose: () => controller.abort() };
 }

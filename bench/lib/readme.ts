@@ -50,7 +50,7 @@ export function readmeSection(results: ScenarioResult[]): string {
     "/ p97.5 / p99).",
     "",
     "```sh",
-    "npm run bench                          # every scenario, about six minutes",
+    "npm run bench                          # every scenario, about seven minutes",
     "npm run bench -- --only relay,fanout   # some: relay ttft fanout correlation throughput concurrent cost",
     "npm run bench -- --quick               # short runs, to check the harness",
     "npm run bench -- --cpu-prof            # also profile the server and summarize where its CPU went",

@@ -2,13 +2,16 @@
 // subscribers (and, separately, 200 SSE subscribers), each on its own
 // connection. Every subscriber must get every token; the latency is pooled over
 // all of them. Memory per idle subscriber is the server's RSS growth while they
-// are subscribed and nothing streams, divided by their number; each repetition
-// starts a fresh server (warmed up), so memory freed by an earlier repetition
-// cannot hide growth. The floor is a plain broadcast relay (ws / SSE, no
+// are subscribed and nothing streams, divided by their number, each reading
+// taken after a full garbage collection; each repetition starts a fresh server
+// (warmed up), so memory freed by an earlier repetition cannot hide growth. The
+// server is runledger's startApp in a child process with an IPC probe
+// (instrumented-main.ts), which is what can ask it to collect. The floor is a plain broadcast relay (ws / SSE, no
 // GraphQL) under the same load, read by the same minimal clients.
 import { percentiles, type Percentiles } from "../lib/stats.ts";
 import { dist, scalar, type Row } from "../lib/report.ts";
-import { cpuMs, rssBytes, startRunledger, type Child } from "../lib/processes.ts";
+import { cpuMs, rssBytes, type Child } from "../lib/processes.ts";
+import { ask, startInstrumented } from "../lib/instrument.ts";
 import { gotEveryToken, startRun, type TokenSubscription, type Transport } from "../lib/clients.ts";
 import { rawSseSubscriber, rawWsSubscriber } from "../lib/raw-clients.ts";
 import { floorSseSubscriber, floorStream, floorWsSubscriber, startFloorProcess } from "../lib/floor-clients.ts";
@@ -24,10 +27,21 @@ interface FanoutRep {
   latency: Percentiles;
   /** Bytes of server RSS per idle subscriber. */
   rssPerSubscriber: number;
+  /** Bytes of V8 heap in use plus external memory per idle subscriber: steadier than RSS, which moves with the allocator. */
+  heapPerSubscriber: number;
   /** Server CPU per delivered token event, in ms. */
   cpuPerDelivery: number;
   /** Subscribers that missed a token or the end. */
   incomplete: number;
+  /** How the incomplete ones ended, counted by cause. */
+  endings: Record<string, number>;
+}
+
+/** "3 closed with 1006, 1 errors: SUBSCRIBER_TOO_SLOW", summed over repetitions. */
+function describeEndings(reps: FanoutRep[]): string {
+  const total = new Map<string, number>();
+  for (const rep of reps) for (const [cause, n] of Object.entries(rep.endings)) total.set(cause, (total.get(cause) ?? 0) + n);
+  return [...total].map(([cause, n]) => `${n} ${cause}`).join(", ");
 }
 
 /** Subscribes in batches, so connection set-up is not itself a burst test. */
@@ -41,20 +55,34 @@ async function subscribeAll(count: number, subscribe: () => TokenSubscription): 
   return subs;
 }
 
-async function measure(server: Child, count: number, tokens: number, subscribe: () => TokenSubscription, stream: () => Promise<void>): Promise<FanoutRep> {
+/** Asks a process for a full collection and answers its memory usage after it. */
+type Collect = () => Promise<NodeJS.MemoryUsage>;
+
+/** Memory after a full collection, so garbage does not pass for growth. */
+async function settledMemory(server: Child, collect: Collect): Promise<{ rss: number; heap: number }> {
   await sleep(SETTLE_MS);
-  const before = rssBytes(server.pid);
+  await collect();
+  await sleep(200);
+  const usage = await collect();
+  return { rss: rssBytes(server.pid), heap: usage.heapUsed + usage.external };
+}
+
+async function measure(server: Child, collect: Collect, count: number, tokens: number, subscribe: () => TokenSubscription, stream: () => Promise<void>): Promise<FanoutRep> {
+  const before = await settledMemory(server, collect);
   const subs = await subscribeAll(count, subscribe);
-  await sleep(SETTLE_MS);
-  const after = rssBytes(server.pid);
+  const after = await settledMemory(server, collect);
   const cpuBefore = cpuMs(server.pid);
   await stream();
   const logs = await Promise.all(subs.map((s) => s.done));
   const cpu = cpuMs(server.pid) - cpuBefore;
   for (const s of subs) s.dispose();
+  const endings: Record<string, number> = {};
+  for (const l of logs) if (!gotEveryToken(l, tokens) || l.finalStatus !== "COMPLETED") endings[l.endedBy ?? "missed tokens"] = (endings[l.endedBy ?? "missed tokens"] ?? 0) + 1;
   return {
+    endings,
     latency: percentiles(logs.flatMap((l) => l.latencies)),
-    rssPerSubscriber: (after - before) / count,
+    rssPerSubscriber: (after.rss - before.rss) / count,
+    heapPerSubscriber: (after.heap - before.heap) / count,
     cpuPerDelivery: cpu / (count * tokens),
     incomplete: logs.filter((l) => !gotEveryToken(l, tokens) || l.finalStatus !== "COMPLETED").length,
   };
@@ -62,10 +90,11 @@ async function measure(server: Child, count: number, tokens: number, subscribe: 
 
 /** One repetition against a fresh runledger: warm-up, then `count` subscribers on one held run. */
 async function runledgerRep(options: { modelUrl: string; cpuProfile: boolean }, transport: Transport, count: number, tokens: number, rep: number): Promise<FanoutRep> {
-  const server = await startRunledger({
+  const server = await startInstrumented({
     modelUrl: options.modelUrl,
     cpuProfile: options.cpuProfile && rep === 0 ? `fanout-${transport}-runledger` : undefined,
     env: { SUBSCRIBER_QUEUE_LIMIT: "100000", EVENT_RETENTION: "100000" },
+    exposeGc: true,
   });
   const subscriber = transport === "ws" ? rawWsSubscriber : rawSseSubscriber;
   try {
@@ -79,7 +108,8 @@ async function runledgerRep(options: { modelUrl: string; cpuProfile: boolean }, 
     const plan: StreamPlan = { tokens, intervalMs: INTERVAL_MS, firstDelayMs: 0, hold: key };
     const { runId } = await startRun(server.url, planMessage(plan));
     await waitForHeld(options.modelUrl, key, 1);
-    return await measure(server, count, tokens, () => subscriber(server.url, runId), () => releaseStreams(options.modelUrl, key));
+    const collect = () => ask<NodeJS.MemoryUsage>(server, { cmd: "gc" });
+    return await measure(server, collect, count, tokens, () => subscriber(server.url, runId), () => releaseStreams(options.modelUrl, key));
   } finally {
     await server.stop();
   }
@@ -104,7 +134,7 @@ export const fanout: Scenario = {
       ["sse", []],
     ]);
     const describe = (r: FanoutRep) =>
-      `p50 ${r.latency.p50.toFixed(1)} ms, p99 ${r.latency.p99.toFixed(1)} ms, ${(r.rssPerSubscriber / 1024).toFixed(1)} KB/subscriber, ${(r.cpuPerDelivery * 1000).toFixed(0)} µs CPU/delivery, ${r.incomplete} incomplete`;
+      `p50 ${r.latency.p50.toFixed(1)} ms, p99 ${r.latency.p99.toFixed(1)} ms, ${(r.rssPerSubscriber / 1024).toFixed(1)} KB RSS and ${(r.heapPerSubscriber / 1024).toFixed(1)} KB heap/subscriber, ${(r.cpuPerDelivery * 1000).toFixed(0)} µs CPU/delivery, ${r.incomplete} incomplete${r.incomplete ? ` ${JSON.stringify(r.endings)}` : ""}`;
     for (let rep = 0; rep < reps; rep++) {
       for (const { transport, count } of cases) {
         const result = await runledgerRep(options, transport, count, tokens, rep);
@@ -119,8 +149,10 @@ export const fanout: Scenario = {
             await Promise.all(warm.map((s) => s.done));
             for (const s of warm) s.dispose();
           });
+          const collect = async () => (await (await fetch(`${floorServer.url}/gc`, { method: "POST" })).json()) as NodeJS.MemoryUsage;
           const floorResult = await measure(
             floorServer,
+            collect,
             count,
             tokens,
             () => subscriber(floorServer.url),
@@ -148,7 +180,7 @@ export const fanout: Scenario = {
         runledger: latency,
         baseline: { label: floorName, measure: dist("ms", floorRuns.map((r) => r.latency)) },
         target: { text: "p99 ≤ 25 ms, every token to every subscriber", met: latency.kind === "dist" && latency.median.p99 <= 25 && incomplete === 0 },
-        notes: incomplete ? [`${incomplete} subscriber(s) over all repetitions missed tokens or the end`] : undefined,
+        notes: incomplete ? [`${incomplete} subscriber(s) over all repetitions missed tokens or the end: ${describeEndings(runs)}`] : undefined,
       });
       const kb = scalar("KB", runs.map((r) => r.rssPerSubscriber / 1024));
       rows.push({
@@ -162,6 +194,13 @@ export const fanout: Scenario = {
       rows.push({
         scenario: "fanout",
         case: name,
+        metric: "server heap + external per idle subscriber",
+        runledger: scalar("KB", runs.map((r) => r.heapPerSubscriber / 1024)),
+        baseline: { label: floorName, measure: scalar("KB", floorRuns.map((r) => r.heapPerSubscriber / 1024)) },
+      });
+      rows.push({
+        scenario: "fanout",
+        case: name,
         metric: "server CPU per token delivered",
         runledger: scalar("µs", runs.map((r) => r.cpuPerDelivery * 1000)),
         baseline: { label: floorName, measure: scalar("µs", floorRuns.map((r) => r.cpuPerDelivery * 1000)) },
@@ -170,7 +209,7 @@ export const fanout: Scenario = {
     return {
       rows,
       notes: [
-        `${tokens} tokens at ${1000 / INTERVAL_MS} tokens/s, ${reps} repetitions, a fresh server per repetition; subscribers connect ${BATCH} at a time on their own connections, with minimal protocol clients (raw-clients.ts); RSS from /proc/<pid>/status ${SETTLE_MS} ms after the last one is live`,
+        `${tokens} tokens at ${1000 / INTERVAL_MS} tokens/s, ${reps} repetitions, a fresh server per repetition; subscribers connect ${BATCH} at a time on their own connections, with minimal protocol clients (raw-clients.ts); RSS from /proc/<pid>/status after a full GC, ${SETTLE_MS} ms after the last one is live`,
       ],
     };
   },
