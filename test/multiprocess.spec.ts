@@ -131,6 +131,16 @@ describe("two processes on one database file", () => {
       expect(events.at(-1)).toMatchObject({ __typename: "RunStatusEvent", status: "CANCELLED", errorCode: "CANCELLED" });
 
       expect((await gqlOk(a.url, RUN, { id: runId })).run).toMatchObject({ status: "CANCELLED", errorCode: "CANCELLED" });
+      // The owner adds what only it knew: the text streamed before the cancel, and the seq of
+      // the terminal event, so a subscriber of the other process gets that same event from the database.
+      await vi.waitFor(async () => expect((await gqlOk(b.url, RUN, { id: runId })).run.partialOutput).toBe("Started "));
+      const other = wsClient(b.url);
+      try {
+        const fromDatabase = (await collect(other, RUN_EVENTS, { runId }).done).map((r) => r.runEvents);
+        expect(fromDatabase).toEqual([{ ...events.at(-1), at: expect.any(String) }]);
+      } finally {
+        await other.dispose();
+      }
       expect((await gqlOk(a.url, CONVERSATION, { id: conversationId })).conversation).toMatchObject({ next: ["agent"], resumable: true, activeRun: null });
       // Nothing left running anywhere: the other process may resume the pending step.
       fake.setResponder(defaultResponder);

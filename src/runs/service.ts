@@ -120,7 +120,9 @@ export class RunService {
       partialOutput: null,
       finishedAt: this.#now(),
       endMark: uuid6(-2),
-      lastEventSeq: run.lastEventSeq,
+      // The owner knows its real last seq and replaces this when it stops the run;
+      // until then a subscriber that asks the database still gets a terminal event.
+      lastEventSeq: Math.max(run.lastEventSeq, 1),
       messageCount: null,
     });
     if (!finished) {
@@ -231,15 +233,20 @@ export class RunService {
     };
     const recorded = await store.finishRun(run.id, outcome);
     // Null: another process already ended the row (a cross-process cancel); tell
-    // subscribers what the database says.
-    const final = recorded ?? (await store.getRun(run.id));
+    // subscribers what the database says, and add to the row what only this
+    // process knows.
+    let final = recorded ?? (await store.getRun(run.id));
     if (final) {
-      bus.publish(run.id, {
+      const terminal = bus.publish(run.id, {
         type: "status",
         status: final.status as RunOutcome["status"],
         errorCode: final.errorCode,
         errorMessage: final.errorMessage,
       });
+      if (!recorded) {
+        await store.completeEndedElsewhere(run.id, { lastEventSeq: terminal.seq, partialOutput: partial || null, endMark });
+        final = (await store.getRun(run.id)) ?? final;
+      }
       bus.publishConversationChange({ conversationId: run.conversationId, kind: "updated", at: this.#now() });
     }
     return final;

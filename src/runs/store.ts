@@ -70,6 +70,13 @@ export interface RunStore {
   interruptRunsOfGoneOwners(goneOwnerIds: string[], at: Date, endMark: string, message: string): Promise<RunRecord[]>;
   /** Ids among `runIds` that are no longer `running` (cancelled by another process, say). */
   notRunning(runIds: string[]): Promise<string[]>;
+  /**
+   * What only the executing process knows, added to a run another process ended
+   * (a cross-process cancel): the seq of its terminal event, the text it streamed
+   * (kept if none was recorded) and the end of its correlation window (moved
+   * later, never earlier). Status, code and message stay as recorded.
+   */
+  completeEndedElsewhere(runId: string, facts: { lastEventSeq: number; partialOutput: string | null; endMark: string }): Promise<void>;
 }
 
 function isUniqueViolation(error: unknown): boolean {
@@ -233,6 +240,19 @@ export class PrismaRunStore implements RunStore {
       if (goneOwnerIds.length) await tx.runOwner.deleteMany({ where: { id: { in: goneOwnerIds } } });
       return tx.run.findMany({ where: { id: { in: ids } } });
     });
+  }
+
+  async completeEndedElsewhere(runId: string, facts: { lastEventSeq: number; partialOutput: string | null; endMark: string }) {
+    await this.#write(() =>
+      this.prisma.$executeRawUnsafe(
+        `UPDATE "runs" SET "last_event_seq" = ?, "partial_output" = COALESCE("partial_output", ?), "end_mark" = MAX(COALESCE("end_mark", ''), ?)
+         WHERE "id" = ? AND "status" <> 'running'`,
+        facts.lastEventSeq,
+        facts.partialOutput,
+        facts.endMark,
+        runId,
+      ),
+    );
   }
 
   async notRunning(runIds: string[]) {
