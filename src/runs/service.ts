@@ -208,8 +208,8 @@ export class RunService {
     try {
       const thread = await agent.readThread(run.conversationId);
       messageCount = thread.messages.length;
-      // A cancel (or a shutdown) that lands after the graph saved its last
-      // checkpoint, with nothing left to run, stopped nothing: the run completed.
+      // A stop (cancel, shutdown) or an error that comes after the graph saved its
+      // last checkpoint, with nothing left to run, cut nothing short: the run completed.
       if (failure && thread.next.length === 0 && thread.checkpointId !== null && ownCheckpoints.has(thread.checkpointId)) {
         logger.info("run reached its end before it could be stopped", { runId: run.id, ignored: failure.errorCode });
         failure = null;
