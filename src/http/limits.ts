@@ -12,6 +12,7 @@ import { usePageSizeLimit } from "../plugins/page-size.ts";
 import { createErrorMasking, useHiddenSuggestions } from "../plugins/errors.ts";
 import { useJsonBodiesOnly } from "../plugins/content-type.ts";
 import { useWellFormedStrings } from "../plugins/well-formed-strings.ts";
+import { useSharedSubscriptionResults } from "../plugins/shared-subscription-results.ts";
 
 export interface RequestLimits {
   /** Spread into createYoga's options. */
@@ -40,6 +41,7 @@ export function createRequestLimits(config: Pick<Config, "limits">, logger: Logg
         ...useOperationLimits(limits),
         usePageSizeLimit(limits.pageSize),
         useWellFormedStrings(),
+        useSharedSubscriptionResults(),
         ...(limits.hideSuggestions ? [useHiddenSuggestions()] : []),
       ],
     },

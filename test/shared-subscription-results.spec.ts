@@ -1,0 +1,90 @@
+// Fan-out executes each event once per distinct operation, not once per subscriber.
+import { describe, expect, it } from "vitest";
+import { createSchema, createYoga } from "graphql-yoga";
+import { useSharedSubscriptionResults } from "../src/plugins/shared-subscription-results.ts";
+
+function setup(plugins: ReturnType<typeof useSharedSubscriptionResults>[]) {
+  // Like the event bus: every subscriber receives the same payload object.
+  const listeners = new Set<(payload: { events: { n: number } }) => void>();
+  let resolved = 0;
+  const schema = createSchema({
+    typeDefs: /* GraphQL */ `
+      type Query { ok: Boolean }
+      type Event { n: Int! label(prefix: String!): String! }
+      type Subscription { events: Event! }
+    `,
+    resolvers: {
+      Subscription: {
+        events: {
+          subscribe: async function* () {
+            const queue: { events: { n: number } }[] = [];
+            let wake: (() => void) | null = null;
+            const listener = (payload: { events: { n: number } }) => {
+              queue.push(payload);
+              wake?.();
+            };
+            listeners.add(listener);
+            try {
+              for (;;) {
+                while (queue.length) yield queue.shift();
+                await new Promise<void>((r) => (wake = r));
+              }
+            } finally {
+              listeners.delete(listener);
+            }
+          },
+        },
+      },
+      Event: {
+        label: (event: { n: number }, { prefix }: { prefix: string }) => {
+          resolved += 1;
+          return `${prefix}${event.n}`;
+        },
+      },
+    },
+  });
+  const yoga = createYoga({ schema, plugins });
+  const subscribe = async (prefix: string) => {
+    const { parse, subscribe, contextFactory, schema: s } = yoga.getEnveloped({});
+    const document = parse(`subscription($p: String!) { events { n label(prefix: $p) } }`);
+    const result = await subscribe({ schema: s, document, variableValues: { p: prefix }, contextValue: await contextFactory() });
+    return (result as AsyncIterableIterator<{ data: { events: { n: number; label: string } } }>)[Symbol.asyncIterator]();
+  };
+  const publish = (event: { n: number }) => {
+    const payload = { events: event };
+    for (const l of listeners) l(payload);
+  };
+  return { subscribe, publish, listeners, resolvedCount: () => resolved };
+}
+
+async function run(shared: boolean) {
+  const t = setup(shared ? [useSharedSubscriptionResults()] : []);
+  const same = await Promise.all([t.subscribe("a:"), t.subscribe("a:"), t.subscribe("a:")]);
+  const other = await t.subscribe("b:");
+  const firsts = [...same, other].map((it) => it.next());
+  await new Promise((r) => setTimeout(r, 10));
+  t.publish({ n: 1 });
+  const results = (await Promise.all(firsts)).map((r) => r.value.data.events);
+  for (const it of [...same, other]) await it.return!();
+  return { results, resolved: t.resolvedCount(), listenersLeft: t.listeners.size };
+}
+
+describe("useSharedSubscriptionResults", () => {
+  it("executes one event once for subscribers with the same operation and variables", async () => {
+    const shared = await run(true);
+    expect(shared.results).toEqual([
+      { n: 1, label: "a:1" },
+      { n: 1, label: "a:1" },
+      { n: 1, label: "a:1" },
+      { n: 1, label: "b:1" },
+    ]);
+    // One execution for the three "a:" subscribers, one for "b:".
+    expect(shared.resolved).toBe(2);
+    expect(shared.listenersLeft).toBe(0);
+
+    // Without the plugin every subscriber executes it: the same answers, four executions.
+    const plain = await run(false);
+    expect(plain.results).toEqual(shared.results);
+    expect(plain.resolved).toBe(4);
+  });
+});
