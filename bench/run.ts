@@ -8,6 +8,7 @@
 //   npm run bench -- --reps 3           repetitions per scenario
 //   npm run bench -- --cpu-prof         CPU profiles of the runledger processes, summarized
 //   npm run bench -- --readme           rewrite README's Performance section from the results
+//   npm run bench -- --only none --readme   only that, from the last results
 import os from "node:os";
 import { parseArgs } from "node:util";
 import { machine, markdownReport, writeResults, type ScenarioResult } from "./lib/report.ts";
@@ -35,7 +36,7 @@ const { values } = parseArgs({
   },
 });
 
-const names = values.only ? values.only.split(",").map((s) => s.trim()) : SCENARIOS.map((s) => s.name);
+const names = values.only === "none" ? [] : values.only ? values.only.split(",").map((s) => s.trim()) : SCENARIOS.map((s) => s.name);
 const unknown = names.filter((n) => !SCENARIOS.some((s) => s.name === n));
 if (unknown.length) {
   process.stderr.write(`unknown scenario(s): ${unknown.join(", ")}; choose from ${SCENARIOS.map((s) => s.name).join(", ")}\n`);
@@ -48,7 +49,7 @@ if (reps !== undefined && !(Number.isInteger(reps) && reps > 0)) {
 }
 
 const log = (message: string) => process.stderr.write(`${message}\n`);
-const model = await startFakeModelProcess();
+const model = names.length ? await startFakeModelProcess() : null;
 const fresh: ScenarioResult[] = [];
 const failed: string[] = [];
 try {
@@ -58,7 +59,7 @@ try {
     const started = performance.now();
     let output;
     try {
-      output = await scenario.run({ modelUrl: model.url, quick: values.quick!, reps, cpuProfile: values["cpu-prof"]!, log });
+      output = await scenario.run({ modelUrl: model!.url, quick: values.quick!, reps, cpuProfile: values["cpu-prof"]!, log });
     } catch (error) {
       // One broken scenario must not cost the others' numbers; its last results stay as they were.
       log(`${scenario.name} failed: ${(error as Error).stack ?? error}`);
@@ -76,7 +77,7 @@ try {
     });
   }
 } finally {
-  await model.stop();
+  await model?.stop();
 }
 
 const all = writeResults(fresh, SCENARIOS.map((s) => s.name));

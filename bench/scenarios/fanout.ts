@@ -183,19 +183,23 @@ export const fanout: Scenario = {
         notes: incomplete ? [`${incomplete} subscriber(s) over all repetitions missed tokens or the end: ${describeEndings(runs)}`] : undefined,
       });
       const kb = scalar("KB", runs.map((r) => r.rssPerSubscriber / 1024));
+      const heapKb = scalar("KB", runs.map((r) => r.heapPerSubscriber / 1024));
+      // RSS moves in allocator-sized steps; a reading at or below zero is noise, not a pass.
+      const rssMet = kb.kind === "scalar" && kb.median > 0 && kb.median <= 50 && heapKb.kind === "scalar" && heapKb.median <= 50;
       rows.push({
         scenario: "fanout",
         case: name,
         metric: "server RSS per idle subscriber",
         runledger: kb,
         baseline: { label: floorName, measure: scalar("KB", floorRuns.map((r) => r.rssPerSubscriber / 1024)) },
-        target: { text: "≤ 50 KB", met: kb.kind === "scalar" && kb.median <= 50 },
+        target: { text: "≤ 50 KB (and heap + external ≤ 50 KB)", met: rssMet },
+        notes: kb.kind === "scalar" && kb.median <= 0 ? ["RSS fell while subscribers were added: the reading is noise at this count; see heap + external"] : undefined,
       });
       rows.push({
         scenario: "fanout",
         case: name,
         metric: "server heap + external per idle subscriber",
-        runledger: scalar("KB", runs.map((r) => r.heapPerSubscriber / 1024)),
+        runledger: heapKb,
         baseline: { label: floorName, measure: scalar("KB", floorRuns.map((r) => r.heapPerSubscriber / 1024)) },
       });
       rows.push({
