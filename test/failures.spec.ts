@@ -3,7 +3,7 @@
 // keeps the text it streamed, leaves its step resumable, and the server goes on
 // serving the next run.
 import net from "node:net";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { defaultResponder, splitTokens, startFakeOllama, type FakeOllama, type FakeStep } from "./support/fake-ollama.ts";
 import { startTestApp, waitForRun } from "./support/app.ts";
 import { CONVERSATION, RESUME_RUN, START_RUN, gqlOk } from "./support/graphql.ts";
@@ -105,7 +105,7 @@ describe("the model failing", () => {
   it("the socket dropped mid-stream: MODEL_UNAVAILABLE, keeping the text streamed before it", async () => {
     const { run, conversationId } = await failingTurn({ kind: "dropMidStream", tokens: ["Cut ", "off "] });
     expect(run).toMatchObject({ status: "FAILED", errorCode: "MODEL_UNAVAILABLE", partialOutput: "Cut off " });
-    expect(fake.openChatRequests()).toBe(0);
+    await vi.waitFor(() => expect(fake.openChatRequests()).toBe(0));
     await expectResumable(conversationId);
   });
 
@@ -116,7 +116,7 @@ describe("the model failing", () => {
     // It was the idle timer that ended it (not before), within a generous bound after.
     expect(elapsedMs).toBeGreaterThanOrEqual(IDLE_TIMEOUT_MS);
     expect(elapsedMs).toBeLessThan(IDLE_TIMEOUT_MS + 10_000);
-    expect(fake.openChatRequests()).toBe(0);
+    await vi.waitFor(() => expect(fake.openChatRequests()).toBe(0));
     await expectResumable(conversationId);
   });
 
@@ -124,7 +124,7 @@ describe("the model failing", () => {
     const { run, elapsedMs } = await failingTurn({ kind: "hangBeforeHeaders" });
     expect(run).toMatchObject({ status: "FAILED", errorCode: "MODEL_TIMEOUT", partialOutput: null });
     expect(elapsedMs).toBeGreaterThanOrEqual(IDLE_TIMEOUT_MS);
-    expect(fake.openChatRequests()).toBe(0);
+    await vi.waitFor(() => expect(fake.openChatRequests()).toBe(0));
   });
 
   it("a slow trickle that never pauses for the idle timeout completes, though it lasts longer than the timeout", async () => {
@@ -201,6 +201,6 @@ describe("the model failing", () => {
     const { conversation } = await gqlOk(app.url, CONVERSATION, { id: conversationId });
     expect(conversation.messages.at(-1)).toMatchObject({ role: "ASSISTANT", content: "The result is 20." });
     expect(app.services.runs.activeRunIds).toEqual([]);
-    expect(fake.openChatRequests()).toBe(0);
+    await vi.waitFor(() => expect(fake.openChatRequests()).toBe(0));
   });
 });

@@ -97,10 +97,10 @@ describe("SIGTERM", () => {
       expect(events.at(-1)).toMatchObject({ __typename: "RunStatusEvent", status: "INTERRUPTED", errorCode: "INTERRUPTED", errorMessage: SHUTDOWN_MESSAGE });
       expect(events.filter((e) => e.__typename === "RunStatusEvent" && e.status !== "RUNNING")).toHaveLength(1);
     }
-    expect(closeCodes).toEqual([1001]);
+    await vi.waitFor(() => expect(closeCodes).toEqual([1001]));
     await ws.dispose();
     sse.dispose();
-    expect(fake.openChatRequests()).toBe(0);
+    await vi.waitFor(() => expect(fake.openChatRequests()).toBe(0));
 
     // Every connection was closed: the last one to close folds the WAL back into the file and removes it.
     expect(fs.existsSync(`${file}-wal`)).toBe(false);
