@@ -58,7 +58,7 @@ describe("load", () => {
 
       const delay = monitorEventLoopDelay({ resolution: 10 });
       delay.enable();
-      const busy = watchBusyStretches();
+      const stalls = watchStalls();
       const starts = await Promise.all(Array.from({ length: 20 }, (_, i) => gql(app.url, START_RUN, { message: `Please calculate ${i} * 3` })));
       const runs = starts.map((s) => {
         expect(s.errors).toBeUndefined();
@@ -67,7 +67,7 @@ describe("load", () => {
       });
       const events = await Promise.all(runs.map(({ runId }) => collect(client, RUN_EVENTS, { runId }).done));
       delay.disable();
-      const worst = busy.stop();
+      const worst = stalls.stop();
 
       for (const [i, list] of events.entries()) {
         expect(list.at(-1)!.runEvents).toMatchObject({ __typename: "RunStatusEvent", status: "COMPLETED", errorCode: null });
@@ -76,10 +76,13 @@ describe("load", () => {
       }
       const maxStallMs = delay.max / 1e6;
       console.info(
-        `20 concurrent runs: event-loop delay max ${maxStallMs.toFixed(1)} ms, p99 ${(delay.percentile(99) / 1e6).toFixed(1)} ms; ` +
-          `longest stretch without a turn: ${worst.wallMs.toFixed(1)} ms wall, ${worst.cpuMs.toFixed(1)} ms CPU`,
+        `20 concurrent runs: monitorEventLoopDelay max ${maxStallMs.toFixed(1)} ms, p99 ${(delay.percentile(99) / 1e6).toFixed(1)} ms; ` +
+          `longest stall of this process's own: ${worst.stallMs.toFixed(1)} ms ` +
+          `(${worst.wallMs.toFixed(1)} ms without a turn, ${worst.onCpuMs.toFixed(1)} ms on a core, ${worst.waitingForCpuMs.toFixed(1)} ms waiting for one)`,
       );
-      expect(worst.cpuMs).toBeLessThan(100);
+      expect(worst.stallMs).toBeLessThan(100);
+      // Whatever the machine's load, a multi-second freeze (a lock wait, say) fails here too.
+      expect(maxStallMs).toBeLessThan(2_000);
     } finally {
       await client.dispose();
     }
@@ -87,24 +90,25 @@ describe("load", () => {
 });
 
 /**
- * Samples every few milliseconds how long the event loop went without a turn
- * (wall time) and how much CPU the event-loop thread spent meanwhile. On a
- * machine shared with other work the wall time includes the time this process
- * waited for a core; the thread's CPU time is what it spent without yielding,
- * its own garbage collection included. Linux tells a thread's CPU time (in
- * 10 ms ticks); elsewhere the whole process's is used, an overestimate.
+ * Samples every few milliseconds how long the event loop went without a turn,
+ * and splits that wall time with the kernel's scheduler statistics for the
+ * event-loop thread: time on a core, and time it was ready to run but waited for
+ * one. On a machine shared with other work the waiting is the machine's doing;
+ * the rest (running, or blocked in a call such as a lock wait) is this process
+ * keeping its own loop from turning: the stall that counts. Where the kernel
+ * does not tell (not Linux), the whole wall time counts.
  */
-function watchBusyStretches() {
-  let lastWall = performance.now();
-  let lastCpu = loopThreadCpuMs();
-  let worst = { wallMs: 0, cpuMs: 0 };
+function watchStalls() {
+  let last = { wallMs: performance.now(), ...loopThreadSchedule() };
+  let worst = { stallMs: 0, wallMs: 0, onCpuMs: 0, waitingForCpuMs: 0 };
   const timer = setInterval(() => {
-    const wall = performance.now();
-    const cpu = loopThreadCpuMs();
-    const stretch = { wallMs: wall - lastWall, cpuMs: cpu - lastCpu };
-    if (stretch.cpuMs > worst.cpuMs || (stretch.cpuMs === worst.cpuMs && stretch.wallMs > worst.wallMs)) worst = stretch;
-    lastWall = wall;
-    lastCpu = cpu;
+    const now = { wallMs: performance.now(), ...loopThreadSchedule() };
+    const wallMs = now.wallMs - last.wallMs;
+    const onCpuMs = now.onCpuMs - last.onCpuMs;
+    const waitingForCpuMs = now.waitingForCpuMs - last.waitingForCpuMs;
+    const stallMs = wallMs - waitingForCpuMs;
+    if (stallMs > worst.stallMs) worst = { stallMs, wallMs, onCpuMs, waitingForCpuMs };
+    last = now;
   }, 5);
   return {
     stop() {
@@ -114,16 +118,14 @@ function watchBusyStretches() {
   };
 }
 
-const THREAD_STAT = `/proc/self/task/${process.pid}/stat`;
-const TICK_MS = 10; // USER_HZ is 100 on Linux
+const SCHEDSTAT = `/proc/self/task/${process.pid}/schedstat`;
 
-function loopThreadCpuMs(): number {
+/** The event-loop thread's time on a core and time waiting for one, from /proc (nanoseconds there); zeros elsewhere. */
+function loopThreadSchedule(): { onCpuMs: number; waitingForCpuMs: number } {
   try {
-    // Fields after the command name, which is in parentheses: utime and stime are the 12th and 13th.
-    const fields = fs.readFileSync(THREAD_STAT, "utf8").split(") ")[1]!.split(" ");
-    return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+    const [onCpuNs, waitingNs] = fs.readFileSync(SCHEDSTAT, "utf8").trim().split(" ").map(Number);
+    return { onCpuMs: onCpuNs! / 1e6, waitingForCpuMs: waitingNs! / 1e6 };
   } catch {
-    const usage = process.cpuUsage();
-    return (usage.user + usage.system) / 1000;
+    return { onCpuMs: 0, waitingForCpuMs: 0 };
   }
 }
