@@ -116,12 +116,26 @@ export class CheckpointReadScope {
   readonly #states: BatchLoader<CheckpointState | null>;
   readonly #contents: BatchLoader<CheckpointContentRecord | null>;
   readonly #pages = new Map<string, BatchLoader<CheckpointRecord[]>>();
+  readonly #runCheckpoints: BatchLoader<CheckpointRecord[]>;
+  /** Runs whose windows were asked for, by id (the loader's keys are ids). */
+  readonly #windowRuns = new Map<string, RunRecord>();
+  readonly #runOfCheckpoint = new Map<string, RunRecord>();
 
   constructor(
     private readonly model: CheckpointReadModel,
     private readonly stateReader: ThreadStateReader,
   ) {
     this.#states = new BatchLoader((keys) => this.#readStates(keys), () => null);
+    this.#runCheckpoints = new BatchLoader(
+      (runIds) =>
+        model.checkpointsInWindows(
+          runIds.map((id) => {
+            const run = this.#windowRuns.get(id)!;
+            return { key: id, threadId: run.conversationId, from: run.startMark, to: run.endMark };
+          }),
+        ),
+      () => [],
+    );
     this.#contents = new BatchLoader(
       async (keys) => new Map((await model.contents(keys.map(splitKey))).map((c) => [`${c.threadId} ${c.checkpointId}`, c])),
       () => null,
@@ -178,14 +192,21 @@ export class CheckpointReadScope {
 
   /** The run whose window holds the checkpoint, or null. */
   async runOf(checkpoint: CheckpointRecord): Promise<RunRecord | null> {
+    const windowed = this.#runOfCheckpoint.get(checkpoint.id);
+    if (windowed) return windowed;
     const view = await this.thread(checkpoint.threadId);
     const known = view.runOfCheckpoint.get(checkpoint.id);
     // A checkpoint newer than this scope's snapshot is placed against the same runs.
     return known !== undefined ? known : runAt(view.records.runs, checkpoint.id);
   }
 
+  /** The checkpoints inside the run's own window: read by window, so a page of runs never reads the rest of a long thread. */
   async checkpointsOf(run: RunRecord): Promise<CheckpointRecord[]> {
-    return (await this.thread(run.conversationId)).checkpointsOfRun.get(run.id) ?? [];
+    this.#windowRuns.set(run.id, run);
+    const checkpoints = await this.#runCheckpoints.load(run.id);
+    // Windows never overlap: the run that holds a checkpoint is known without the thread.
+    for (const checkpoint of checkpoints) this.#runOfCheckpoint.set(checkpoint.id, run);
+    return checkpoints;
   }
 
   async failedTasksOf(run: RunRecord): Promise<FailedTask[]> {

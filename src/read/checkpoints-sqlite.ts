@@ -15,6 +15,7 @@ import {
   type CheckpointRecord,
   type CheckpointSourceValue,
   type CheckpointWriteRecord,
+  type RunWindow,
   type ThreadRecords,
 } from "./checkpoints.ts";
 
@@ -124,6 +125,25 @@ export class SqliteCheckpointReadModel implements CheckpointReadModel {
     for (const row of runs) result.get(row.conversation_id)?.runs.push(toRun(row));
     for (const row of checkpoints) result.get(row.thread_id)?.checkpoints.push(toCheckpoint(row));
     for (const row of errors) result.get(row.thread_id)?.errorWrites.push(toWrite(row));
+    return result;
+  }
+
+  async checkpointsInWindows(windows: RunWindow[]): Promise<Map<string, CheckpointRecord[]>> {
+    const result = new Map<string, CheckpointRecord[]>(windows.map((w) => [w.key, []]));
+    if (windows.length === 0) return result;
+    // A range scan of the primary key per window: only the checkpoints asked for
+    // are read and their JSON extracted, not the whole thread's.
+    const rows = this.#all<CheckpointRow & { window_key: string }>(
+      `WITH w AS (
+         SELECT json_extract(value, '$.key') AS window_key, json_extract(value, '$.threadId') AS t,
+                json_extract(value, '$.from') AS lo, json_extract(value, '$.to') AS hi
+         FROM json_each(?))
+       SELECT w.window_key, ${CHECKPOINT_COLUMNS} FROM w
+       JOIN checkpoints ON checkpoint_ns = '' AND thread_id = w.t AND checkpoint_id >= w.lo AND (w.hi IS NULL OR checkpoint_id <= w.hi)
+       ORDER BY w.window_key, checkpoint_id`,
+      JSON.stringify(windows),
+    );
+    for (const row of rows) result.get(row.window_key)?.push(toCheckpoint(row));
     return result;
   }
 

@@ -61,9 +61,23 @@ export interface CheckpointPageWindow {
   fromEnd: boolean;
 }
 
+/** One run's correlation window over its thread's checkpoint ids. */
+export interface RunWindow {
+  key: string;
+  threadId: string;
+  from: string;
+  to: string | null;
+}
+
 export interface CheckpointReadModel {
   /** The runs, checkpoints and failed tasks of each conversation; conversations without any get empty lists. */
   threads(conversationIds: string[]): Promise<Map<string, ThreadRecords>>;
+  /**
+   * The checkpoints inside each run window, oldest first: `from` and `to` are a
+   * run's start and end marks, inclusive; `to` null is a window still open.
+   * Results are keyed by each window's `key`.
+   */
+  checkpointsInWindows(windows: RunWindow[]): Promise<Map<string, CheckpointRecord[]>>;
   /** One window of each conversation's checkpoints, oldest first. */
   pages(conversationIds: string[], window: CheckpointPageWindow): Promise<Map<string, CheckpointRecord[]>>;
   /** The checkpoints with these ids, of conversations that exist. */
