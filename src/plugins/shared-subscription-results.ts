@@ -39,10 +39,12 @@ export function useSharedSubscriptionResults(): Plugin {
   };
 
   return {
-    onSubscribe({ setSubscribeFn }) {
+    onSubscribe({ subscribeFn, setSubscribeFn }) {
       setSubscribeFn(async (args) => {
         const source = await createSourceEventStream(args as ExecutionArgs);
-        if (!isAsyncIterable(source)) return source;
+        // No stream (bad variables, a refused subscription): the default subscribe
+        // reports it, so errors and HTTP statuses stay exactly as without this plugin.
+        if (!isAsyncIterable(source)) return subscribeFn(args);
         const key = operationKey(args as ExecutionArgs);
         return mapAsyncIterable(source, (event) => executeShared(args as ExecutionArgs, key, event));
       });
