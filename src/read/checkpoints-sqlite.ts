@@ -134,7 +134,9 @@ export class SqliteCheckpointReadModel implements CheckpointReadModel {
     // A range scan of the primary key per window: only the checkpoints asked for
     // are read and their JSON extracted, not the whole thread's.
     const rows = this.#all<CheckpointRow & { window_key: string }>(
-      `WITH w AS (
+      // MATERIALIZED: the windows are decoded once, then each drives a primary-key
+      // range scan; inlined, SQLite would decode them again for every row compared.
+      `WITH w AS MATERIALIZED (
          SELECT json_extract(value, '$.key') AS window_key, json_extract(value, '$.threadId') AS t,
                 json_extract(value, '$.from') AS lo, json_extract(value, '$.to') AS hi
          FROM json_each(?))
