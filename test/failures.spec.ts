@@ -2,10 +2,9 @@
 // over HTTP: each run ends with the right status and code within a bounded time,
 // keeps the text it streamed, leaves its step resumable, and the server goes on
 // serving the next run.
-import net from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { defaultResponder, splitTokens, startFakeOllama, type FakeOllama, type FakeStep } from "./support/fake-ollama.ts";
-import { startTestApp, waitForRun } from "./support/app.ts";
+import { closedPort, startTestApp, waitForRun } from "./support/app.ts";
 import { CONVERSATION, RESUME_RUN, START_RUN, gqlOk } from "./support/graphql.ts";
 import type { App } from "../src/app.ts";
 import { createModelFetch, type ModelTransportReport } from "../src/agent/model-fetch.ts";
@@ -58,13 +57,6 @@ async function expectResumable(conversationId: string, message = "Hello there") 
   expect(after.messages.at(-1)).toMatchObject({ role: "ASSISTANT", content: `Echo: ${message}` });
 }
 
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 describe("the model failing", () => {
   it("connection refused (nothing listens on OLLAMA_HOST): MODEL_UNAVAILABLE", async () => {

@@ -3,10 +3,9 @@
 // third message (FAILED, MODEL_UNAVAILABLE); a restart with the model back and a
 // resume. Then the seed's "Observed" list, checked with its own sqlite3 queries.
 import { execFileSync } from "node:child_process";
-import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { startServerProcess, tempDatabaseUrl, waitForRun, type ServerProcess } from "./support/app.ts";
+import { closedPort, startServerProcess, tempDatabaseUrl, waitForRun, type ServerProcess } from "./support/app.ts";
 import { CONVERSATION, RESUME_RUN, START_RUN, gqlOk } from "./support/graphql.ts";
 
 function sqlite(file: string, sql: string, mode: "-json" | "-column" = "-json"): any {
@@ -14,14 +13,6 @@ function sqlite(file: string, sql: string, mode: "-json" | "-column" = "-json"):
   return mode === "-json" ? (out.trim() ? JSON.parse(out) : []) : out;
 }
 
-/** A port nothing listens on: bound, then released. */
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
 
 let fake: FakeOllama;
 let server: ServerProcess | undefined;

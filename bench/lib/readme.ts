@@ -3,22 +3,10 @@
 import fs from "node:fs";
 import path from "node:path";
 import { ROOT } from "./processes.ts";
-import type { Measure, Row, ScenarioResult } from "./report.ts";
+import { fmt, measureCell, type Row, type ScenarioResult } from "./report.ts";
 
 const HEADING = "## Performance";
 
-function fmt(value: number): string {
-  if (!Number.isFinite(value)) return "n/a";
-  const abs = Math.abs(value);
-  if (abs >= 1000) return Math.round(value).toLocaleString("en-US");
-  if (abs >= 100) return value.toFixed(0);
-  if (abs >= 10) return value.toFixed(1);
-  return value.toFixed(2);
-}
-
-function cell(m: Measure): string {
-  return m.kind === "scalar" ? `${fmt(m.median)} ${m.unit}` : `${fmt(m.median.p50)} / ${fmt(m.median.p95)} / ${fmt(m.median.p99)} ${m.unit}`;
-}
 
 function ratio(row: Row): string {
   const base = row.baseline?.measure;
@@ -70,7 +58,7 @@ export function readmeSection(results: ScenarioResult[]): string {
     ...results.flatMap((r) =>
       r.rows.map(
         (row) =>
-          `| ${row.scenario} | ${row.case} | ${row.metric} | ${cell(row.runledger)} | ${row.baseline ? `${row.baseline.label}: ${cell(row.baseline.measure)}` : ""} | ${ratio(row)} | ${row.target?.text ?? ""} | ${row.target ? (row.target.met ? "yes" : "**no**") : ""} |`,
+          `| ${row.scenario} | ${row.case} | ${row.metric} | ${measureCell(row.runledger)} | ${row.baseline ? `${row.baseline.label}: ${measureCell(row.baseline.measure)}` : ""} | ${ratio(row)} | ${row.target?.text ?? ""} | ${row.target ? (row.target.met ? "yes" : "**no**") : ""} |`,
       ),
     ),
     "",

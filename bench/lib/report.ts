@@ -68,7 +68,8 @@ function round(value: number, digits: number): number {
   return Math.round(value * f) / f;
 }
 
-function fmt(value: number): string {
+/** Numbers for the tables: three significant digits, thousands separated. */
+export function fmt(value: number): string {
   if (!Number.isFinite(value)) return "n/a";
   const abs = Math.abs(value);
   if (abs >= 1000) return Math.round(value).toLocaleString("en-US");
@@ -77,7 +78,7 @@ function fmt(value: number): string {
   return value.toFixed(2);
 }
 
-function measureCell(m: Measure): string {
+export function measureCell(m: Measure): string {
   if (m.kind === "scalar") return `${fmt(m.median)} ${m.unit}`;
   return `${fmt(m.median.p50)} / ${fmt(m.median.p95)} / ${fmt(m.median.p99)} ${m.unit}`;
 }
