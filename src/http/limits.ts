@@ -30,14 +30,15 @@ export function createRequestLimits(config: Pick<Config, "limits">, logger: Logg
   const { limits } = config;
   return {
     yoga: {
-      maxRequestBodySize: limits.requestBytes,
+      // MAX_REQUEST_BYTES is enforced by useJsonBodiesOnly, at less cost than yoga's own limit.
+      maxRequestBodySize: false,
       // One operation per request: a batch would multiply every per-operation limit.
       batching: false,
       // No uploads in this API, and a multipart form is a POST any web page can send.
       multipart: false,
       maskedErrors: createErrorMasking(logger),
       plugins: [
-        useJsonBodiesOnly(),
+        useJsonBodiesOnly({ maxBytes: limits.requestBytes }),
         ...useOperationLimits(limits),
         usePageSizeLimit(limits.pageSize),
         useWellFormedStrings(),
