@@ -18,6 +18,7 @@ import { RunService } from "./runs/service.ts";
 import { ConversationService } from "./runs/conversations.ts";
 import { startHttpServer, type HttpServer } from "./server.ts";
 import { SqliteCheckpointReadModel } from "./read/checkpoints-sqlite.ts";
+import { SqliteConversationListReadModel } from "./read/conversation-list-sqlite.ts";
 import { exportRoute } from "./http/export.ts";
 import type { Services } from "./context.ts";
 
@@ -74,7 +75,8 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
   const runs = new RunService({ store, bus, agent, ownerId: ownership.id, maxMessageChars: config.maxMessageChars, logger });
   const conversations = new ConversationService(store, bus);
   const checkpointReads = SqliteCheckpointReadModel.open(config.databasePath);
-  const services: Services = { prisma, store, bus, agent, runs, conversations, checkpointReads };
+  const conversationList = SqliteConversationListReadModel.open(config.databasePath);
+  const services: Services = { prisma, store, bus, agent, runs, conversations, checkpointReads, conversationList };
 
   const http = await startHttpServer({
     config,
@@ -101,6 +103,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
         await ownership.stop();
         await prisma.$disconnect();
         checkpointReads.close();
+        conversationList.close();
         checkpointer.close();
         sqlite.close();
       })();

@@ -7,6 +7,7 @@ import type { RunService } from "./runs/service.ts";
 import type { RunStore } from "./runs/store.ts";
 import type { ConversationService } from "./runs/conversations.ts";
 import type { CheckpointReadModel } from "./read/checkpoints.ts";
+import type { ConversationListReadModel } from "./read/conversation-list.ts";
 import { checkpointScopes, type CheckpointReadScope } from "./read/checkpoints-scope.ts";
 
 export interface Services {
@@ -19,6 +20,8 @@ export interface Services {
   bus: EventBus;
   /** LangGraph's checkpoints and writes, read for the API (the correlation read model). */
   checkpointReads: CheckpointReadModel;
+  /** The `conversations` page and total. */
+  conversationList: ConversationListReadModel;
 }
 
 export interface Context extends Services {

@@ -1,3 +1,4 @@
+import { prismaConnectionHelpers } from "@pothos/plugin-prisma";
 import { builder } from "./builder.ts";
 import { NodeInterface } from "./node.ts";
 import { Message } from "./message.ts";
@@ -64,19 +65,27 @@ builder.queryField("conversation", (t) =>
   }),
 );
 
+// The list is served by the conversation list read model (prepared statements), in
+// Prisma's cursor terms, so cursors and paging match the Prisma connections. Fields
+// the rows lack (activeRun, latestRun, runs, resumable) are loaded per conversation
+// by the Prisma plugin, as for any Conversation not fetched through Prisma.
+const conversationPages = prismaConnectionHelpers(builder, "Conversation", { cursor: "id", maxSize: PAGE_SIZE_MAX, defaultSize: PAGE_SIZE_DEFAULT });
+
 builder.queryField("conversations", (t) =>
-  t.prismaConnection(
+  t.connection(
     {
-      type: "Conversation",
-      cursor: "id",
+      type: Conversation,
       description: "Newest updatedAt first.",
-      maxSize: PAGE_SIZE_MAX,
-      defaultSize: PAGE_SIZE_DEFAULT,
-      totalCount: (_root, _args, ctx) => ctx.prisma.conversation.count(),
-      resolve: (query, _root, _args, ctx) =>
-        ctx.prisma.conversation.findMany({ ...query, orderBy: [{ updatedAt: "desc" }, { id: "desc" }] }),
+      resolve: async (_root, args, ctx) => {
+        const { cursor, skip = 0, take = PAGE_SIZE_DEFAULT } = conversationPages.getQuery(args, ctx, () => true);
+        const rows = await ctx.conversationList.page({ cursor: cursor?.id === undefined ? undefined : { id: cursor.id }, skip, take });
+        return conversationPages.resolve(rows, args, ctx);
+      },
     },
-    { name: "ConversationConnection" },
+    {
+      name: "ConversationConnection",
+      fields: (c) => ({ totalCount: c.int({ resolve: (_page, _args, ctx) => ctx.conversationList.count() }) }),
+    },
     { name: "ConversationEdge" },
   ),
 );
