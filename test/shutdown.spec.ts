@@ -73,7 +73,8 @@ describe("SIGTERM", () => {
     expect((await waitForRun(server.url, done.runId)).status).toBe("COMPLETED");
     const active = [await start(server.url, "slow one"), await start(server.url, "slow two"), await start(server.url, "slow three")];
 
-    const ws = wsClient(server.url);
+    // Not lazy: a lazy client closes the socket itself (1000) once its last subscription completes, racing the server's 1001.
+    const ws = wsClient(server.url, { lazy: false });
     const closeCodes: number[] = [];
     ws.on("closed", (event) => closeCodes.push((event as { code: number }).code));
     const sse = sseClient(server.url);
