@@ -81,6 +81,17 @@ describe("SqliteConversationListReadModel", () => {
     await prisma.conversation.delete({ where: { id } });
   });
 
+  it("seeks and reads in index order: no scan up to the cursor, no sort", () => {
+    const sql = (model as SqliteConversationListReadModel).statementSql;
+    for (const [name, statement] of Object.entries(sql)) {
+      const params = name.endsWith("From") ? [ids[30], 5, 0] : [5, 0];
+      const plan = (db.prepare(`EXPLAIN QUERY PLAN ${statement}`).all(...params) as { detail: string }[]).map((p) => p.detail);
+      expect(plan.join("\n"), name).not.toMatch(/TEMP B-TREE|SCAN c\b(?! USING (COVERING )?INDEX conversations_updated_at_id_idx)/);
+      expect(plan.join("\n"), name).toMatch(/conversations_updated_at_id_idx/);
+      if (name.endsWith("From")) expect(plan.join("\n"), name).toMatch(/SEARCH c USING INDEX conversations_updated_at_id_idx \((updated_at|\(updated_at,id\))[<>]/);
+    }
+  });
+
   it("reads dates in both of SQLite's stored forms", () => {
     expect(parseSqliteDate("2026-11-30T14:02:00.123+00:00").toISOString()).toBe("2026-11-30T14:02:00.123Z");
     expect(parseSqliteDate("2026-11-30 14:02:00").toISOString()).toBe("2026-11-30T14:02:00.000Z");

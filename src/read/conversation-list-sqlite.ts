@@ -6,7 +6,8 @@ import type { ConversationRecord } from "../runs/store.ts";
 import type { ConversationListReadModel, ConversationPageQuery } from "./conversation-list.ts";
 
 const COLUMNS = "c.id, c.title, c.created_at, c.updated_at, c.message_count";
-// The cursor row's sort key; a cursor that names no row matches nothing.
+// The cursor row's sort key; a cursor that names no row matches nothing. Compared as
+// a row value, so the (updated_at, id) index seeks to the cursor rather than scanning up to it.
 const FROM_CURSOR = "FROM conversations c, (SELECT updated_at AS u, id AS i FROM conversations WHERE id = ?) k";
 
 interface Row {
@@ -39,16 +40,22 @@ export class SqliteConversationListReadModel implements ConversationListReadMode
   readonly #db: SqliteDatabase;
   readonly #statements;
 
+  /** The statements' SQL, for query plan checks. */
+  get statementSql(): Record<"forward" | "backward" | "forwardFrom" | "backwardFrom", string> {
+    const s = this.#statements;
+    return { forward: s.forward.source, backward: s.backward.source, forwardFrom: s.forwardFrom.source, backwardFrom: s.backwardFrom.source };
+  }
+
   constructor(db: SqliteDatabase) {
     this.#db = db;
     this.#statements = {
       forward: db.prepare<[number, number], Row>(`SELECT ${COLUMNS} FROM conversations c ORDER BY c.updated_at DESC, c.id DESC LIMIT ? OFFSET ?`),
       backward: db.prepare<[number, number], Row>(`SELECT ${COLUMNS} FROM conversations c ORDER BY c.updated_at ASC, c.id ASC LIMIT ? OFFSET ?`),
       forwardFrom: db.prepare<[string, number, number], Row>(
-        `SELECT ${COLUMNS} ${FROM_CURSOR} WHERE c.updated_at < k.u OR (c.updated_at = k.u AND c.id <= k.i) ORDER BY c.updated_at DESC, c.id DESC LIMIT ? OFFSET ?`,
+        `SELECT ${COLUMNS} ${FROM_CURSOR} WHERE (c.updated_at, c.id) <= (k.u, k.i) ORDER BY c.updated_at DESC, c.id DESC LIMIT ? OFFSET ?`,
       ),
       backwardFrom: db.prepare<[string, number, number], Row>(
-        `SELECT ${COLUMNS} ${FROM_CURSOR} WHERE c.updated_at > k.u OR (c.updated_at = k.u AND c.id >= k.i) ORDER BY c.updated_at ASC, c.id ASC LIMIT ? OFFSET ?`,
+        `SELECT ${COLUMNS} ${FROM_CURSOR} WHERE (c.updated_at, c.id) >= (k.u, k.i) ORDER BY c.updated_at ASC, c.id ASC LIMIT ? OFFSET ?`,
       ),
       count: db.prepare<[], { n: number }>("SELECT count(*) AS n FROM conversations"),
     };
