@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp } from "./support/app.ts";
 import { gql, gqlOk } from "./support/graphql.ts";
-import { SqliteCheckpointReadModel } from "../src/read/checkpoints-sqlite.ts";
+import { CHECKPOINTS_IN_WINDOWS_SQL, SqliteCheckpointReadModel } from "../src/read/checkpoints-sqlite.ts";
+import { openSqlite } from "../src/db/sqlite.ts";
 import { SINGLE_READS_PER_THREAD } from "../src/read/checkpoints-scope.ts";
 import type { App } from "../src/app.ts";
 
@@ -146,5 +147,17 @@ describe("statements per response", () => {
     const larger = await gql(app.url, query, { id: conversationId, n: 1000 });
     if (larger.errors) expect(larger.errors[0]!.message).toContain("at most 100");
     else expect(larger.data.conversation.checkpoints.edges).toHaveLength(100);
+  });
+});
+
+describe("query plans", () => {
+  it("reads each run's window as a primary-key range bounded at both ends, open windows included", () => {
+    const db = openSqlite(app.databaseFile, { readonly: true });
+    try {
+      const plan = (db.prepare(`EXPLAIN QUERY PLAN ${CHECKPOINTS_IN_WINDOWS_SQL}`).all(JSON.stringify([{ key: "k", threadId: conversationId, from: "a", to: null }])) as { detail: string }[]).map((p) => p.detail);
+      expect(plan.join("\n")).toMatch(/SEARCH checkpoints USING (COVERING )?INDEX sqlite_autoindex_checkpoints_1 \(thread_id=\? AND checkpoint_ns=\? AND checkpoint_id>\? AND checkpoint_id<\?\)/);
+    } finally {
+      db.close();
+    }
   });
 });

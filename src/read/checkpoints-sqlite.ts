@@ -30,6 +30,18 @@ const WRITE_COLUMNS = `thread_id, checkpoint_id, task_id, channel, idx, type, CA
 const RUN_COLUMNS = `id, conversation_id, kind, status, input, error_code, error_message, partial_output,
   started_at, finished_at, start_mark, end_mark, last_event_seq, owner_id`;
 
+// MATERIALIZED: the windows are decoded once, then each drives a primary-key
+// range scan; inlined, SQLite would decode them again for every row compared.
+// An open window ends at U+10FFFF, above any id: with `hi IS NULL OR ...` the
+// scan would have no upper bound and read on to the end of the thread.
+export const CHECKPOINTS_IN_WINDOWS_SQL = `WITH w AS MATERIALIZED (
+    SELECT json_extract(value, '$.key') AS window_key, json_extract(value, '$.threadId') AS t,
+      json_extract(value, '$.from') AS lo, coalesce(json_extract(value, '$.to'), char(1114111)) AS hi
+    FROM json_each(?))
+  SELECT w.window_key, ${CHECKPOINT_COLUMNS} FROM w
+  JOIN checkpoints ON checkpoint_ns = '' AND thread_id = w.t AND checkpoint_id >= w.lo AND checkpoint_id <= w.hi
+  ORDER BY w.window_key, checkpoint_id`;
+
 interface CheckpointRow {
   thread_id: string;
   checkpoint_ns: string;
@@ -134,15 +146,7 @@ export class SqliteCheckpointReadModel implements CheckpointReadModel {
     // A range scan of the primary key per window: only the checkpoints asked for
     // are read and their JSON extracted, not the whole thread's.
     const rows = this.#all<CheckpointRow & { window_key: string }>(
-      // MATERIALIZED: the windows are decoded once, then each drives a primary-key
-      // range scan; inlined, SQLite would decode them again for every row compared.
-      `WITH w AS MATERIALIZED (
-         SELECT json_extract(value, '$.key') AS window_key, json_extract(value, '$.threadId') AS t,
-                json_extract(value, '$.from') AS lo, json_extract(value, '$.to') AS hi
-         FROM json_each(?))
-       SELECT w.window_key, ${CHECKPOINT_COLUMNS} FROM w
-       JOIN checkpoints ON checkpoint_ns = '' AND thread_id = w.t AND checkpoint_id >= w.lo AND (w.hi IS NULL OR checkpoint_id <= w.hi)
-       ORDER BY w.window_key, checkpoint_id`,
+      CHECKPOINTS_IN_WINDOWS_SQL,
       JSON.stringify(windows),
     );
     for (const row of rows) result.get(row.window_key)?.push(toCheckpoint(row));
