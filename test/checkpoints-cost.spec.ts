@@ -10,7 +10,6 @@ import { gql, gqlOk } from "./support/graphql.ts";
 import { CHECKPOINTS_IN_WINDOWS_SQL, SqliteCheckpointReadModel } from "../src/read/checkpoints-sqlite.ts";
 import { openSqlite } from "../src/db/sqlite.ts";
 import { SINGLE_READS_PER_THREAD } from "../src/read/checkpoints-scope.ts";
-import type { App } from "../src/app.ts";
 
 const require = createRequire(import.meta.url);
 
@@ -36,7 +35,7 @@ function countStatements(): { count: () => number; sql: string[]; restore: () =>
 }
 
 let fake: FakeOllama;
-let app: App;
+let app: Awaited<ReturnType<typeof startTestApp>>;
 let conversationId: string;
 const otherConversations: string[] = [];
 
