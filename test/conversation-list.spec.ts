@@ -7,7 +7,8 @@ import { tempDatabaseUrl } from "./support/app.ts";
 import { openSqlite, type SqliteDatabase } from "../src/db/sqlite.ts";
 import { migrate } from "../src/db/migrate.ts";
 import { createPrismaClient, type PrismaClient } from "../src/db/prisma.ts";
-import { parseSqliteDate, SqliteConversationListReadModel } from "../src/read/conversation-list-sqlite.ts";
+import { SqliteConversationListReadModel } from "../src/read/conversation-list-sqlite.ts";
+import { formatSqliteDate, parseSqliteDate } from "../src/db/rows.ts";
 import type { ConversationListReadModel, ConversationPageQuery } from "../src/read/conversation-list.ts";
 
 const ORDER = [{ updatedAt: "desc" as const }, { id: "desc" as const }];
@@ -96,5 +97,7 @@ describe("SqliteConversationListReadModel", () => {
     expect(parseSqliteDate("2026-11-30T14:02:00.123+00:00").toISOString()).toBe("2026-11-30T14:02:00.123Z");
     expect(parseSqliteDate("2026-11-30 14:02:00").toISOString()).toBe("2026-11-30T14:02:00.000Z");
     expect(parseSqliteDate(Date.parse("2026-11-30T14:02:00.000Z")).toISOString()).toBe("2026-11-30T14:02:00.000Z");
+    // Written as Prisma writes it, so text order stays chronological across writers.
+    expect(formatSqliteDate(new Date("2026-11-30T14:02:00.120Z"))).toBe("2026-11-30T14:02:00.120+00:00");
   });
 });

@@ -6,7 +6,7 @@
 import { isBaseMessage, type BaseMessage } from "@langchain/core/messages";
 import { JsonPlusSerializer, type SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { openSqlite, type SqliteDatabase } from "../db/sqlite.ts";
-import type { RunRecord } from "../runs/store.ts";
+import { RUN_COLUMNS, toRunRecord, type RunRow } from "../db/rows.ts";
 import {
   ERROR_CHANNEL,
   type CheckpointContentRecord,
@@ -26,9 +26,6 @@ const CHECKPOINT_COLUMNS = `
   json_extract(CAST(metadata AS TEXT), '$.source') AS source`;
 
 const WRITE_COLUMNS = `thread_id, checkpoint_id, task_id, channel, idx, type, CAST(value AS TEXT) AS value`;
-
-const RUN_COLUMNS = `id, conversation_id, kind, status, input, error_code, error_message, partial_output,
-  started_at, finished_at, start_mark, end_mark, last_event_seq, owner_id`;
 
 // MATERIALIZED: the windows are decoded once, then each drives a primary-key
 // range scan; inlined, SQLite would decode them again for every row compared.
@@ -68,23 +65,6 @@ interface ContentRow {
   type: string | null;
   message_count: number | null;
   last_message: string | null;
-}
-
-interface RunRow {
-  id: string;
-  conversation_id: string;
-  kind: string;
-  status: string;
-  input: string | null;
-  error_code: string | null;
-  error_message: string | null;
-  partial_output: string | null;
-  started_at: string | number;
-  finished_at: string | number | null;
-  start_mark: string;
-  end_mark: string | null;
-  last_event_seq: number;
-  owner_id: string | null;
 }
 
 export class SqliteCheckpointReadModel implements CheckpointReadModel {
@@ -134,7 +114,7 @@ export class SqliteCheckpointReadModel implements CheckpointReadModel {
       ),
     }));
     const { runs, checkpoints, errors } = read.deferred();
-    for (const row of runs) result.get(row.conversation_id)?.runs.push(toRun(row));
+    for (const row of runs) result.get(row.conversation_id)?.runs.push(toRunRecord(row));
     for (const row of checkpoints) result.get(row.thread_id)?.checkpoints.push(toCheckpoint(row));
     for (const row of errors) result.get(row.thread_id)?.errorWrites.push(toWrite(row));
     return result;
@@ -257,23 +237,4 @@ function toWrite(row: WriteRow): CheckpointWriteRecord {
     }
   }
   return { threadId: row.thread_id, checkpointId: row.checkpoint_id, taskId: row.task_id, channel: row.channel, idx: row.idx, value };
-}
-
-function toRun(row: RunRow): RunRecord {
-  return {
-    id: row.id,
-    conversationId: row.conversation_id,
-    kind: row.kind,
-    status: row.status,
-    input: row.input,
-    errorCode: row.error_code,
-    errorMessage: row.error_message,
-    partialOutput: row.partial_output,
-    startedAt: new Date(row.started_at),
-    finishedAt: row.finished_at === null ? null : new Date(row.finished_at),
-    startMark: row.start_mark,
-    endMark: row.end_mark,
-    lastEventSeq: row.last_event_seq,
-    ownerId: row.owner_id,
-  };
 }

@@ -3,34 +3,13 @@
 // query anew (about 1.5 ms of CPU for a findMany); these take a tenth of that.
 import { openSqlite, type SqliteDatabase } from "../db/sqlite.ts";
 import type { ConversationRecord } from "../runs/store.ts";
+import { toConversationRecord, type ConversationRow as Row } from "../db/rows.ts";
 import type { ConversationListReadModel, ConversationPageQuery } from "./conversation-list.ts";
 
 const COLUMNS = "c.id, c.title, c.created_at, c.updated_at, c.message_count";
 // The cursor row's sort key; a cursor that names no row matches nothing. Compared as
 // a row value, so the (updated_at, id) index seeks to the cursor rather than scanning up to it.
 const FROM_CURSOR = "FROM conversations c, (SELECT updated_at AS u, id AS i FROM conversations WHERE id = ?) k";
-
-interface Row {
-  id: string;
-  title: string;
-  created_at: string | number;
-  updated_at: string | number;
-  message_count: number;
-}
-
-/** A stored DATETIME: Prisma writes ISO 8601 text; SQLite's CURRENT_TIMESTAMP default writes "YYYY-MM-DD HH:MM:SS" in UTC. */
-export function parseSqliteDate(value: string | number): Date {
-  if (typeof value === "number") return new Date(value);
-  return new Date(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d+)?$/.test(value) ? `${value.replace(" ", "T")}Z` : value);
-}
-
-const toRecord = (row: Row): ConversationRecord => ({
-  id: row.id,
-  title: row.title,
-  createdAt: parseSqliteDate(row.created_at),
-  updatedAt: parseSqliteDate(row.updated_at),
-  messageCount: row.message_count,
-});
 
 export class SqliteConversationListReadModel implements ConversationListReadModel {
   static open(databasePath: string): SqliteConversationListReadModel {
@@ -75,7 +54,7 @@ export class SqliteConversationListReadModel implements ConversationListReadMode
           : s.backward.all(limit, skip);
     // Read backwards from the end; the page itself is in list order.
     if (take < 0) rows.reverse();
-    return rows.map(toRecord);
+    return rows.map(toConversationRecord);
   }
 
   async count(): Promise<number> {
