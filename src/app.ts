@@ -12,7 +12,7 @@ import { AgentRuntime } from "./agent/runtime.ts";
 import { builtinTools } from "./agent/tools.ts";
 import { threadConfig } from "./agent/graph.ts";
 import { InMemoryEventBus } from "./events/bus.ts";
-import { PrismaRunStore } from "./runs/store.ts";
+import { SqliteRunStore } from "./runs/store-sqlite.ts";
 import { RunOwnership } from "./runs/ownership.ts";
 import { RunService } from "./runs/service.ts";
 import { ConversationService } from "./runs/conversations.ts";
@@ -42,15 +42,16 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
   const { applied } = migrate(sqlite);
   if (applied.length) logger.info("database migrated", { applied, database: config.databasePath });
 
-  // The run store and the checkpointer write the file through two connections: one writer at a time.
+  // The run store (on this connection) and the checkpointer write the file through two connections: one writer at a time.
   const writeGate = new WriteGate();
   const checkpointer = createSqliteCheckpointer(config.databasePath, writeGate);
   // SqliteSaver creates its tables lazily; create them now so that deleting a
   // conversation (which removes its thread in the same transaction) can rely on them.
   await checkpointer.saver.getTuple(threadConfig("00000000-0000-0000-0000-000000000000"));
 
+  // Prisma reads for the GraphQL types; the run store writes with prepared statements (src/runs/store-sqlite.ts).
   const prisma = createPrismaClient(config.databasePath);
-  const store = new PrismaRunStore(prisma, writeGate);
+  const store = new SqliteRunStore(sqlite, writeGate);
   const bus = new InMemoryEventBus({
     retention: config.eventRetention,
     graceMs: config.eventGraceMs,

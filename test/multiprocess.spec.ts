@@ -14,6 +14,7 @@ import { createPrismaClient } from "../src/db/prisma.ts";
 import { createSqliteCheckpointer } from "../src/agent/checkpointer.ts";
 import { threadConfig } from "../src/agent/graph.ts";
 import { PrismaRunStore } from "../src/runs/store.ts";
+import { SqliteRunStore } from "../src/runs/store-sqlite.ts";
 
 /** Child processes start slowly on a busy machine; the work itself takes seconds. */
 const PROCESS_TEST_TIMEOUT_MS = 90_000;
@@ -186,7 +187,10 @@ describe("start-up recovery and the heartbeat sweep with two processes", () => {
   }, PROCESS_TEST_TIMEOUT_MS);
 });
 
-describe("SQLite contention between processes", () => {
+describe.each([
+  ["SqliteRunStore", (db: ReturnType<typeof openSqlite>) => new SqliteRunStore(db)],
+  ["PrismaRunStore", (_db: ReturnType<typeof openSqlite>, prisma: ReturnType<typeof createPrismaClient>) => new PrismaRunStore(prisma)],
+] as const)("SQLite contention between processes: %s", (_name, createStore) => {
   it("a transaction that reads before it writes never fails with SQLITE_BUSY while another process writes", async () => {
     const { file } = tempDatabaseUrl("runledger-twoproc-busy-");
     const db = openSqlite(file);
@@ -195,7 +199,7 @@ describe("SQLite contention between processes", () => {
     await checkpointer.saver.getTuple(threadConfig(randomUUID())); // creates LangGraph's tables
     db.prepare("INSERT INTO conversations (id, title, created_at, updated_at, message_count) VALUES ('other', 't', 0, 0, 0)").run();
     const prisma = createPrismaClient(file);
-    const store = new PrismaRunStore(prisma);
+    const store = createStore(db, prisma);
     // Another process commits small writes to the same file, back to back.
     const writer = spawn(
       process.execPath,

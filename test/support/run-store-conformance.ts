@@ -111,5 +111,33 @@ export function describeRunStoreConformance(name: string, createStore: () => Pro
         await store.removeOwner("live");
         expect(await store.listOwners()).toEqual([]);
       }));
+    it("lets exactly one of concurrent starts on a conversation win", () =>
+      withStore(async (store) => {
+        const id = randomUUID();
+        const { run } = await store.startRun(newRun(id), { title: "t" });
+        await store.finishRun(run.id, outcome());
+        const attempts = await Promise.allSettled(Array.from({ length: 5 }, (_, i) => store.startRun(newRun(id, { startedAt: at(600 + i) }))));
+        const won = attempts.filter((a) => a.status === "fulfilled");
+        expect(won).toHaveLength(1);
+        for (const lost of attempts.filter((a) => a.status === "rejected")) expect((lost as PromiseRejectedResult).reason).toBeInstanceOf(RunInProgressError);
+        expect((await store.activeRun(id))?.id).toBe((won[0] as PromiseFulfilledResult<{ run: { id: string } }>).value.run.id);
+      }));
+
+    it("adds what only the executing process knows to a run another process ended", () =>
+      withStore(async (store) => {
+        const id = randomUUID();
+        const { run } = await store.startRun(newRun(id), { title: "t" });
+        // Still running: nothing changes.
+        await store.completeEndedElsewhere(run.id, { lastEventSeq: 3, partialOutput: "x", endMark: "0009" });
+        expect(await store.getRun(run.id)).toMatchObject({ lastEventSeq: 0, partialOutput: null, endMark: null });
+        await store.finishRun(run.id, outcome({ status: "cancelled", errorCode: "CANCELLED", errorMessage: "cancelled", partialOutput: null, endMark: "0005", lastEventSeq: 1 }));
+        await store.completeEndedElsewhere(run.id, { lastEventSeq: 12, partialOutput: "streamed", endMark: "0004" });
+        // The seq is replaced, the text kept if none was recorded, the window end only moved later.
+        expect(await store.getRun(run.id)).toMatchObject({ status: "cancelled", errorCode: "CANCELLED", lastEventSeq: 12, partialOutput: "streamed", endMark: "0005" });
+        await store.completeEndedElsewhere(run.id, { lastEventSeq: 13, partialOutput: "other", endMark: "0010" });
+        expect(await store.getRun(run.id)).toMatchObject({ lastEventSeq: 13, partialOutput: "streamed", endMark: "0010" });
+        expect(await store.notRunning([])).toEqual([]);
+        expect(await store.notRunning([run.id, randomUUID()])).toEqual([run.id]);
+      }));
   });
 }
