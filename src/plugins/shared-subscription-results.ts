@@ -1,10 +1,8 @@
 // Fan-out without repeated work: every subscriber of a run receives the same
 // event object from the bus, and subscribers that sent the same document and
 // variables would compute the same result from it. This plugin executes each
-// (event, operation) pair once and hands the result to all of them. Over SSE
-// the JSON text is shared too: yoga serializes a result with its own `stringify`
-// when it has one, so each shared result carries a memoized one. Sending stays
-// per subscriber.
+// (event, operation) pair once and hands the result to all of them; serializing
+// and sending stay per subscriber.
 import { createSourceEventStream, execute, type DocumentNode, type ExecutionArgs, type ExecutionResult } from "graphql";
 import type { Plugin } from "graphql-yoga";
 
@@ -34,8 +32,7 @@ export function useSharedSubscriptionResults(): Plugin {
     }
     let result = results.get(key);
     if (!result) {
-      const executed = execute({ ...args, rootValue: event });
-      result = isPromise(executed) ? executed.then(withSharedText) : withSharedText(executed);
+      result = execute({ ...args, rootValue: event });
       results.set(key, result);
     }
     return result;
@@ -53,20 +50,6 @@ export function useSharedSubscriptionResults(): Plugin {
       });
     },
   };
-}
-
-function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
-  return typeof (value as Promise<T> | null)?.then === "function";
-}
-
-/** Gives the result a `stringify` that serializes it once for every subscriber (a changed copy, e.g. with errors reworded, is serialized anew). */
-function withSharedText(result: ExecutionResult): ExecutionResult {
-  let text: string | undefined;
-  Object.defineProperty(result, "stringify", {
-    value: (value: unknown) => (value === result ? (text ??= JSON.stringify(value)) : JSON.stringify(value)),
-    enumerable: false,
-  });
-  return result;
 }
 
 function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
