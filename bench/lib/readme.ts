@@ -6,7 +6,13 @@ import { ROOT } from "./processes.ts";
 import { fmt, measureCell, type Row, type ScenarioResult } from "./report.ts";
 
 const HEADING = "## Performance";
+/** The reading of the table (causes, what is left and why): written by people, kept beside the harness, appended under the table. */
+const ANALYSIS = path.join(ROOT, "bench", "analysis.md");
 
+function analysis(): string[] {
+  if (!fs.existsSync(ANALYSIS)) return [];
+  return [...fs.readFileSync(ANALYSIS, "utf8").trimEnd().split("\n"), ""];
+}
 
 function ratio(row: Row): string {
   const base = row.baseline?.measure;
@@ -48,8 +54,10 @@ export function readmeSection(results: ScenarioResult[]): string {
     machine
       ? `Measured ${[...new Set(dates)].join(", ")} (${[...modes].join(" and ")} runs) on ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGiB} GiB, Node ${machine.node}, ${machine.platform}.`
       : "",
-    machine && busiest > machine.cpus
-      ? `The machine was shared and busy while these ran (1-minute load average up to ${busiest} on ${machine.cpus} cores), so the latencies are provisional; CPU-time rows hold up better under load than wall-clock ones.`
+    machine
+      ? busiest > machine.cpus
+        ? `The machine was shared and busy while these ran (1-minute load average up to ${busiest} on ${machine.cpus} cores), so the latencies are provisional; CPU-time rows hold up better under load than wall-clock ones.`
+        : `The 1-minute load average stayed between ${Math.min(...loads)} and ${busiest} on ${machine.cpus} cores while these ran, the harness and its clients included: they share the cores with the server.`
       : "",
     "Per-repetition values and notes: `bench/results/latest.json` and `bench/results/latest.md`.",
     "",
@@ -62,6 +70,7 @@ export function readmeSection(results: ScenarioResult[]): string {
       ),
     ),
     "",
+    ...analysis(),
   ];
   return lines.filter((l, i) => !(l === "" && lines[i - 1] === "")).join("\n");
 }
