@@ -186,3 +186,34 @@ describe("closing with many live subscribers", () => {
     }
   }, PROCESS_TEST_TIMEOUT_MS);
 });
+
+describe("a run asked for while the server shuts down", () => {
+  it("is refused with SHUTTING_DOWN and HTTP 503, over HTTP and WebSocket, and nothing is written", async () => {
+    const app = await startTestApp({ ollamaUrl: fake.url });
+    try {
+      const before = await gqlOk(app.url, "{ conversations(first: 1) { totalCount } }");
+      // Shutdown's first step: the run service stops accepting runs; the HTTP server is still open.
+      await app.services.runs.shutdown(1_000);
+      const response = await fetch(`${app.url}/graphql`, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/graphql-response+json" },
+        body: JSON.stringify({ query: START_RUN, variables: { message: "too late" } }),
+      });
+      expect(response.status).toBe(503);
+      const body = await response.json();
+      expect(body.errors).toEqual([
+        expect.objectContaining({ message: expect.stringMatching(/shutting down/), path: ["startRun"], extensions: { code: "SHUTTING_DOWN" } }),
+      ]);
+      const ws = wsClient(app.url);
+      const overWs = await collect(ws, START_RUN, { message: "too late" }).done.then(
+        () => null,
+        (error: Error) => JSON.parse(error.message),
+      );
+      expect(overWs).toEqual([expect.objectContaining({ path: ["startRun"], extensions: { code: "SHUTTING_DOWN" } })]);
+      await ws.dispose();
+      expect(await gqlOk(app.url, "{ conversations(first: 1) { totalCount } }")).toEqual(before);
+    } finally {
+      await app.close();
+    }
+  });
+});

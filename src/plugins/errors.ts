@@ -5,6 +5,7 @@
 import { GraphQLError, type ExecutionResult, type GraphQLFormattedError } from "graphql";
 import { handleStreamOrSingleExecutionResult, maskError, type Plugin, type YogaServerOptions } from "graphql-yoga";
 import type { Logger } from "../logger.ts";
+import { ShuttingDownError } from "../runs/errors.ts";
 
 type MaskedErrorsOptions = Exclude<NonNullable<YogaServerOptions<object, object>["maskedErrors"]>, boolean>;
 
@@ -21,6 +22,15 @@ export function createErrorMasking(logger: Logger): MaskedErrorsOptions {
     errorMessage: UNEXPECTED_ERROR_MESSAGE,
     isDev: false,
     maskError(error, message) {
+      const cause = error instanceof GraphQLError ? error.originalError : error;
+      if (cause instanceof ShuttingDownError) {
+        // Expected, and the client can act on it: said in full, with 503 over HTTP.
+        return new GraphQLError(cause.message, {
+          nodes: (error as GraphQLError).nodes,
+          path: (error as GraphQLError).path,
+          extensions: { code: cause.code, http: { status: 503 } },
+        });
+      }
       const masked = maskError(error, message, false);
       if (masked !== error) {
         const cause = error instanceof GraphQLError && error.originalError ? error.originalError : error;

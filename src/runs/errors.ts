@@ -66,3 +66,16 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export function requireUuid(id: string, field: string): void {
   if (!UUID.test(id)) throw new ValidationError(`${field} must be a UUID, got ${JSON.stringify(id.slice(0, 80))}`, field);
 }
+
+/**
+ * Not a refusal of the request: this server is stopping and starts no more runs.
+ * Clients get a GraphQL error with code SHUTTING_DOWN and HTTP 503 (src/plugins/errors.ts),
+ * so they can retry on another instance or once this one is back. Nothing was written.
+ */
+export class ShuttingDownError extends Error {
+  override name = "ShuttingDownError";
+  readonly code = "SHUTTING_DOWN" as const;
+  constructor() {
+    super("the server is shutting down and starts no new runs; retry on another instance or once it is back");
+  }
+}

@@ -9,7 +9,7 @@ import type { EventBus } from "../events/bus.ts";
 import type { RunEventBody } from "../events/types.ts";
 import type { Logger } from "../logger.ts";
 import { classifyFailure, RunAbortReason, type Classified } from "./classify.ts";
-import { NothingToResumeError, NotFoundError, RunInProgressError, RunNotActiveError, ValidationError, requireUuid } from "./errors.ts";
+import { NothingToResumeError, NotFoundError, RunInProgressError, RunNotActiveError, ShuttingDownError, ValidationError, requireUuid } from "./errors.ts";
 import type { ConversationRecord, RunOutcome, RunRecord, RunStore } from "./store.ts";
 
 export interface RunServiceOptions {
@@ -61,7 +61,7 @@ export class RunService {
   }
 
   #requireAccepting(): void {
-    if (!this.#accepting) throw new Error("the server is shutting down and accepts no new runs");
+    if (!this.#accepting) throw new ShuttingDownError();
   }
 
   async startRun(input: { conversationId?: string | null; message: string }): Promise<{ run: RunRecord; conversation: ConversationRecord }> {

@@ -30,6 +30,8 @@ export function wsClient(baseUrl: string, options: { token?: string; lazy?: bool
     url: baseUrl.replace(/^http/, "ws") + "/graphql",
     webSocketImpl: WebSocket,
     lazy: options.lazy ?? true,
+    // A non-lazy client reports the socket's close to console.error by default; tests watch the "closed" event instead.
+    onNonLazyError: () => {},
     retryAttempts: 0,
     connectionParams: options.token ? { authorization: `Bearer ${options.token}` } : undefined,
   });
