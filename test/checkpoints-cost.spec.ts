@@ -137,6 +137,15 @@ describe("statements per response", () => {
     expect(seven.statements).toBe(two.statements);
   });
 
+  it("lists conversations with their active and latest runs in a constant number of statements", async () => {
+    const query = `query($n: Int) { conversations(first: $n) { totalCount edges { node { id title activeRun { id } latestRun { id status } runs(first: 1) { totalCount } } } } }`;
+    const two = await measure(query, { n: 2 });
+    const seven = await measure(query, { n: 7 });
+    expect(seven.data.conversations.edges).toHaveLength(7);
+    for (const { node } of seven.data.conversations.edges) expect(node.latestRun.status).toBe("COMPLETED");
+    expect(seven.statements).toBe(two.statements);
+  });
+
   it("pages at most 100 checkpoints", async () => {
     const query = `query($id: ID!, $n: Int) { conversation(id: $id) { checkpoints(first: $n) { pageInfo { hasNextPage } edges { cursor } } } }`;
     const { conversation } = await gqlOk(app.url, query, { id: conversationId, n: 100 });
