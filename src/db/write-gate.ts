@@ -1,16 +1,17 @@
 // One writer at a time among this process's SQLite connections, each write in
 // its own turn of the event loop.
 //
-// The run store (Prisma) and the checkpointer (SqliteSaver) write the same file
-// through different connections of one SQLite library. A Prisma transaction
-// holds the file's write lock across awaits; if another connection of this
-// process tries to write meanwhile, better-sqlite3 waits for the lock
-// synchronously, so the event loop that would commit the transaction is blocked:
-// the process freezes for the busy timeout and the write fails with SQLITE_BUSY.
-// Prisma 6.19 runs a transaction within one turn of the event loop, so only code
-// woken inside that turn could collide with it; passing every write of the
-// process through this gate makes the collision impossible rather than unlikely.
-// Other processes are not affected: their waits do not block this event loop.
+// The run store and the checkpointer (SqliteSaver) write the same file through
+// different connections of one SQLite library. SqliteRunStore's transactions are
+// synchronous, but PrismaRunStore's hold the file's write lock across awaits; if
+// another connection of this process tries to write meanwhile, better-sqlite3
+// waits for the lock synchronously, so the event loop that would commit the
+// transaction is blocked: the process freezes for the busy timeout and the write
+// fails with SQLITE_BUSY. Prisma 6.19 runs a transaction within one turn of the
+// event loop, so only code woken inside that turn could collide with it; passing
+// every write of the process through this gate makes the collision impossible
+// rather than unlikely, whichever store is in use. Other processes are not
+// affected: their waits do not block this event loop.
 //
 // Each write also starts in a fresh turn of the event loop. A burst (twenty
 // startRun requests at once, each a transaction followed by the run's first
