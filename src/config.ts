@@ -51,6 +51,8 @@ export interface Config {
   wsKeepAliveMs: number;
   /** `SHUTDOWN_TIMEOUT_MS`, default 10000: the longest a graceful shutdown waits for runs to be recorded. */
   shutdownTimeoutMs: number;
+  /** `WRITE_STALL_TIMEOUT_MS`, default 30000: an HTTP response (an SSE stream, say) whose client reads none of the bytes waiting for it this long has its connection closed. */
+  writeStallTimeoutMs: number;
   /** Request and operation limits, the same on HTTP, SSE and WebSocket (src/http/limits.ts applies them). */
   limits: Limits;
   /** `CORS_ORIGINS`: comma-separated origins (`https://app.example.com`) whose pages may call the API; `*` for any. Default: none, no cross-origin access. */
@@ -185,6 +187,7 @@ export function loadConfig(env: Env = process.env, readFile: (p: string) => stri
     wsMaxSubscriptions: intVar(env, "WS_MAX_SUBSCRIPTIONS", 100, 1, 100_000),
     wsKeepAliveMs: intVar(env, "WS_KEEPALIVE_MS", 12_000, 50, 3_600_000),
     shutdownTimeoutMs: intVar(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 100, 600_000),
+    writeStallTimeoutMs: intVar(env, "WRITE_STALL_TIMEOUT_MS", 30_000, 100, 3_600_000),
     limits: {
       requestBytes: intVar(env, "MAX_REQUEST_BYTES", 1_048_576, 1_024, 1_073_741_824),
       queryChars: intVar(env, "MAX_QUERY_CHARS", 20_000, 100, 10_000_000),

@@ -18,6 +18,7 @@ import { GRAPHIQL_DEFAULT_DOCUMENT } from "./graphiql.ts";
 import { createRequestLimits } from "./http/limits.ts";
 import { createCorsPolicy } from "./http/cors.ts";
 import { formatForWebSocket } from "./plugins/errors.ts";
+import { closeWhenStalled } from "./http/write-stall.ts";
 
 /** WebSocket close code for a connection_init without the right token. */
 export const CLOSE_FORBIDDEN = 4403;
@@ -82,6 +83,7 @@ export async function startHttpServer({ config, services, logger, pingDatabase, 
         res.setHeader("www-authenticate", 'Bearer realm="runledger"');
         return sendJson(res, 401, { errors: [{ message: "missing or wrong bearer token", extensions: { code: "UNAUTHENTICATED" } }] });
       }
+      closeWhenStalled(res, config.writeStallTimeoutMs);
       for (const route of routes) if (await route(req, res)) return;
       await yoga.requestListener(req, res);
     } catch (error) {

@@ -188,3 +188,36 @@ describe("a stalled subscriber is cut off; the run and the other subscribers go 
     await client.dispose();
   });
 });
+
+describe("a client that reads nothing loses its connection after WRITE_STALL_TIMEOUT_MS", () => {
+  let app: App;
+  beforeAll(async () => {
+    app = await startTestApp({ ollamaUrl: fake.url, env: { SUBSCRIBER_QUEUE_LIMIT: "20", WRITE_STALL_TIMEOUT_MS: "1000" } });
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it("closes a stalled SSE stream's connection; a slow but reading client keeps its own", async () => {
+    const tokens = range(400).map((i) => `${String(i).padStart(4, "0")}${"x".repeat(20_000)}`);
+    fake.enqueue({ kind: "text", tokens, firstDelayMs: 300 });
+    const runId = await start(app, "flood");
+    const stalled = rawSse(app.url, RUN_EVENTS, { runId }, { paused: true });
+    await stalled.response;
+    // A client that reads, if slowly, is never cut: it takes every event.
+    const client = sseClient(app.url);
+    const whole = (await collect(client, RUN_EVENTS, { runId }).done).map((r) => r.runEvents);
+    expect(whole.at(-1)).toMatchObject({ __typename: "RunStatusEvent", status: "COMPLETED" });
+    await client.dispose();
+    await until(() => app.services.bus.stats().runSubscribers === 0, "the stalled subscriber to be released");
+    // The server closes the connection the stalled client never read from; the client did nothing.
+    const connections = () => new Promise<number>((resolve, reject) => app.http.server.getConnections((error, n) => (error ? reject(error) : resolve(n))));
+    const deadline = Date.now() + 5_000;
+    while ((await connections()) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(await connections()).toBe(0);
+    // Reading again, the client finds its stream cut short: no complete event.
+    (await stalled.response).resume();
+    await stalled.ended;
+    expect(stalled.events.some((e) => e.event === "complete")).toBe(false);
+  });
+});
