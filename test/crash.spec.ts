@@ -4,20 +4,16 @@
 // first request, no committed message is lost, and resumeRun completes each.
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { defaultResponder, startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { startServerProcess, tempDatabaseUrl, waitForRun, type ServerProcess } from "./support/app.ts";
+import { PROCESS_TEST_TIMEOUT_MS, tempDatabaseUrl, trackedServerProcesses, waitForRun } from "./support/app.ts";
 import { CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS, START_RUN, collect, gqlOk, wsClient } from "./support/graphql.ts";
 
-/** Child processes start slowly on a busy machine; the work itself takes seconds. */
-const PROCESS_TEST_TIMEOUT_MS = 90_000;
-
 let fake: FakeOllama;
-const servers: ServerProcess[] = [];
+const startServer = trackedServerProcesses();
 
 beforeAll(async () => {
   fake = await startFakeOllama();
 });
 afterAll(async () => {
-  for (const server of servers) await server.stop("SIGKILL");
   await fake?.close();
 });
 
@@ -39,8 +35,7 @@ describe("SIGKILL mid-stream, then a restart on the same database", () => {
       request.messages.at(-1)?.content.startsWith("second") ? { kind: "silence", tokens: ["Partial "] } : defaultResponder(request),
     );
 
-    const first = await startServerProcess(env);
-    servers.push(first);
+    const first = await startServer(env);
     const conversations: string[] = [];
     for (let i = 0; i < 3; i++) {
       const { runId, conversationId } = await start(first.url, `first turn ${i}`);
@@ -79,8 +74,7 @@ describe("SIGKILL mid-stream, then a restart on the same database", () => {
     await client.dispose();
     await vi.waitFor(() => expect(fake.openChatRequests()).toBe(0));
 
-    const second = await startServerProcess(env);
-    servers.push(second);
+    const second = await startServer(env);
     // The very first requests after "listening" already see the outcome: recovery ran before the server listened.
     const runs = await Promise.all(interrupted.map(async (id) => (await gqlOk(second.url, RUN, { id })).run));
     for (const run of runs) {

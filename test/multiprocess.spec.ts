@@ -6,7 +6,7 @@ import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { defaultResponder, startFakeOllama, type FakeOllama, type FakeStep } from "./support/fake-ollama.ts";
-import { ROOT, startServerProcess, tempDatabaseUrl, waitForRun, type ServerProcess } from "./support/app.ts";
+import { PROCESS_TEST_TIMEOUT_MS, ROOT, tempDatabaseUrl, trackedServerProcesses, waitForRun, type ServerProcess } from "./support/app.ts";
 import { CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS, START_RUN, collect, gql, gqlOk, wsClient } from "./support/graphql.ts";
 import { openSqlite } from "../src/db/sqlite.ts";
 import { migrate } from "../src/db/migrate.ts";
@@ -16,8 +16,6 @@ import { threadConfig } from "../src/agent/graph.ts";
 import { PrismaRunStore } from "../src/runs/store.ts";
 import { SqliteRunStore } from "../src/runs/store-sqlite.ts";
 
-/** Child processes start slowly on a busy machine; the work itself takes seconds. */
-const PROCESS_TEST_TIMEOUT_MS = 90_000;
 /** Fast heartbeats so that sweeps by the other process happen many times during a test. */
 const OWNERSHIP_ENV = { RUN_HEARTBEAT_MS: "100", RUN_LEASE_MS: "3000" };
 
@@ -32,13 +30,12 @@ const CANCEL_RUN = /* GraphQL */ `
 `;
 
 let fake: FakeOllama;
-const servers: ServerProcess[] = [];
+const startServer = trackedServerProcesses();
 
 beforeAll(async () => {
   fake = await startFakeOllama();
 });
 afterAll(async () => {
-  for (const server of servers) await server.stop("SIGKILL");
   await fake?.close();
 });
 
@@ -46,10 +43,8 @@ async function twoServers(prefix: string): Promise<[ServerProcess, ServerProcess
   const { url } = tempDatabaseUrl(prefix);
   const env = { DATABASE_URL: url, OLLAMA_HOST: fake.url, ...OWNERSHIP_ENV };
   // One after the other: the first creates and migrates the file.
-  const a = await startServerProcess(env);
-  servers.push(a);
-  const b = await startServerProcess(env);
-  servers.push(b);
+  const a = await startServer(env);
+  const b = await startServer(env);
   return [a, b];
 }
 
@@ -164,13 +159,11 @@ describe("start-up recovery and the heartbeat sweep with two processes", () => {
     fake.setResponder(() => held.step);
     const { url } = tempDatabaseUrl("runledger-twoproc-recovery-");
     const env = { DATABASE_URL: url, OLLAMA_HOST: fake.url, ...OWNERSHIP_ENV };
-    const a = await startServerProcess(env);
-    servers.push(a);
+    const a = await startServer(env);
     const { runId, conversationId } = await start(a.url, "a long question");
     await vi.waitFor(() => expect(fake.openChatRequests()).toBe(1));
 
-    const b = await startServerProcess(env);
-    servers.push(b);
+    const b = await startServer(env);
     expect(b.output()).not.toContain("recovered runs");
     expect((await gqlOk(b.url, RUN, { id: runId })).run.status).toBe("RUNNING");
     // Many sweeps by b later (heartbeat every 100 ms), the run is still a's and still running.

@@ -6,16 +6,13 @@ import fs from "node:fs";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import Database from "better-sqlite3";
 import { defaultResponder, startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { startServerProcess, startTestApp, tempDatabaseUrl, waitForRun, type ServerProcess } from "./support/app.ts";
+import { PROCESS_TEST_TIMEOUT_MS, startTestApp, tempDatabaseUrl, trackedServerProcesses, waitForRun, type ServerProcess } from "./support/app.ts";
 import { CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS, START_RUN, collect, gqlOk, sseClient, wsClient } from "./support/graphql.ts";
 
 const SHUTDOWN_MESSAGE = "the server shut down while the run was active";
 
-/** Child processes start slowly on a busy machine; the work itself takes seconds. */
-const PROCESS_TEST_TIMEOUT_MS = 90_000;
-
 let fake: FakeOllama;
-const servers: ServerProcess[] = [];
+const startServer = trackedServerProcesses();
 
 beforeAll(async () => {
   fake = await startFakeOllama();
@@ -25,14 +22,11 @@ beforeAll(async () => {
   );
 });
 afterAll(async () => {
-  for (const server of servers) await server.stop("SIGKILL");
   await fake?.close();
 });
 
 async function serve(databaseUrl: string): Promise<ServerProcess> {
-  const server = await startServerProcess({ DATABASE_URL: databaseUrl, OLLAMA_HOST: fake.url, MODEL_IDLE_TIMEOUT_MS: "600000", SHUTDOWN_TIMEOUT_MS: "5000" });
-  servers.push(server);
-  return server;
+  return startServer({ DATABASE_URL: databaseUrl, OLLAMA_HOST: fake.url, MODEL_IDLE_TIMEOUT_MS: "600000", SHUTDOWN_TIMEOUT_MS: "5000" });
 }
 
 async function start(url: string, message: string) {

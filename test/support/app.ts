@@ -9,6 +9,7 @@ import { fileURLToPath } from "node:url";
 import { loadConfig } from "../../src/config.ts";
 import { createLogger } from "../../src/logger.ts";
 import { startApp, type App } from "../../src/app.ts";
+import { afterAll } from "vitest";
 import { gqlOk, RUN } from "./graphql.ts";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -82,6 +83,25 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       return exited;
     },
+  };
+}
+
+/** For tests that start server processes: a child process starts slowly on a busy machine; the work itself takes seconds. */
+export const PROCESS_TEST_TIMEOUT_MS = 90_000;
+
+/**
+ * startServerProcess for one spec file: every process it started and that is
+ * still running is killed (SIGKILL) after the file's tests, whatever they did.
+ */
+export function trackedServerProcesses(): (env: Record<string, string>) => Promise<ServerProcess> {
+  const started: ServerProcess[] = [];
+  afterAll(async () => {
+    for (const server of started) await server.stop("SIGKILL");
+  });
+  return async (env) => {
+    const server = await startServerProcess(env);
+    started.push(server);
+    return server;
   };
 }
 
