@@ -2,37 +2,14 @@
 // the number of runs, checkpoints or conversations in it. Every statement any
 // connection executes (Prisma's, the read model's, LangGraph's) is counted at
 // the SQLite driver, for the Prisma adapter's copy of the driver as well.
-import { createRequire } from "node:module";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp } from "./support/app.ts";
+import { countSqlStatements } from "./support/sql-statements.ts";
 import { gql, gqlOk } from "./support/graphql.ts";
 import { CHECKPOINTS_IN_WINDOWS_SQL, SqliteCheckpointReadModel } from "../src/read/checkpoints-sqlite.ts";
 import { openSqlite } from "../src/db/sqlite.ts";
 import { SINGLE_READS_PER_THREAD } from "../src/read/checkpoints-scope.ts";
-
-const require = createRequire(import.meta.url);
-
-/** Counts executions of prepared statements on every copy of better-sqlite3 in use. */
-function countStatements(): { count: () => number; sql: string[]; restore: () => void } {
-  const drivers = new Set<any>([require("better-sqlite3"), createRequire(require.resolve("@prisma/adapter-better-sqlite3"))("better-sqlite3")]);
-  const sql: string[] = [];
-  const restores: (() => void)[] = [];
-  for (const Database of drivers) {
-    const probe = new Database(":memory:");
-    const prototype = Object.getPrototypeOf(probe.prepare("SELECT 1"));
-    probe.close();
-    for (const method of ["all", "get", "run", "iterate"]) {
-      const original = prototype[method];
-      prototype[method] = function (this: { source: string }, ...args: unknown[]) {
-        sql.push(this.source);
-        return original.apply(this, args);
-      };
-      restores.push(() => (prototype[method] = original));
-    }
-  }
-  return { count: () => sql.length, sql, restore: () => restores.forEach((r) => r()) };
-}
 
 let fake: FakeOllama;
 let app: Awaited<ReturnType<typeof startTestApp>>;
@@ -61,7 +38,7 @@ afterAll(async () => {
 });
 
 async function measure(query: string, variables: Record<string, unknown>) {
-  const counter = countStatements();
+  const counter = countSqlStatements({ keepSql: true });
   const readModel = app.services.checkpointReads as SqliteCheckpointReadModel;
   const ownBefore = readModel.statementCount;
   try {

@@ -4,11 +4,11 @@
 // connection (Prisma's, LangGraph's and the read model's), and, when started
 // with --expose-gc, a full garbage collection on request before memory readings. Nothing is added to
 // the API: the numbers leave through the IPC channel only, and only here.
-import { createRequire } from "node:module";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { loadConfig } from "../../src/config.ts";
 import { createLogger } from "../../src/logger.ts";
 import { startApp } from "../../src/app.ts";
+import { countSqlStatements } from "../../test/support/sql-statements.ts";
 
 export type InstrumentRequest = { cmd: "reset" } | { cmd: "read" } | { cmd: "statements" } | { cmd: "gc" };
 export interface LoopDelay {
@@ -26,33 +26,7 @@ export interface StatementCount {
   readModel: number | null;
 }
 
-/** Counts every execution (all/get/run/iterate) of every prepared statement, on each copy of better-sqlite3 in use. */
-function countStatements(): () => number {
-  const require = createRequire(import.meta.url);
-  let count = 0;
-  const copies = new Set<string>([require.resolve("better-sqlite3")]);
-  try {
-    copies.add(createRequire(require.resolve("@prisma/adapter-better-sqlite3")).resolve("better-sqlite3"));
-  } catch {
-    // the adapter shares the top-level copy
-  }
-  for (const file of copies) {
-    const Database = require(file);
-    const probe = new Database(":memory:");
-    const prototype = Object.getPrototypeOf(probe.prepare("SELECT 1"));
-    probe.close();
-    for (const method of ["all", "get", "run", "iterate"]) {
-      const original = prototype[method];
-      prototype[method] = function (this: unknown, ...args: unknown[]) {
-        count += 1;
-        return original.apply(this, args);
-      };
-    }
-  }
-  return () => count;
-}
-
-const statements = countStatements();
+const statements = countSqlStatements();
 const config = loadConfig();
 const app = await startApp(config, createLogger(config.logLevel));
 // The sampling timer lives in libuv, not in JavaScript, so it costs the loop
@@ -83,7 +57,7 @@ process.on("message", (request: InstrumentRequest) => {
     process.send!(process.memoryUsage());
   } else if (request.cmd === "statements") {
     const own = (app.services as { checkpointReads?: { statementCount?: unknown } }).checkpointReads?.statementCount;
-    const count: StatementCount = { driver: statements(), readModel: typeof own === "number" ? own : null };
+    const count: StatementCount = { driver: statements.count(), readModel: typeof own === "number" ? own : null };
     process.send!(count);
   }
 });
