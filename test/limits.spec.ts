@@ -4,7 +4,7 @@
 // suggestions hidden in production; unexpected errors masked and logged.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import Database from "better-sqlite3";
-import { getIntrospectionQuery } from "graphql";
+import { getIntrospectionQuery, parse } from "graphql";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp, tempDatabaseUrl, waitForRun } from "./support/app.ts";
 import { gqlOk, START_RUN } from "./support/graphql.ts";
@@ -170,6 +170,24 @@ describe("operation limits, on every transport", () => {
     });
     expect(response.status).toBe(200);
     expect((await response.json()).errors[0].extensions.code).toBe("LIMIT_EXCEEDED");
+  });
+});
+
+describe("the page-size check's per-document cache", () => {
+  it("judges each execution by its own variables: one parsed document, different pages", async () => {
+    const { schema } = await import("../src/schema/index.ts");
+    const { pageSizeViolation } = await import("../src/plugins/page-size.ts");
+    const document = parse("query($n: Int) { conversations(first: $n) { totalCount } }");
+    const check = (n: unknown) => pageSizeViolation({ schema, document, variableValues: { n } }, 5);
+    expect(check(5)).toBeNull();
+    expect(check(6)?.message).toBe("first of conversations must be at most 5, got 6; page with after/before.");
+    expect(check(-1)?.extensions.code).toBe("VALIDATION");
+    expect(check(null)).toBeNull();
+    expect(check(5)).toBeNull();
+    // A document without connections is found to have nothing to check, and stays so.
+    const plain = parse("{ __typename }");
+    expect(pageSizeViolation({ schema, document: plain }, 5)).toBeNull();
+    expect(pageSizeViolation({ schema, document: plain }, 5)).toBeNull();
   });
 });
 
