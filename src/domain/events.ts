@@ -1,0 +1,45 @@
+// What a run tells its observers. Plain data: the GraphQL layer maps these to
+// the RunEvent types of the API.
+
+export type RunStatusValue = "running" | "completed" | "failed" | "cancelled" | "interrupted";
+
+export type RunEventBody =
+  | { type: "status"; status: RunStatusValue; errorCode: string | null; errorMessage: string | null }
+  | { type: "token"; text: string; messageId: string | null; node: string }
+  | { type: "toolCall"; toolCallId: string; name: string; args: unknown }
+  | { type: "toolResult"; toolCallId: string; name: string; content: string; isError: boolean }
+  | { type: "checkpoint"; checkpointId: string; conversationId: string }
+  /** Events fromSeq..toSeq were no longer retained when a subscriber asked for them. */
+  | { type: "replayGap"; fromSeq: number; toSeq: number };
+
+export type RunEvent = RunEventBody & {
+  /** 1, 2, 3... within one run; a replayGap carries the last seq it stands for. */
+  seq: number;
+  runId: string;
+  conversationId: string;
+  at: Date;
+};
+
+export const TERMINAL_STATUSES: ReadonlySet<RunStatusValue> = new Set(["completed", "failed", "cancelled", "interrupted"]);
+
+export function isTerminalEvent(event: RunEvent): boolean {
+  return event.type === "status" && TERMINAL_STATUSES.has(event.status);
+}
+
+/** The conversation row as it was last seen: what a deletion leaves for observers. */
+export interface ConversationSnapshot {
+  id: string;
+  title: string;
+  createdAt: Date;
+  updatedAt: Date;
+  messageCount: number;
+}
+
+/**
+ * A conversation was created, renamed, deleted, or its runs changed status or
+ * message count. Created and updated changes name the conversation (observers
+ * read its current row); a deletion carries the last row, since none is left.
+ */
+export type ConversationChange =
+  | { kind: "created" | "updated"; conversationId: string; at: Date }
+  | { kind: "deleted"; conversationId: string; at: Date; snapshot: ConversationSnapshot };

@@ -1,0 +1,71 @@
+// The event bus seam: how a run's events reach its subscribers, on this
+// instance or another. The run that executes on an instance is the one
+// publisher of its events (it assigns seq); subscribers anywhere replay the
+// retained events after the seq they already have, then follow live, with no
+// gap and no duplicate. Backends: memory.ts (one process, the default) and
+// redis.ts (several instances); test/conformance/event-bus.ts holds both to
+// the same rules.
+import type { ConversationChange, RunEvent, RunEventBody } from "../../domain/events.ts";
+import type { Subscriber } from "./subscriber.ts";
+
+export interface EventBusOptions {
+  /** Events kept per run for replay (`EVENT_RETENTION`); older ones are dropped and reported as a ReplayGapEvent. */
+  retention: number;
+  /** How long a finished run's events stay replayable (`EVENT_GRACE_MS`). */
+  graceMs: number;
+  /** Unread live events a subscriber may hold before it is ended with SubscriberOverflowError (`SUBSCRIBER_QUEUE_LIMIT`). */
+  subscriberQueueLimit: number;
+  now?: () => Date;
+}
+
+/** The publishing end of one run's log, held by the instance that executes the run. */
+export interface RunPublisher {
+  readonly runId: string;
+  readonly conversationId: string;
+  /**
+   * Assigns the next seq and hands the event to every subscriber, on every
+   * instance, in call order, without waiting for any of them. A terminal status
+   * event closes the log; publishing after it is an error.
+   */
+  publish(body: RunEventBody): RunEvent;
+  /**
+   * Resolves once every event published so far can be read by a subscriber on
+   * any instance (at once for the memory bus). Rejects when the backend failed
+   * to take one of them.
+   */
+  flushed(): Promise<void>;
+}
+
+export interface BusStats {
+  runSubscribers: number;
+  conversationSubscribers: number;
+  changeSubscribers: number;
+  /** Run logs held by this instance (open, or finished within the grace period). */
+  logs: number;
+}
+
+export interface EventBus {
+  /** Opens the log of a run this instance executes. Opening a run twice is an error. */
+  openRun(runId: string, conversationId: string): RunPublisher;
+  /**
+   * The retained events with seq > after, then live events until the terminal
+   * one, then done. A ReplayGapEvent comes first when events the subscriber asks
+   * for are no longer retained. Null when no instance holds a log for the run
+   * (never opened, or finished longer than the grace period ago): the caller
+   * answers from the run store.
+   */
+  subscribeRun(runId: string, after?: number): Promise<Subscriber<RunEvent> | null>;
+  /** Every event of every run of one conversation, from any instance, live (no replay), until unsubscribed. */
+  subscribeConversation(conversationId: string): Promise<Subscriber<RunEvent>>;
+  /** Tells every instance's conversationsChanged subscribers. */
+  publishConversationChange(change: ConversationChange): Promise<void>;
+  subscribeConversationChanges(): Promise<Subscriber<ConversationChange>>;
+  /** Asks whichever instance executes the run to stop it (cancelRun sent to another instance). */
+  requestCancel(runId: string): Promise<void>;
+  /** Called on every instance for every cancel request; the executing one acts on it. Returns the unsubscribe function. */
+  onCancelRequest(listener: (runId: string) => void): () => void;
+  /** Ends every subscriber of this instance and releases the backend's connections. */
+  close(): Promise<void>;
+  /** This instance's subscribers and logs, for leak checks and metrics. */
+  stats(): BusStats;
+}
