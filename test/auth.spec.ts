@@ -7,7 +7,7 @@ import { startServerProcess, startTestApp } from "./support/app.ts";
 import { snapshotDatabase } from "./support/db-snapshot.ts";
 import { openRawSocket, operationResult, sseRequest, subscribe } from "./support/protocol.ts";
 import { START_RUN } from "./support/graphql.ts";
-import { createTokenCheck } from "../src/http/auth.ts";
+import { createTokenCheck } from "../src/server/auth.ts";
 import { loadConfig } from "../src/config.ts";
 import type { App } from "../src/app.ts";
 

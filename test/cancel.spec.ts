@@ -228,7 +228,7 @@ describe("a cancel racing the run's own finish", () => {
         const { runId, conversationId } = await start(`race ${i}`);
         let cancelled: Promise<any> | undefined;
         let tokens = 0;
-        for await (const event of app.services.bus.subscribeRun(runId)!) {
+        for await (const event of (await app.services.bus.subscribeRun(runId))!) {
           if (event.type === "token") tokens += 1;
           if (!cancelled && reached(event, tokens)) cancelled = cancelVia(via, runId);
         }

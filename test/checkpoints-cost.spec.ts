@@ -7,9 +7,7 @@ import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp } from "./support/app.ts";
 import { countSqlStatements } from "./support/sql-statements.ts";
 import { gql, gqlOk } from "./support/graphql.ts";
-import { CHECKPOINTS_IN_WINDOWS_SQL, SqliteCheckpointReadModel } from "../src/read/checkpoints-sqlite.ts";
-import { openSqlite } from "../src/db/sqlite.ts";
-import { SINGLE_READS_PER_THREAD } from "../src/read/checkpoints-scope.ts";
+import { SINGLE_READS_PER_THREAD } from "../src/read/scope.ts";
 
 let fake: FakeOllama;
 let app: Awaited<ReturnType<typeof startTestApp>>;
@@ -39,11 +37,9 @@ afterAll(async () => {
 
 async function measure(query: string, variables: Record<string, unknown>) {
   const counter = countSqlStatements({ keepSql: true });
-  const readModel = app.services.checkpointReads as SqliteCheckpointReadModel;
-  const ownBefore = readModel.statementCount;
   try {
     const data = await gqlOk(app.url, query, variables);
-    return { data, statements: counter.count(), readModelStatements: readModel.statementCount - ownBefore, sql: counter.sql };
+    return { data, statements: counter.count(), sql: counter.sql };
   } finally {
     counter.restore();
   }
@@ -59,11 +55,10 @@ describe("statements per response", () => {
     const runs = hundred.data.conversation.runs.edges.map((e: any) => e.node);
     expect(runs).toHaveLength(100);
     for (const run of runs) expect(run.checkpoints.map((c: any) => c.run.id)).toEqual([run.id, run.id, run.id]);
-    // Prisma reads the conversation and its runs; the read model reads the
-    // checkpoints inside every run's window in one statement, and knows each
-    // checkpoint's run from the window that holds it.
-    expect(hundred.readModelStatements).toBe(1);
-    expect(hundred.statements).toBeLessThanOrEqual(8);
+    // The conversation, the page of its runs, and the checkpoints inside every
+    // run's window in one statement; each checkpoint's run is known from the
+    // window that holds it.
+    expect(hundred.sql).toHaveLength(3);
     // The same count for 3 runs as for 100: constant, not per run or per checkpoint.
     const three = await measure(RUNS_CHECKPOINTS_RUN, { id: conversationId, n: 3 });
     expect(three.data.conversation.runs.edges).toHaveLength(3);
@@ -79,9 +74,10 @@ describe("statements per response", () => {
     const runs = hundred.data.conversation.runs.edges.map((e: any) => e.node);
     expect(runs[5].checkpoints[0].writes.map((w: any) => w.channel)).toEqual(["messages", "branch:to:agent"]);
     expect(runs[5].checkpoints[0].parent.id).toBe(runs[4].checkpoints.at(-1).id);
-    // The windows (1), the thread's runs, checkpoints and failed tasks for parents
-    // and failed tasks (3, in one transaction), the writes of every checkpoint (1).
-    expect(hundred.readModelStatements).toBe(5);
+    // The conversation and the page of its runs (2), the windows (1), the thread's
+    // checkpoints and failed tasks (2, in one read transaction: BEGIN and COMMIT
+    // are 2 more) and runs (1) for parents and failed tasks, the writes of every checkpoint (1).
+    expect(hundred.sql).toHaveLength(9);
     const three = await measure(query, { id: conversationId, n: 3 });
     expect(three.statements).toBe(hundred.statements);
   });
@@ -109,8 +105,9 @@ describe("statements per response", () => {
     const nodes = seven.data.conversations.edges.map((e: any) => e.node);
     expect(nodes).toHaveLength(7);
     for (const node of nodes) expect(node.checkpoints.edges.map((e: any) => e.node.step)).toHaveLength(2);
-    // A page statement, then the runs/checkpoints/failed tasks of all of them.
-    expect(seven.readModelStatements).toBe(4);
+    // The conversation page, its checkpoint pages, then the checkpoints and failed
+    // tasks (one read transaction: 2 more for BEGIN and COMMIT) and the runs of all of them.
+    expect(seven.statements).toBe(7);
     expect(seven.statements).toBe(two.statements);
   });
 
@@ -132,17 +129,5 @@ describe("statements per response", () => {
     const larger = await gql(app.url, query, { id: conversationId, n: 1000 });
     if (larger.errors) expect(larger.errors[0]!.message).toContain("at most 100");
     else expect(larger.data.conversation.checkpoints.edges).toHaveLength(100);
-  });
-});
-
-describe("query plans", () => {
-  it("reads each run's window as a primary-key range bounded at both ends, open windows included", () => {
-    const db = openSqlite(app.databaseFile, { readonly: true });
-    try {
-      const plan = (db.prepare(`EXPLAIN QUERY PLAN ${CHECKPOINTS_IN_WINDOWS_SQL}`).all(JSON.stringify([{ key: "k", threadId: conversationId, from: "a", to: null }])) as { detail: string }[]).map((p) => p.detail);
-      expect(plan.join("\n")).toMatch(/SEARCH checkpoints USING (COVERING )?INDEX sqlite_autoindex_checkpoints_1 \(thread_id=\? AND checkpoint_ns=\? AND checkpoint_id>\? AND checkpoint_id<\?\)/);
-    } finally {
-      db.close();
-    }
   });
 });

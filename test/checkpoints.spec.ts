@@ -9,10 +9,11 @@ import { AIMessage } from "@langchain/core/messages";
 import { startFakeOllama, defaultResponder, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp, waitForRun } from "./support/app.ts";
 import { collect, gql, gqlOk, sseClient, START_RUN, wsClient } from "./support/graphql.ts";
-import { createSqliteCheckpointer } from "../src/agent/checkpointer.ts";
 import { buildAgentGraph, threadConfig } from "../src/agent/graph.ts";
 import { builtinTools } from "../src/agent/tools.ts";
 import type { App } from "../src/app.ts";
+import { openSqlite } from "../src/storage/sqlite/database.ts";
+import { formatSqliteDate } from "../src/storage/sqlite/rows.ts";
 
 let fake: FakeOllama;
 let app: App & { databaseFile: string };
@@ -36,14 +37,9 @@ async function turn(message: string, conversationId?: string) {
 
 /** Appends a message the way an operator would: a LangGraph state update, outside any run. */
 async function updateStateOutsideRuns(conversationId: string, text: string) {
-  const checkpointer = createSqliteCheckpointer(app.databaseFile);
-  try {
-    const graph = buildAgentGraph({ callModel: () => Promise.reject(new Error("no model here")), tools: builtinTools(), checkpointer: checkpointer.saver });
-    const config = await graph.updateState(threadConfig(conversationId), { messages: [new AIMessage({ content: text })] }, "agent");
-    return String(config.configurable?.checkpoint_id);
-  } finally {
-    checkpointer.close();
-  }
+  const graph = buildAgentGraph({ callModel: () => Promise.reject(new Error("no model here")), tools: builtinTools(), checkpointer: app.storage.saver });
+  const config = await graph.updateState(threadConfig(conversationId), { messages: [new AIMessage({ content: text })] }, "agent");
+  return String(config.configurable?.checkpoint_id);
 }
 
 const CHECKPOINT_FIELDS = /* GraphQL */ `
@@ -191,7 +187,11 @@ describe("the checkpoints connection", () => {
 
   it("gives a conversation with no runs an empty connection, and a state update's checkpoint no run", async () => {
     const id = randomUUID();
-    await app.services.prisma.conversation.create({ data: { id, title: "Imported", createdAt: new Date(), updatedAt: new Date() } });
+    // A conversation made outside the API (an import), with no runs.
+    const db = openSqlite(app.databaseFile);
+    const now = formatSqliteDate(new Date());
+    db.prepare("INSERT INTO conversations (id, title, created_at, updated_at, message_count) VALUES (?, 'Imported', ?, ?, 0)").run(id, now, now);
+    db.close();
     const empty = await gqlOk(app.url, `query($id: ID!) { conversation(id: $id) { checkpoints { edges { node { id } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } runs { totalCount } } }`, { id });
     expect(empty.conversation).toEqual({
       checkpoints: { edges: [], pageInfo: { hasNextPage: false, hasPreviousPage: false, startCursor: null, endCursor: null } },

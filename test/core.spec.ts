@@ -292,7 +292,7 @@ describe("subscriptions", () => {
       const { run } = await start(`late over ${transport.name}`);
       await waitForRun(app.url, run.id);
       await new Promise((r) => setTimeout(r, 20)); // EVENT_GRACE_MS=0: the database answers
-      expect(app.services.bus.subscribeRun(run.id)).toBeNull();
+      expect(await app.services.bus.subscribeRun(run.id)).toBeNull();
       const client = transport.client();
       try {
         const events = (await collect(client, RUN_EVENTS, { runId: run.id }).done).map((e: any) => e.runEvents);

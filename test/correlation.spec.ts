@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { uuid6 } from "@langchain/langgraph-checkpoint";
 import { v6 } from "@langchain/core/utils/uuid";
 import { AIMessage, HumanMessage } from "@langchain/core/messages";
-import { attributeFailures, correlate, firstAppearances, runAt, type AttemptWindow } from "../src/read/correlation.ts";
+import { attributeFailures, correlate, firstAppearances, runAt, type AttemptWindow } from "../src/correlation/index.ts";
 import { startFakeOllama, defaultResponder, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp } from "./support/app.ts";
 import { collect, gql, gqlOk, RESUME_RUN, START_RUN, wsClient } from "./support/graphql.ts";

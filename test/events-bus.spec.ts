@@ -2,16 +2,16 @@
 // replay + live without gap or duplicate, the `after` filter, bounded queues,
 // and unsubscribing that takes effect at once.
 import { describe, expect, it } from "vitest";
-import { InMemoryEventBus } from "../src/events/bus.ts";
-import { SubscriberOverflowError } from "../src/events/subscriber.ts";
-import { followRun, mapStream, type StoredRun } from "../src/events/streams.ts";
-import type { RunEvent, RunEventBody } from "../src/events/types.ts";
+import { MemoryEventBus } from "../src/storage/event-bus/memory.ts";
+import { SubscriberOverflowError } from "../src/storage/event-bus/subscriber.ts";
+import { followRun, mapStream, type StoredRun } from "../src/read/event-streams.ts";
+import type { RunEvent, RunEventBody } from "../src/domain/events.ts";
 
 const token = (text: string): RunEventBody => ({ type: "token", text, messageId: "m", node: "agent" });
 const status = (value: "running" | "completed"): RunEventBody => ({ type: "status", status: value, errorCode: null, errorMessage: null });
 
 function bus(options: Partial<{ retention: number; graceMs: number; subscriberQueueLimit: number }> = {}) {
-  return new InMemoryEventBus({ retention: 1000, graceMs: 60_000, subscriberQueueLimit: 1000, ...options });
+  return new MemoryEventBus({ retention: 1000, graceMs: 60_000, subscriberQueueLimit: 1000, ...options });
 }
 
 async function drain(stream: AsyncIterable<RunEvent>): Promise<RunEvent[]> {
@@ -22,20 +22,20 @@ async function drain(stream: AsyncIterable<RunEvent>): Promise<RunEvent[]> {
 
 const tick = () => new Promise((r) => setImmediate(r));
 
-describe("InMemoryEventBus", () => {
+describe("MemoryEventBus", () => {
   it("gives every subscriber exactly the events after its seq, however publishing and subscribing interleave", async () => {
     const b = bus();
-    b.openRun("r", "c");
-    b.publish("r", status("running"));
+    const b_r = b.openRun("r", "c");
+    b_r.publish(status("running"));
     const streams: { after: number; events: Promise<RunEvent[]> }[] = [];
     const total = 300;
     for (let i = 1; i <= total; i++) {
-      b.publish("r", token(`t${i}`));
+      b_r.publish(token(`t${i}`));
       // Subscribers join between publishes, asking for the start, the present and the future.
-      if (i % 7 === 0) for (const after of [0, Math.max(0, i - 3), i + 1, i + 5]) streams.push({ after, events: drain(b.subscribeRun("r", after)!) });
+      if (i % 7 === 0) for (const after of [0, Math.max(0, i - 3), i + 1, i + 5]) streams.push({ after, events: drain((await b.subscribeRun("r", after))!) });
       if (i % 3 === 0) await tick();
     }
-    const last = b.publish("r", status("completed"));
+    const last = b_r.publish(status("completed"));
     expect(last.seq).toBe(total + 2);
     for (const { after, events } of streams) {
       const seqs = (await events).map((e) => e.seq);
@@ -46,13 +46,13 @@ describe("InMemoryEventBus", () => {
 
   it("does not count the replay against the queue limit, but cuts off a subscriber that falls behind live", async () => {
     const b = bus({ subscriberQueueLimit: 3 });
-    b.openRun("r", "c");
-    for (let i = 0; i < 10; i++) b.publish("r", token(`t${i}`));
-    const sub = b.subscribeRun("r", 0)!;
+    const b_r = b.openRun("r", "c");
+    for (let i = 0; i < 10; i++) b_r.publish(token(`t${i}`));
+    const sub = (await b.subscribeRun("r", 0))!;
     expect(sub.pending).toBe(10);
-    for (let i = 0; i < 3; i++) b.publish("r", token(`live${i}`));
+    for (let i = 0; i < 3; i++) b_r.publish(token(`live${i}`));
     expect(sub.closed).toBe(false);
-    b.publish("r", token("one too many"));
+    b_r.publish(token("one too many"));
     expect(sub.closed).toBe(true);
     expect(b.stats().runSubscribers).toBe(0);
     await expect(sub.next()).rejects.toBeInstanceOf(SubscriberOverflowError);
@@ -60,22 +60,22 @@ describe("InMemoryEventBus", () => {
 
   it("reports what it no longer retains as a ReplayGapEvent", async () => {
     const b = bus({ retention: 4 });
-    b.openRun("r", "c");
-    for (let i = 0; i < 10; i++) b.publish("r", token(`t${i}`));
-    b.publish("r", status("completed"));
-    const events = await drain(b.subscribeRun("r", 2)!);
+    const b_r = b.openRun("r", "c");
+    for (let i = 0; i < 10; i++) b_r.publish(token(`t${i}`));
+    b_r.publish(status("completed"));
+    const events = await drain((await b.subscribeRun("r", 2))!);
     expect(events[0]).toMatchObject({ type: "replayGap", fromSeq: 3, toSeq: 7, seq: 7 });
     expect(events.slice(1).map((e) => e.seq)).toEqual([8, 9, 10, 11]);
   });
 
   it("drops a finished run's log after the grace period", async () => {
     const b = bus({ graceMs: 20 });
-    b.openRun("r", "c");
-    b.publish("r", status("running"));
-    b.publish("r", status("completed"));
-    expect(b.subscribeRun("r", 0)).not.toBeNull();
+    const b_r = b.openRun("r", "c");
+    b_r.publish(status("running"));
+    b_r.publish(status("completed"));
+    expect(await b.subscribeRun("r", 0)).not.toBeNull();
     await new Promise((r) => setTimeout(r, 60));
-    expect(b.subscribeRun("r", 0)).toBeNull();
+    expect(await b.subscribeRun("r", 0)).toBeNull();
     expect(b.stats().logs).toBe(0);
   });
 });
@@ -83,7 +83,7 @@ describe("InMemoryEventBus", () => {
 describe("streams", () => {
   it("mapStream: return() while a next() waits ends both at once and releases the bus listener", async () => {
     const b = bus();
-    const stream = mapStream(b.subscribeConversation("c"), (e) => e);
+    const stream = mapStream(await b.subscribeConversation("c"), (e) => e);
     const pending = stream.next();
     expect(b.stats().conversationSubscribers).toBe(1);
     await stream.return!();
@@ -93,10 +93,10 @@ describe("streams", () => {
 
   it("mapStream: turns a source failure into one last item when asked to", async () => {
     const b = bus({ subscriberQueueLimit: 1 });
-    const stream = mapStream(b.subscribeConversation("c"), (e) => e.seq, (error) => (error instanceof SubscriberOverflowError ? -1 : undefined));
-    b.openRun("r", "c");
-    b.publish("r", status("running"));
-    b.publish("r", token("overflows"));
+    const stream = mapStream(await b.subscribeConversation("c"), (e: RunEvent) => e.seq, (error) => (error instanceof SubscriberOverflowError ? -1 : undefined));
+    const b_r = b.openRun("r", "c");
+    b_r.publish(status("running"));
+    b_r.publish(token("overflows"));
     expect(await stream.next()).toEqual({ value: -1, done: false });
     expect(await stream.next()).toEqual({ value: undefined, done: true });
   });
@@ -137,10 +137,10 @@ describe("streams", () => {
     const stream = followRun(b, "r", 0, { lookup: async () => row, pollMs: 5 });
     const events = drain(stream);
     await new Promise((r) => setTimeout(r, 20));
-    b.openRun("r", "c");
-    b.publish("r", status("running"));
-    b.publish("r", token("hi"));
-    b.publish("r", status("completed"));
+    const b_r = b.openRun("r", "c");
+    b_r.publish(status("running"));
+    b_r.publish(token("hi"));
+    b_r.publish(status("completed"));
     expect((await events).map((e) => e.seq)).toEqual([1, 2, 3]);
   });
 });

@@ -7,7 +7,6 @@ import { AIMessage } from "@langchain/core/messages";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp, waitForRun } from "./support/app.ts";
 import { gqlOk, RESUME_RUN, START_RUN } from "./support/graphql.ts";
-import { createSqliteCheckpointer } from "../src/agent/checkpointer.ts";
 import { buildAgentGraph, threadConfig } from "../src/agent/graph.ts";
 import { builtinTools } from "../src/agent/tools.ts";
 import type { App } from "../src/app.ts";
@@ -30,13 +29,8 @@ beforeAll(async () => {
   const third = await gqlOk(app.url, RESUME_RUN, { conversationId });
   await waitForRun(app.url, third.resumeRun.run.id);
   runIds = [first.startRun.run.id, second.startRun.run.id, third.resumeRun.run.id];
-  const checkpointer = createSqliteCheckpointer(app.databaseFile);
-  try {
-    const graph = buildAgentGraph({ callModel: () => Promise.reject(new Error("no model here")), tools: builtinTools(), checkpointer: checkpointer.saver });
-    await graph.updateState(threadConfig(conversationId), { messages: [new AIMessage({ content: "Reviewed by the finance team." })] }, "agent");
-  } finally {
-    checkpointer.close();
-  }
+  const graph = buildAgentGraph({ callModel: () => Promise.reject(new Error("no model here")), tools: builtinTools(), checkpointer: app.storage.saver });
+  await graph.updateState(threadConfig(conversationId), { messages: [new AIMessage({ content: "Reviewed by the finance team." })] }, "agent");
 });
 afterAll(async () => {
   await app?.close();

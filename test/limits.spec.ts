@@ -12,7 +12,7 @@ import { openRawSocket, operationResult, sseRequest, subscribe } from "./support
 import { ConfigError, loadConfig } from "../src/config.ts";
 import { createLogger } from "../src/logger.ts";
 import { startApp, type App } from "../src/app.ts";
-import { GRAPHIQL_DEFAULT_DOCUMENT } from "../src/graphiql.ts";
+import { GRAPHIQL_DEFAULT_DOCUMENT } from "../src/server/graphiql.ts";
 
 let fake: FakeOllama;
 beforeAll(async () => {
@@ -176,7 +176,7 @@ describe("operation limits, on every transport", () => {
 describe("the page-size check's per-document cache", () => {
   it("judges each execution by its own variables: one parsed document, different pages", async () => {
     const { schema } = await import("../src/schema/index.ts");
-    const { pageSizeViolation } = await import("../src/plugins/page-size.ts");
+    const { pageSizeViolation } = await import("../src/server/plugins/page-size.ts");
     const document = parse("query($n: Int) { conversations(first: $n) { totalCount } }");
     const check = (n: unknown) => pageSizeViolation({ schema, document, variableValues: { n } }, 5);
     expect(check(5)).toBeNull();

@@ -3,8 +3,8 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { migrate } from "../src/db/migrate.ts";
-import { BUSY_TIMEOUT_MS, openSqlite } from "../src/db/sqlite.ts";
+import { migrate } from "../src/storage/sqlite/migrate.ts";
+import { BUSY_TIMEOUT_MS, openSqlite } from "../src/storage/sqlite/database.ts";
 import { ROOT, tempDatabaseUrl } from "./support/app.ts";
 
 describe("migrations", () => {
@@ -58,21 +58,21 @@ describe("migrations", () => {
 });
 
 describe("connections", () => {
-  it("use WAL and a busy timeout, also Prisma's", async () => {
+  it("use WAL and a busy timeout, the writer and the read-only reader alike", () => {
     const { file } = tempDatabaseUrl("runledger-pragmas-");
-    const db = openSqlite(file);
-    migrate(db);
-    const { createPrismaClient } = await import("../src/db/prisma.ts");
-    const prisma = createPrismaClient(file);
+    const writer = openSqlite(file);
+    migrate(writer);
+    const reader = openSqlite(file, { readonly: true });
     try {
-      expect(db.pragma("busy_timeout", { simple: true })).toBe(BUSY_TIMEOUT_MS);
-      const [timeout] = await prisma.$queryRawUnsafe<{ timeout: bigint }[]>("PRAGMA busy_timeout");
-      expect(Number(Object.values(timeout!)[0])).toBe(BUSY_TIMEOUT_MS);
-      const [mode] = await prisma.$queryRawUnsafe<{ journal_mode: string }[]>("PRAGMA journal_mode");
-      expect(mode!.journal_mode).toBe("wal");
+      for (const db of [writer, reader]) {
+        expect(db.pragma("busy_timeout", { simple: true })).toBe(BUSY_TIMEOUT_MS);
+        expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
+        expect(db.pragma("foreign_keys", { simple: true })).toBe(1);
+      }
+      expect(() => reader.prepare("DELETE FROM conversations").run()).toThrow(/readonly/);
     } finally {
-      await prisma.$disconnect();
-      db.close();
+      reader.close();
+      writer.close();
     }
   });
 

@@ -8,13 +8,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { defaultResponder, startFakeOllama, type FakeOllama, type FakeStep } from "./support/fake-ollama.ts";
 import { PROCESS_TEST_TIMEOUT_MS, ROOT, tempDatabaseUrl, trackedServerProcesses, waitForRun, type ServerProcess } from "./support/app.ts";
 import { CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS, START_RUN, collect, gql, gqlOk, wsClient } from "./support/graphql.ts";
-import { openSqlite } from "../src/db/sqlite.ts";
-import { migrate } from "../src/db/migrate.ts";
-import { createPrismaClient } from "../src/db/prisma.ts";
-import { createSqliteCheckpointer } from "../src/agent/checkpointer.ts";
-import { threadConfig } from "../src/agent/graph.ts";
-import { PrismaRunStore } from "../src/runs/store.ts";
-import { SqliteRunStore } from "../src/runs/store-sqlite.ts";
+import { openSqlite } from "../src/storage/sqlite/database.ts";
+import { openSqliteStorage } from "../src/storage/sqlite/index.ts";
 
 /** Fast heartbeats so that sweeps by the other process happen many times during a test. */
 const OWNERSHIP_ENV = { RUN_HEARTBEAT_MS: "100", RUN_LEASE_MS: "3000" };
@@ -180,19 +175,13 @@ describe("start-up recovery and the heartbeat sweep with two processes", () => {
   }, PROCESS_TEST_TIMEOUT_MS);
 });
 
-describe.each([
-  ["SqliteRunStore", (db: ReturnType<typeof openSqlite>) => new SqliteRunStore(db)],
-  ["PrismaRunStore", (_db: ReturnType<typeof openSqlite>, prisma: ReturnType<typeof createPrismaClient>) => new PrismaRunStore(prisma)],
-] as const)("SQLite contention between processes: %s", (_name, createStore) => {
+describe("SQLite contention between processes", () => {
   it("a transaction that reads before it writes never fails with SQLITE_BUSY while another process writes", async () => {
     const { file } = tempDatabaseUrl("runledger-twoproc-busy-");
+    const storage = await openSqliteStorage(file);
+    const store = storage.runs;
     const db = openSqlite(file);
-    migrate(db);
-    const checkpointer = createSqliteCheckpointer(file);
-    await checkpointer.saver.getTuple(threadConfig(randomUUID())); // creates LangGraph's tables
     db.prepare("INSERT INTO conversations (id, title, created_at, updated_at, message_count) VALUES ('other', 't', 0, 0, 0)").run();
-    const prisma = createPrismaClient(file);
-    const store = createStore(db, prisma);
     // Another process commits small writes to the same file, back to back.
     const writer = spawn(
       process.execPath,
@@ -221,9 +210,8 @@ describe.each([
     } finally {
       writer.kill();
       await writerDone;
-      await prisma.$disconnect();
-      checkpointer.close();
       db.close();
+      await storage.close();
     }
   }, PROCESS_TEST_TIMEOUT_MS);
 });

@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp, tempDatabaseUrl } from "./support/app.ts";
 import { CONVERSATION, RUN, gqlOk } from "./support/graphql.ts";
-import { openSqlite } from "../src/db/sqlite.ts";
-import { migrate } from "../src/db/migrate.ts";
+import { openSqlite } from "../src/storage/sqlite/database.ts";
+import { migrate } from "../src/storage/sqlite/migrate.ts";
 
 let fake: FakeOllama;
 beforeAll(async () => {

@@ -1,12 +1,15 @@
-// Fan-out executes each event once per distinct operation, not once per subscriber.
+// Fan-out executes each event once per distinct operation, not once per
+// subscriber, and never with a subscriber's context (the precondition that makes
+// sharing safe: nothing per subscriber can reach a resolver).
 import { describe, expect, it } from "vitest";
 import { createSchema, createYoga } from "graphql-yoga";
-import { useSharedSubscriptionResults } from "../src/plugins/shared-subscription-results.ts";
+import { useSharedSubscriptionResults } from "../src/server/plugins/shared-subscription-results.ts";
 
 function setup(plugins: ReturnType<typeof useSharedSubscriptionResults>[]) {
   // Like the event bus: every subscriber receives the same payload object.
   const listeners = new Set<(payload: { events: { n: number } }) => void>();
   let resolved = 0;
+  const contextsSeen: Record<string, unknown>[] = [];
   const schema = createSchema({
     typeDefs: /* GraphQL */ `
       type Query { ok: Boolean }
@@ -36,29 +39,33 @@ function setup(plugins: ReturnType<typeof useSharedSubscriptionResults>[]) {
         },
       },
       Event: {
-        label: (event: { n: number }, { prefix }: { prefix: string }) => {
+        label: (event: { n: number }, { prefix }: { prefix: string }, context: Record<string, unknown>) => {
           resolved += 1;
+          contextsSeen.push(context);
           return `${prefix}${event.n}`;
         },
       },
     },
   });
   const yoga = createYoga({ schema, plugins });
+  let subscribers = 0;
   const subscribe = async (prefix: string) => {
     const { parse, subscribe, contextFactory, schema: s } = yoga.getEnveloped({});
     const document = parse(`subscription($p: String!) { events { n label(prefix: $p) } }`);
-    const result = await subscribe({ schema: s, document, variableValues: { p: prefix }, contextValue: await contextFactory() });
+    // Each subscriber's context carries something of its own, as a request's would.
+    const contextValue = { ...(await contextFactory()), subscriber: (subscribers += 1) };
+    const result = await subscribe({ schema: s, document, variableValues: { p: prefix }, contextValue });
     return (result as AsyncIterableIterator<{ data: { events: { n: number; label: string } } }>)[Symbol.asyncIterator]();
   };
   const publish = (event: { n: number }) => {
     const payload = { events: event };
     for (const l of listeners) l(payload);
   };
-  return { subscribe, publish, listeners, resolvedCount: () => resolved };
+  return { subscribe, publish, listeners, resolvedCount: () => resolved, contextsSeen };
 }
 
 async function run(shared: boolean) {
-  const t = setup(shared ? [useSharedSubscriptionResults()] : []);
+  const t = setup(shared ? [useSharedSubscriptionResults({ sharedContext: () => ({ shared: true }) })] : []);
   const same = await Promise.all([t.subscribe("a:"), t.subscribe("a:"), t.subscribe("a:")]);
   const other = await t.subscribe("b:");
   const firsts = [...same, other].map((it) => it.next());
@@ -66,7 +73,7 @@ async function run(shared: boolean) {
   t.publish({ n: 1 });
   const results = (await Promise.all(firsts)).map((r) => r.value.data.events);
   for (const it of [...same, other]) await it.return!();
-  return { results, resolved: t.resolvedCount(), listenersLeft: t.listeners.size };
+  return { results, resolved: t.resolvedCount(), listenersLeft: t.listeners.size, contextsSeen: t.contextsSeen };
 }
 
 describe("useSharedSubscriptionResults", () => {
@@ -86,5 +93,14 @@ describe("useSharedSubscriptionResults", () => {
     const plain = await run(false);
     expect(plain.results).toEqual(shared.results);
     expect(plain.resolved).toBe(4);
+  });
+
+  it("runs the shared execution with a context of its own, never a subscriber's", async () => {
+    const shared = await run(true);
+    expect(shared.contextsSeen).toHaveLength(2);
+    for (const context of shared.contextsSeen) expect(context).toEqual({ shared: true });
+    // The same resolvers without sharing do see each subscriber's own context: the check above can fail.
+    const plain = await run(false);
+    expect(plain.contextsSeen.map((c) => c.subscriber).sort()).toEqual([1, 2, 3, 4]);
   });
 });

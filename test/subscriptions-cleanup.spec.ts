@@ -6,7 +6,7 @@ import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp } from "./support/app.ts";
 import { collect, gqlOk, RUN_EVENTS, START_RUN } from "./support/graphql.ts";
 import { CONVERSATION_EVENTS, CONVERSATIONS_CHANGED_ROW, range, rawSse, rawWs, TRANSPORTS, until } from "./support/streaming.ts";
-import { GRAPHIQL_DEFAULT_DOCUMENT } from "../src/graphiql.ts";
+import { GRAPHIQL_DEFAULT_DOCUMENT } from "../src/server/graphiql.ts";
 import type { App } from "../src/app.ts";
 
 // Short enough to see pings quickly, long enough that a client in this same busy

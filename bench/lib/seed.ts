@@ -1,7 +1,7 @@
 // Seeds one conversation with many runs and their checkpoints, directly into the
-// database file (no model, no graph): runs rows through Prisma, checkpoints and
-// writes through LangGraph's own SqliteSaver.put/putWrites, so every row is in
-// the format LangGraph writes. Each run is one user turn with four tool rounds:
+// database file (no model, no graph): conversation and runs rows in runledger's
+// row format, checkpoints and writes through LangGraph's own
+// SqliteSaver.put/putWrites, so every row is in the format LangGraph writes. Each run is one user turn with four tool rounds:
 // an input checkpoint and nine loop checkpoints (agent, tools, ..., agent),
 // between start and end marks taken from the same UUID v6 generator, as
 // runledger takes them.
@@ -9,9 +9,10 @@ import { randomUUID } from "node:crypto";
 import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { uuid6, type Checkpoint } from "@langchain/langgraph-checkpoint";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
-import { openSqlite } from "../../src/db/sqlite.ts";
-import { migrate } from "../../src/db/migrate.ts";
-import { createPrismaClient } from "../../src/db/prisma.ts";
+import { openSqlite } from "../../src/storage/sqlite/database.ts";
+import { migrate } from "../../src/storage/sqlite/migrate.ts";
+import { formatSqliteDate } from "../../src/storage/sqlite/rows.ts";
+import { mintMark } from "../../src/correlation/marks.ts";
 
 export const CHECKPOINTS_PER_RUN = 10;
 const TOOL_ROUNDS = 4;
@@ -42,7 +43,6 @@ export async function seedConversation(databasePath: string, options: SeedOption
   const db = openSqlite(databasePath);
   migrate(db);
   const saver = new SqliteSaver(db);
-  const prisma = createPrismaClient(databasePath);
   const conversationId = randomUUID();
   const runRows: {
     id: string;
@@ -64,7 +64,7 @@ export async function seedConversation(databasePath: string, options: SeedOption
   try {
     for (let run = 0; run < options.runs; run++) {
       const startedAt = new Date();
-      const startMark = uuid6(-2);
+      const startMark = mintMark();
       const messages = runMessages(run);
       for (let k = 0; k < CHECKPOINTS_PER_RUN; k++) {
         const shown = messages.slice(0, k + 1);
@@ -98,9 +98,18 @@ export async function seedConversation(databasePath: string, options: SeedOption
         startedAt,
         finishedAt: new Date(),
         startMark,
-        endMark: uuid6(-2),
+        endMark: mintMark(),
         lastEventSeq: 20,
       });
+    }
+    const now = formatSqliteDate(new Date());
+    db.prepare("INSERT INTO conversations (id, title, created_at, updated_at, message_count) VALUES (?, 'Seeded conversation', ?, ?, ?)").run(conversationId, now, now, history.length);
+    const insertRun = db.prepare(
+      `INSERT INTO runs (id, conversation_id, kind, status, input, started_at, finished_at, start_mark, end_mark, last_event_seq)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    for (const r of runRows) {
+      insertRun.run(r.id, r.conversationId, r.kind, r.status, r.input, formatSqliteDate(r.startedAt), formatSqliteDate(r.finishedAt), r.startMark, r.endMark, r.lastEventSeq);
     }
     db.exec("COMMIT");
   } catch (error) {
@@ -109,8 +118,5 @@ export async function seedConversation(databasePath: string, options: SeedOption
   } finally {
     db.close();
   }
-  await prisma.conversation.create({ data: { id: conversationId, title: "Seeded conversation", messageCount: history.length } });
-  await prisma.run.createMany({ data: runRows });
-  await prisma.$disconnect();
   return { conversationId, checkpoints };
 }

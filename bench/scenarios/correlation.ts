@@ -15,7 +15,7 @@ import { ask, startInstrumented, type StatementCount } from "../lib/instrument.t
 import { graphql } from "../lib/clients.ts";
 import { nowMs } from "../lib/clock.ts";
 import { CHECKPOINTS_PER_RUN, seedConversation } from "../lib/seed.ts";
-import { openSqlite } from "../../src/db/sqlite.ts";
+import { openSqlite } from "../../src/storage/sqlite/database.ts";
 import { repetitions, type Scenario } from "./scenario.ts";
 
 const PAGE = 100;

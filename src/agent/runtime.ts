@@ -6,7 +6,7 @@ import type { StateSnapshot } from "@langchain/langgraph";
 import type { StructuredToolInterface } from "@langchain/core/tools";
 import { buildAgentGraph, modelCaller, threadConfig, AGENT_NODE, TOOLS_NODE, type AgentGraph } from "./graph.ts";
 import { createRunModel, type ModelSettings } from "./model.ts";
-import { ObservedCheckpointer } from "./checkpointer.ts";
+import { ObservedCheckpointer } from "./observed-checkpointer.ts";
 import type { ModelTransportReport } from "./model-fetch.ts";
 import { GraphSettled } from "./graph-settled.ts";
 

@@ -1,7 +1,8 @@
 // What a run tells its observers. Plain data: the GraphQL layer maps these to
 // the RunEvent types of the API.
+import { TERMINAL_STATUSES, type RunStatusValue } from "./records.ts";
 
-export type RunStatusValue = "running" | "completed" | "failed" | "cancelled" | "interrupted";
+export { TERMINAL_STATUSES, type RunStatusValue };
 
 export type RunEventBody =
   | { type: "status"; status: RunStatusValue; errorCode: string | null; errorMessage: string | null }
@@ -19,8 +20,6 @@ export type RunEvent = RunEventBody & {
   conversationId: string;
   at: Date;
 };
-
-export const TERMINAL_STATUSES: ReadonlySet<RunStatusValue> = new Set(["completed", "failed", "cancelled", "interrupted"]);
 
 export function isTerminalEvent(event: RunEvent): boolean {
   return event.type === "status" && TERMINAL_STATUSES.has(event.status);

@@ -1,11 +1,11 @@
 // A conversation written out for people and tools: JSON Lines (one line per
 // checkpoint, oldest first, with the run the correlation assigns it) and a
 // Markdown transcript (each message under the run it first appeared in).
-import type { ConversationRecord, RunRecord } from "../runs/store.ts";
+import type { ConversationRecord, RunRecord } from "../domain/records.ts";
 import type { CheckpointState } from "../agent/runtime.ts";
+import { firstAppearances, runAt, startedBy } from "../correlation/index.ts";
 import { toApiMessage, type ApiMessage } from "./messages.ts";
-import type { CheckpointReadScope } from "./checkpoints-scope.ts";
-import { firstAppearances, runAt } from "./correlation.ts";
+import type { ReadScope } from "./scope.ts";
 
 export interface CheckpointExportLine {
   checkpoint_id: string;
@@ -33,15 +33,15 @@ function exported(message: ApiMessage | null): ExportedMessage | null {
 }
 
 /** One object per checkpoint of the conversation, oldest first. */
-export async function exportCheckpointLines(scope: CheckpointReadScope, conversationId: string): Promise<CheckpointExportLine[]> {
+export async function exportCheckpointLines(scope: ReadScope, conversationId: string): Promise<CheckpointExportLine[]> {
   const view = await scope.thread(conversationId);
   const lines: CheckpointExportLine[] = [];
   // Asked for together, so each is one read for the whole thread.
   const [states, contents] = await Promise.all([
-    Promise.all(view.records.checkpoints.map((c) => scope.state(c))),
-    Promise.all(view.records.checkpoints.map((c) => scope.contents(c))),
+    Promise.all(view.checkpoints.map((c) => scope.state(c))),
+    Promise.all(view.checkpoints.map((c) => scope.contents(c))),
   ]);
-  for (const [i, checkpoint] of view.records.checkpoints.entries()) {
+  for (const [i, checkpoint] of view.checkpoints.entries()) {
     const state = states[i];
     const content = contents[i];
     lines.push({
@@ -59,9 +59,9 @@ export async function exportCheckpointLines(scope: CheckpointReadScope, conversa
 }
 
 /** The conversation as Markdown: title, ids and dates, then each run with the messages it added. */
-export async function exportMarkdown(scope: CheckpointReadScope, conversation: ConversationRecord): Promise<string> {
+export async function exportMarkdown(scope: ReadScope, conversation: ConversationRecord): Promise<string> {
   const [view, history] = await Promise.all([scope.thread(conversation.id), scope.history(conversation.id)]);
-  const runs = view.records.runs;
+  const runs = view.runs;
   const latest: CheckpointState | undefined = history.at(-1);
   const current = new Set((latest?.messages ?? []).map((m, i) => m.id ?? `#${i}`));
   const out: string[] = [];
@@ -69,14 +69,14 @@ export async function exportMarkdown(scope: CheckpointReadScope, conversation: C
   out.push(`- Conversation: \`${conversation.id}\``);
   out.push(`- Created: ${conversation.createdAt.toISOString()}`);
   out.push(`- Updated: ${conversation.updatedAt.toISOString()}`);
-  out.push(`- Runs: ${runs.length} · checkpoints: ${view.records.checkpoints.length} · messages: ${current.size}`);
+  out.push(`- Runs: ${runs.length} · checkpoints: ${view.checkpoints.length} · messages: ${current.size}`);
   if (latest && latest.next.length > 0) out.push(`- Pending step: ${latest.next.join(", ")} (the thread has work left)`);
   out.push("");
 
   let emitted = 0;
   let outside = false;
   const emitRunsStartedBy = (id: string | null) => {
-    while (emitted < runs.length && (id === null || runs[emitted]!.startMark <= id)) {
+    while (emitted < runs.length && (id === null || startedBy(runs[emitted]!, id))) {
       out.push(...runHeading(runs[emitted]!, emitted + 1));
       emitted += 1;
       outside = false;

@@ -2,16 +2,7 @@
 // (what the model's HTTP stream showed) and the abort reason are more reliable
 // than error messages, so they are consulted first.
 import { ModelIdleTimeoutError, type ModelTransportReport } from "../agent/model-fetch.ts";
-
-export type RunErrorCodeValue =
-  | "MODEL_UNAVAILABLE"
-  | "MODEL_NOT_FOUND"
-  | "MODEL_TIMEOUT"
-  | "MODEL_ERROR"
-  | "RECURSION_LIMIT"
-  | "CANCELLED"
-  | "INTERRUPTED"
-  | "AGENT_FAILURE";
+import type { RunErrorCodeValue } from "../domain/records.ts";
 
 /** Why the run's AbortSignal fired. */
 export class RunAbortReason extends Error {

@@ -1,7 +1,8 @@
 // Renaming and deleting conversations: validation first, then one write.
-import type { EventBus } from "../events/bus.ts";
-import { requireUuid, ValidationError } from "./errors.ts";
-import type { ConversationRecord, RunStore } from "./store.ts";
+import type { ConversationRecord } from "../domain/records.ts";
+import { requireUuid, ValidationError } from "../domain/errors.ts";
+import type { RunStore } from "../storage/run-store/types.ts";
+import type { EventBus } from "../storage/event-bus/types.ts";
 
 export const TITLE_LIMIT = 200;
 
@@ -19,14 +20,14 @@ export class ConversationService {
     if (Array.from(trimmed).length > TITLE_LIMIT) throw new ValidationError(`title is longer than ${TITLE_LIMIT} characters`, "title");
     if (/[\u0000-\u001f\u007f]/.test(trimmed)) throw new ValidationError("title must be one line without control characters", "title");
     const conversation = await this.store.renameConversation(conversationId, trimmed, this.now());
-    this.bus.publishConversationChange({ conversationId, kind: "updated", at: this.now() });
+    await this.bus.publishConversationChange({ conversationId, kind: "updated", at: this.now() });
     return conversation;
   }
 
   async delete(conversationId: string): Promise<ConversationRecord> {
     requireUuid(conversationId, "conversationId");
     const conversation = await this.store.deleteConversation(conversationId);
-    this.bus.publishConversationChange({ conversationId, kind: "deleted", at: this.now(), snapshot: conversation });
+    await this.bus.publishConversationChange({ conversationId, kind: "deleted", at: this.now(), snapshot: conversation });
     return conversation;
   }
 }

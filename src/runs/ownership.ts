@@ -3,8 +3,9 @@
 // second process on the same database file never interrupts a live process's run.
 import { randomUUID } from "node:crypto";
 import os from "node:os";
-import { uuid6 } from "@langchain/langgraph-checkpoint";
-import type { OwnerRecord, RunRecord, RunStore } from "./store.ts";
+import type { OwnerRecord, RunRecord } from "../domain/records.ts";
+import { mintMark } from "../correlation/marks.ts";
+import type { RunStore } from "../storage/run-store/types.ts";
 
 export interface OwnershipOptions {
   heartbeatMs: number;
@@ -67,7 +68,7 @@ export class RunOwnership {
     const now = this.#now();
     const owners = await this.store.listOwners();
     const gone = owners.filter((o) => this.isGone(o, now)).map((o) => o.id);
-    return this.store.interruptRunsOfGoneOwners(gone, now, uuid6(-3), INTERRUPTED_MESSAGE);
+    return this.store.interruptRunsOfGoneOwners(gone, now, mintMark(), INTERRUPTED_MESSAGE);
   }
 
   /** Renews the heartbeat and sweeps for gone owners every `heartbeatMs`; `onTick` runs after each. */

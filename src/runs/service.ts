@@ -2,15 +2,17 @@
 // The running row is committed before any graph work; the outcome is committed
 // before the terminal event is published.
 import { randomUUID } from "node:crypto";
-import { uuid6 } from "@langchain/langgraph-checkpoint";
 import type { AgentRuntime } from "../agent/runtime.ts";
 import type { ModelTransportReport } from "../agent/model-fetch.ts";
-import type { EventBus } from "../events/bus.ts";
-import type { RunEventBody } from "../events/types.ts";
+import type { RunEventBody } from "../domain/events.ts";
+import type { ConversationChange } from "../domain/events.ts";
+import type { ConversationRecord, RunOutcome, RunRecord } from "../domain/records.ts";
+import { NothingToResumeError, NotFoundError, RunInProgressError, RunNotActiveError, ShuttingDownError, ValidationError, requireUuid } from "../domain/errors.ts";
+import { mintMark } from "../correlation/marks.ts";
+import type { RunStore } from "../storage/run-store/types.ts";
+import type { EventBus, RunPublisher } from "../storage/event-bus/types.ts";
 import type { Logger } from "../logger.ts";
 import { classifyFailure, RunAbortReason, type Classified } from "./classify.ts";
-import { NothingToResumeError, NotFoundError, RunInProgressError, RunNotActiveError, ShuttingDownError, ValidationError, requireUuid } from "./errors.ts";
-import type { ConversationRecord, RunOutcome, RunRecord, RunStore } from "./store.ts";
 
 export interface RunServiceOptions {
   store: RunStore;
@@ -45,7 +47,11 @@ export class RunService {
 
   constructor(private readonly options: RunServiceOptions) {
     this.#now = options.now ?? (() => new Date());
+    // A cancelRun received by another instance: stop the run if it executes here.
+    this.#stopListening = options.bus.onCancelRequest((runId) => this.#active.get(runId)?.controller.abort(new RunAbortReason("cancel")));
   }
+
+  readonly #stopListening: () => void;
 
   get activeRunIds(): string[] {
     return [...this.#active.keys()];
@@ -71,10 +77,10 @@ export class RunService {
     const conversationId = input.conversationId ?? randomUUID();
     const startedAt = this.#now();
     const result = await this.options.store.startRun(
-      { id: randomUUID(), conversationId, kind: "start", input: message, startedAt, startMark: uuid6(-2), ownerId: this.options.ownerId },
+      { id: randomUUID(), conversationId, kind: "start", input: message, startedAt, startMark: mintMark(), ownerId: this.options.ownerId },
       input.conversationId == null ? { title: titleFromMessage(message) } : undefined,
     );
-    this.#launch(result.run, message, input.conversationId == null ? "created" : "updated");
+    await this.#launch(result.run, message, input.conversationId == null ? "created" : "updated");
     return result;
   }
 
@@ -93,10 +99,10 @@ export class RunService {
       kind: "resume",
       input: null,
       startedAt: this.#now(),
-      startMark: uuid6(-2),
+      startMark: mintMark(),
       ownerId: this.options.ownerId,
     });
-    this.#launch(run, null, "updated");
+    await this.#launch(run, null, "updated");
     return run;
   }
 
@@ -111,15 +117,15 @@ export class RunService {
     const run = await this.options.store.getRun(input.runId);
     if (!run) throw new NotFoundError("Run", input.runId);
     if (run.status !== "running") throw new RunNotActiveError(run.id, run.status);
-    // Owned by another process: record the cancel; the owner sees the row is no
-    // longer running on its next heartbeat and stops the work.
+    // Owned by another process: record the cancel and ask the owner to stop the
+    // work (it also sees the row is no longer running on its next heartbeat).
     const finished = await this.options.store.finishRun(run.id, {
       status: "cancelled",
       errorCode: "CANCELLED",
       errorMessage: new RunAbortReason("cancel").message,
       partialOutput: null,
       finishedAt: this.#now(),
-      endMark: uuid6(-2),
+      endMark: mintMark(),
       // The owner knows its real last seq and replaces this when it stops the run;
       // until then a subscriber that asks the database still gets a terminal event.
       lastEventSeq: Math.max(run.lastEventSeq, 1),
@@ -129,7 +135,8 @@ export class RunService {
       const now = (await this.options.store.getRun(run.id))!;
       throw new RunNotActiveError(now.id, now.status);
     }
-    this.options.bus.publishConversationChange({ conversationId: run.conversationId, kind: "updated", at: this.#now() });
+    await this.options.bus.requestCancel(run.id).catch((error: unknown) => this.options.logger.warn("cancel request not delivered", { runId: run.id, error }));
+    this.#announce({ conversationId: run.conversationId, kind: "updated", at: this.#now() });
     return finished;
   }
 
@@ -147,6 +154,7 @@ export class RunService {
   /** Refuses new runs, aborts the active ones and waits until each is recorded `interrupted`. */
   async shutdown(timeoutMs: number): Promise<void> {
     this.#accepting = false;
+    this.#stopListening();
     const pending = [...this.#active.values()];
     for (const run of pending) run.controller.abort(new RunAbortReason("shutdown"));
     let timer: NodeJS.Timeout | undefined;
@@ -159,22 +167,30 @@ export class RunService {
     clearTimeout(timer);
   }
 
-  #launch(run: RunRecord, message: string | null, change: "created" | "updated"): void {
+  /** Tells conversationsChanged subscribers; a failure to tell them is logged, never a failed request. */
+  #announce(change: ConversationChange): void {
+    this.options.bus.publishConversationChange(change).catch((error: unknown) => this.options.logger.warn("conversation change not delivered", { error }));
+  }
+
+  /** Opens the run's event log, publishes RUNNING and starts the work; resolves once RUNNING can be read from any instance. */
+  async #launch(run: RunRecord, message: string | null, change: "created" | "updated"): Promise<void> {
     const { bus, logger } = this.options;
     const controller = new AbortController();
-    bus.openRun(run.id, run.conversationId);
-    bus.publish(run.id, { type: "status", status: "running", errorCode: null, errorMessage: null });
-    bus.publishConversationChange({ conversationId: run.conversationId, kind: change, at: this.#now() });
-    const finished = this.#execute(run, message, controller).catch((error) => {
+    const events = bus.openRun(run.id, run.conversationId);
+    events.publish({ type: "status", status: "running", errorCode: null, errorMessage: null });
+    this.#announce({ conversationId: run.conversationId, kind: change, at: this.#now() });
+    const finished = this.#execute(run, message, controller, events).catch((error) => {
       logger.error("run could not be recorded", { runId: run.id, error });
       return null;
     });
     this.#active.set(run.id, { conversationId: run.conversationId, controller, finished });
     void finished.finally(() => this.#active.delete(run.id));
+    // A subscriber told of the run by this mutation's answer finds its log, on any instance.
+    await events.flushed().catch((error: unknown) => logger.warn("run events not yet delivered", { runId: run.id, error }));
   }
 
-  async #execute(run: RunRecord, message: string | null, controller: AbortController): Promise<RunRecord | null> {
-    const { bus, agent, store, logger } = this.options;
+  async #execute(run: RunRecord, message: string | null, controller: AbortController, events: RunPublisher): Promise<RunRecord | null> {
+    const { agent, store, logger } = this.options;
     const report: ModelTransportReport = { timedOut: false };
     let partial = "";
     let lastSeq = 1;
@@ -182,7 +198,7 @@ export class RunService {
     const publish = (body: RunEventBody) => {
       // An aborted graph may still finish a write in the background; once the
       // outcome is being recorded, late events are dropped, never sent after it.
-      if (!settled) lastSeq = bus.publish(run.id, body).seq;
+      if (!settled) lastSeq = events.publish(body).seq;
     };
     const ownCheckpoints = new Set<string>();
     let failure: Classified | null = null;
@@ -203,7 +219,7 @@ export class RunService {
       failure = classifyFailure(error, controller.signal.reason, report);
     }
     settled = true;
-    const endMark = uuid6(-2);
+    const endMark = mintMark();
     let messageCount: number | null = null;
     try {
       const thread = await agent.readThread(run.conversationId);
@@ -237,17 +253,13 @@ export class RunService {
     // process knows.
     let final = recorded ?? (await store.getRun(run.id));
     if (final) {
-      const terminal = bus.publish(run.id, {
-        type: "status",
-        status: final.status as RunOutcome["status"],
-        errorCode: final.errorCode,
-        errorMessage: final.errorMessage,
-      });
+      const terminal = events.publish({ type: "status", status: final.status, errorCode: final.errorCode, errorMessage: final.errorMessage });
       if (!recorded) {
         await store.completeEndedElsewhere(run.id, { lastEventSeq: terminal.seq, partialOutput: partial || null, endMark });
         final = (await store.getRun(run.id)) ?? final;
       }
-      bus.publishConversationChange({ conversationId: run.conversationId, kind: "updated", at: this.#now() });
+      this.#announce({ conversationId: run.conversationId, kind: "updated", at: this.#now() });
+      await events.flushed().catch((error: unknown) => logger.warn("run events not delivered", { runId: run.id, error }));
     }
     return final;
   }

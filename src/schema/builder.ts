@@ -1,14 +1,11 @@
+// The schema builder, and nothing else.
 import SchemaBuilder from "@pothos/core";
 import ErrorsPlugin from "@pothos/plugin-errors";
-import PrismaPlugin from "@pothos/plugin-prisma";
 import RelayPlugin from "@pothos/plugin-relay";
-import type PrismaTypes from "../db/generated/pothos-types.ts";
-import { getDatamodel } from "../db/generated/pothos-types.ts";
 import type { Context } from "../context.ts";
 
 export const builder = new SchemaBuilder<{
   Context: Context;
-  PrismaTypes: PrismaTypes;
   Scalars: {
     DateTime: { Input: Date; Output: Date };
     JSON: { Input: unknown; Output: unknown };
@@ -17,13 +14,8 @@ export const builder = new SchemaBuilder<{
   DefaultEdgesNullability: false;
   DefaultNodeNullability: false;
 }>({
-  plugins: [ErrorsPlugin, PrismaPlugin, RelayPlugin],
+  plugins: [ErrorsPlugin, RelayPlugin],
   defaultFieldNullability: false,
-  prisma: {
-    client: (ctx) => ctx.prisma,
-    dmmf: getDatamodel(),
-    filterConnectionTotalCount: true,
-  },
   relay: {
     // Ids are the product's own (a conversation id is the LangGraph thread id), not
     // Relay global ids, so the Node interface and node field are declared in node.ts.

@@ -1,90 +1,126 @@
-import { prismaConnectionHelpers } from "@pothos/plugin-prisma";
-import { builder } from "./builder.ts";
-import { NodeInterface } from "./node.ts";
-import { Message } from "./message.ts";
+// Conversation: one chat, its thread's state, its runs and checkpoints; the
+// conversation queries and the rename and delete mutations.
+import { GraphQLError } from "graphql";
+import type { ConversationRecord } from "../domain/records.ts";
+import { ValidationError, NotFoundError, RunInProgressError } from "../domain/errors.ts";
 import { toApiMessages } from "../read/messages.ts";
-import { Run } from "./run.ts";
-import { NotFoundError, RunInProgressError, ValidationError } from "./errors.ts";
-import type { ConversationRecord } from "../runs/store.ts";
+import { builder } from "./builder.ts";
+import { Checkpoint, Conversation, Message, Node, Run } from "./refs.ts";
+import { pageQuery, toConnection, type Connection } from "./connection.ts";
 
-export const PAGE_SIZE_MAX = 100;
-export const PAGE_SIZE_DEFAULT = 20;
-
-export const Conversation = builder.prismaObject("Conversation", {
+Conversation.implement({
   description: "One chat. Its id is the LangGraph thread_id.",
-  interfaces: [NodeInterface],
+  interfaces: [Node],
   fields: (t) => ({
     id: t.exposeID("id"),
     title: t.exposeString("title"),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
     updatedAt: t.expose("updatedAt", { type: "DateTime" }),
     messageCount: t.exposeInt("messageCount", { description: "Messages in the thread after the latest finished run." }),
+    deleted: t.boolean({
+      description: "True only on the last conversationsChanged notice of a deleted conversation; every query answers false.",
+      resolve: (c) => c.deleted === true,
+    }),
     messages: t.field({
       type: [Message],
       description: "The thread's messages at its latest checkpoint; system messages left out.",
-      resolve: async (c, _a, ctx) => toApiMessages((await ctx.thread(c.id)).messages),
+      resolve: async (c, _a, ctx, info) => toApiMessages((await ctx.reads(info.rootValue).threadState(c.id)).messages),
     }),
     next: t.stringList({
       description: "LangGraph's next at the latest checkpoint: the nodes still to run. The authority on whether work is left.",
-      resolve: async (c, _a, ctx) => (await ctx.thread(c.id)).next,
+      resolve: async (c, _a, ctx, info) => (await ctx.reads(info.rootValue).threadState(c.id)).next,
     }),
     resumable: t.boolean({
       description: "True when next is non-empty and no run is active: resumeRun will continue the pending step.",
-      select: { runs: { where: { status: "running" }, take: 1, select: { id: true } } },
-      resolve: async (c, _a, ctx) => c.runs.length === 0 && (await ctx.thread(c.id)).next.length > 0,
+      resolve: async (c, _a, ctx, info) => {
+        const reads = ctx.reads(info.rootValue);
+        const [active, state] = await Promise.all([reads.activeRun(c.id), reads.threadState(c.id)]);
+        return active === null && state.next.length > 0;
+      },
     }),
     activeRun: t.field({
       type: Run,
       nullable: true,
       description: "The run in progress, if any (at most one per conversation).",
-      select: (_args, _ctx, nested) => ({ runs: nested({ where: { status: "running" }, take: 1 }) }),
-      resolve: (c) => c.runs[0] ?? null,
+      resolve: (c, _a, ctx, info) => ctx.reads(info.rootValue).activeRun(c.id),
     }),
     latestRun: t.field({
       type: Run,
       nullable: true,
       description: "The most recently started run.",
-      select: (_args, _ctx, nested) => ({ runs: nested({ orderBy: [{ startedAt: "desc" as const }, { id: "desc" as const }], take: 1 }) }),
-      resolve: (c) => c.runs[0] ?? null,
+      resolve: (c, _a, ctx, info) => ctx.reads(info.rootValue).latestRun(c.id),
     }),
-    runs: t.relatedConnection(
-      "runs",
-      { cursor: "id", query: { orderBy: [{ startedAt: "asc" as const }, { id: "asc" as const }] }, maxSize: PAGE_SIZE_MAX, defaultSize: PAGE_SIZE_DEFAULT, totalCount: true },
-      { name: "RunConnection" },
+    runs: t.connection(
+      {
+        type: Run,
+        resolve: async (c, args, ctx, info) => {
+          const query = pageQuery(args);
+          const rows = await ctx.reads(info.rootValue).runPage(c.id, query);
+          return { ...toConnection(rows, args, query), conversationId: c.id };
+        },
+      },
+      {
+        name: "RunConnection",
+        fields: (f) => ({
+          totalCount: f.int({ resolve: (page, _a, ctx, info) => ctx.reads(info.rootValue).runCount((page as RunPage).conversationId) }),
+        }),
+      },
       { name: "RunEdge" },
+    ),
+    checkpoints: t.connection(
+      {
+        type: Checkpoint,
+        description: "The thread's checkpoints, oldest first. Cursors are checkpoint ids, so they stay valid as checkpoints arrive. At most 100 per page.",
+        resolve: async (c, args, ctx, info) => {
+          let page;
+          try {
+            page = await ctx.reads(info.rootValue).checkpointPage(c.id, args);
+          } catch (error) {
+            if (error instanceof ValidationError) throw new GraphQLError(error.message, { extensions: { code: "VALIDATION", field: error.field } });
+            throw error;
+          }
+          return {
+            edges: page.nodes.map((node) => ({ cursor: node.id, node })),
+            pageInfo: {
+              hasNextPage: page.hasNextPage,
+              hasPreviousPage: page.hasPreviousPage,
+              startCursor: page.nodes[0]?.id ?? null,
+              endCursor: page.nodes.at(-1)?.id ?? null,
+            },
+          };
+        },
+      },
+      { name: "CheckpointConnection" },
+      { name: "CheckpointEdge" },
     ),
   }),
 });
 
+/** A page of a conversation's runs; totalCount is read only when asked for. */
+type RunPage = Connection<unknown> & { conversationId: string };
+
 builder.queryField("conversation", (t) =>
-  t.prismaField({
-    type: "Conversation",
+  t.field({
+    type: Conversation,
     nullable: true,
     args: { id: t.arg.id({ required: true }) },
-    resolve: (query, _root, { id }, ctx) => ctx.prisma.conversation.findUnique({ ...query, where: { id: String(id) } }),
+    resolve: (_root, { id }, ctx, info) => ctx.reads(info.rootValue).conversation(String(id)),
   }),
 );
-
-// The list is served by the conversation list read model (prepared statements), in
-// Prisma's cursor terms, so cursors and paging match the Prisma connections. Fields
-// the rows lack (activeRun, latestRun, runs, resumable) are loaded per conversation
-// by the Prisma plugin, as for any Conversation not fetched through Prisma.
-const conversationPages = prismaConnectionHelpers(builder, "Conversation", { cursor: "id", maxSize: PAGE_SIZE_MAX, defaultSize: PAGE_SIZE_DEFAULT });
 
 builder.queryField("conversations", (t) =>
   t.connection(
     {
       type: Conversation,
       description: "Newest updatedAt first.",
-      resolve: async (_root, args, ctx) => {
-        const { cursor, skip = 0, take = PAGE_SIZE_DEFAULT } = conversationPages.getQuery(args, ctx, () => true);
-        const rows = await ctx.conversationList.page({ cursor: cursor?.id === undefined ? undefined : { id: cursor.id }, skip, take });
-        return conversationPages.resolve(rows, args, ctx);
+      resolve: async (_root, args, ctx, info) => {
+        const query = pageQuery(args);
+        return toConnection(await ctx.reads(info.rootValue).conversationPage(query), args, query);
       },
     },
     {
       name: "ConversationConnection",
-      fields: (c) => ({ totalCount: c.int({ resolve: (_page, _args, ctx) => ctx.conversationList.count() }) }),
+      fields: (c) => ({ totalCount: c.int({ resolve: (_page, _args, ctx, info) => ctx.reads(info.rootValue).conversationCount() }) }),
     },
     { name: "ConversationEdge" },
   ),

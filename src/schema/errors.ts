@@ -1,12 +1,9 @@
 // The Error interface and one object type per refusal. Mutations list the ones
 // they can return; the errors plugin turns a thrown instance into that member
 // of the mutation's result union.
-import { ApiError, NotFoundError, NothingToResumeError, RunInProgressError, RunNotActiveError, ValidationError } from "../runs/errors.ts";
+import { ApiError, NotFoundError, NothingToResumeError, RunInProgressError, RunNotActiveError, ValidationError } from "../domain/errors.ts";
 import { builder } from "./builder.ts";
-
-export const ErrorCode = builder.enumType("ErrorCode", {
-  values: ["VALIDATION", "NOT_FOUND", "RUN_IN_PROGRESS", "NOTHING_TO_RESUME", "RUN_NOT_ACTIVE"] as const,
-});
+import { ErrorCode } from "./enums.ts";
 
 export const ErrorInterface = builder.interfaceRef<ApiError>("Error").implement({
   description: "A refusal: the request was understood and nothing was changed.",

@@ -1,29 +1,17 @@
-// Subscriptions: what a run and a conversation tell their observers, live.
-import {
-  defaultFieldResolver,
-  GraphQLBoolean,
-  GraphQLError,
-  GraphQLFloat,
-  GraphQLInt,
-  isListType,
-  isNonNullType,
-  isObjectType,
-  type GraphQLOutputType,
-  type GraphQLSchema,
-} from "graphql";
-import type { RunEvent } from "../events/types.ts";
+// Subscriptions and the events they deliver: what a run and a conversation
+// tell their observers, live.
+import { GraphQLError } from "graphql";
+import type { ConversationChange, RunEvent } from "../domain/events.ts";
+import { requireUuid, ValidationError } from "../domain/errors.ts";
+import { SubscriberOverflowError } from "../storage/event-bus/subscriber.ts";
+import { followRun, mapStream } from "../read/event-streams.ts";
 import { builder } from "./builder.ts";
-import type { Context } from "../context.ts";
-import { RunErrorCode, RunStatus } from "./run.ts";
-import { Conversation } from "./conversation.ts";
-import { requireUuid, ValidationError } from "../runs/errors.ts";
-import { SubscriberOverflowError } from "../events/subscriber.ts";
-import { followRun, mapStream } from "../events/streams.ts";
-import type { ConversationChange, ConversationSnapshot } from "../events/types.ts";
+import { RunErrorCode, RunStatus } from "./enums.ts";
+import { Checkpoint, Conversation, RunEventInterface, type ConversationShape } from "./refs.ts";
 
 type Of<T extends RunEvent["type"]> = Extract<RunEvent, { type: T }>;
 
-export const RunEventInterface = builder.interfaceRef<RunEvent>("RunEvent").implement({
+RunEventInterface.implement({
   description: "One event of a run. seq counts from 1 within the run; after the terminal RunStatusEvent the subscription completes.",
   resolveType: (e) =>
     ({
@@ -85,6 +73,15 @@ builder.objectRef<Of<"checkpoint">>("CheckpointEvent").implement({
   interfaces: [RunEventInterface],
   fields: (t) => ({
     checkpointId: t.exposeID("checkpointId"),
+    checkpoint: t.field({
+      type: Checkpoint,
+      description: "The checkpoint just saved.",
+      resolve: async (event, _a, ctx, info) => {
+        const checkpoint = await ctx.reads(info.rootValue).checkpoint(event.checkpointId);
+        if (!checkpoint) throw new GraphQLError(`Checkpoint ${event.checkpointId} no longer exists`, { extensions: { code: "NOT_FOUND" } });
+        return checkpoint;
+      },
+    }),
   }),
 });
 
@@ -113,15 +110,7 @@ function deliver<T>(item: T | CutOff): T {
   return item;
 }
 
-/** Passes each event through, after dropping the reads the previous event cached in the subscription's context. */
-function freshFor(ctx: Context) {
-  return <T>(event: T): T => {
-    ctx.forgetReads();
-    return event;
-  };
-}
-
-/** How often a subscription to a run this process does not execute asks the database whether it has ended. */
+/** How often a subscription to a run no instance holds a log of asks storage whether it has ended. */
 const STORED_RUN_POLL_MS = 500;
 
 builder.subscriptionType({});
@@ -146,7 +135,7 @@ builder.subscriptionField("runEvents", (t) =>
       const run = await ctx.store.getRun(runId);
       if (!run) throw new GraphQLError(`Run ${JSON.stringify(runId)} does not exist`, { extensions: { code: "NOT_FOUND" } });
       const events = followRun(ctx.bus, runId, after, { lookup: (id) => ctx.store.getRun(id), pollMs: STORED_RUN_POLL_MS });
-      return mapStream<RunEvent, RunEvent | CutOff>(events, freshFor(ctx), cutOffWhenTooSlow);
+      return mapStream<RunEvent, RunEvent | CutOff>(events, (event) => event, cutOffWhenTooSlow);
     },
     resolve: (event) => deliver(event),
   }),
@@ -167,65 +156,11 @@ builder.subscriptionField("conversationEvents", (t) =>
       if (!(await ctx.store.getConversation(id))) {
         throw new GraphQLError(`Conversation ${JSON.stringify(id)} does not exist`, { extensions: { code: "NOT_FOUND" } });
       }
-      return mapStream<RunEvent, RunEvent | CutOff>(ctx.bus.subscribeConversation(id), freshFor(ctx), cutOffWhenTooSlow);
+      return mapStream<RunEvent, RunEvent | CutOff>(await ctx.bus.subscribeConversation(id), (event) => event, cutOffWhenTooSlow);
     },
     resolve: (event) => deliver(event),
   }),
 );
-
-/** Snapshots of deleted conversations, as delivered by conversationsChanged (Conversation.deleted reads it). */
-const deletedSnapshots = new WeakSet<object>();
-
-builder.prismaObjectField("Conversation", "deleted", (t) =>
-  t.boolean({
-    description: "True only on the last conversationsChanged notice of a deleted conversation; every query answers false.",
-    resolve: (c) => deletedSnapshots.has(c),
-  }),
-);
-
-function deletedConversation(snapshot: ConversationSnapshot): ConversationSnapshot {
-  const copy = { ...snapshot };
-  deletedSnapshots.add(copy);
-  return copy;
-}
-
-/** The Conversation fields a deletion notice answers from its snapshot; every other field answers empty. */
-const SNAPSHOT_FIELDS = new Set(["id", "title", "createdAt", "updatedAt", "messageCount", "deleted"]);
-
-/** What a field of a conversation that no longer exists answers: nothing, in the shape its type allows. */
-function emptyAnswer(type: GraphQLOutputType): (() => unknown) | null {
-  if (!isNonNullType(type)) return () => null;
-  const inner = type.ofType;
-  if (isListType(inner)) return () => [];
-  if (inner === GraphQLBoolean) return () => false;
-  if (inner === GraphQLInt || inner === GraphQLFloat) return () => 0;
-  if (isObjectType(inner) && "edges" in inner.getFields() && "pageInfo" in inner.getFields()) {
-    return () => ({ edges: [], totalCount: 0, pageInfo: { hasNextPage: false, hasPreviousPage: false, startCursor: null, endCursor: null } });
-  }
-  return null;
-}
-
-/**
- * Lets a deletion notice answer every Conversation field. Its runs, thread and
- * checkpoints are gone with it, so the fields that would read them (and would
- * fail to find the row) answer empty instead: null, false, 0, [] or an empty
- * connection. Applied to the built schema, so fields other modules add to
- * Conversation are covered too.
- */
-export function answerDeletedConversationsFromSnapshots(schema: GraphQLSchema): GraphQLSchema {
-  const type = schema.getType("Conversation");
-  if (!isObjectType(type)) throw new Error("the schema has no Conversation object type");
-  for (const field of Object.values(type.getFields())) {
-    if (SNAPSHOT_FIELDS.has(field.name)) continue;
-    const empty = emptyAnswer(field.type);
-    // A non-null scalar or object with no obvious empty value keeps its resolver
-    // (test/streaming.spec.ts selects every field of a deletion notice).
-    if (!empty) continue;
-    const resolve = field.resolve ?? defaultFieldResolver;
-    field.resolve = (parent, args, context, info) => (deletedSnapshots.has(parent) ? empty() : resolve(parent, args, context, info));
-  }
-  return schema;
-}
 
 builder.subscriptionField("conversationsChanged", (t) =>
   t.field({
@@ -235,12 +170,12 @@ builder.subscriptionField("conversationsChanged", (t) =>
       "what a conversation list needs. Each notice is read when it is delivered, so it shows the current state. " +
       "A deletion is the last notice of a conversation: deleted: true with its last id, title, createdAt, updatedAt and messageCount; " +
       "everything that went with it (runs, messages, checkpoints) answers empty: activeRun and latestRun null, resumable false, lists and connections empty.",
-    subscribe: (_root, _args, ctx) =>
-      mapStream<ConversationChange, ConversationSnapshot | CutOff>(
-        ctx.bus.subscribeConversationChanges(),
+    subscribe: async (_root, _args, ctx) =>
+      mapStream<ConversationChange, ConversationShape | CutOff>(
+        await ctx.bus.subscribeConversationChanges(),
         async (change) => {
-          ctx.forgetReads();
-          if (change.kind === "deleted") return deletedConversation(change.snapshot);
+          // Its runs, thread and checkpoints went with it, so every field that reads them answers empty.
+          if (change.kind === "deleted") return { ...change.snapshot, deleted: true };
           // Null when deleted since: its deletion notice follows.
           return (await ctx.store.getConversation(change.conversationId)) ?? undefined;
         },
@@ -249,5 +184,3 @@ builder.subscriptionField("conversationsChanged", (t) =>
     resolve: (conversation) => deliver(conversation),
   }),
 );
-
-export { Conversation };

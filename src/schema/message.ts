@@ -1,9 +1,8 @@
+// Messages of a thread, as the API shows them.
 import type { ApiMessage } from "../read/messages.ts";
 import { builder } from "./builder.ts";
-
-export const MessageRole = builder.enumType("MessageRole", {
-  values: { USER: { value: "user" }, ASSISTANT: { value: "assistant" }, TOOL: { value: "tool" } } as const,
-});
+import { MessageRole } from "./enums.ts";
+import { Message } from "./refs.ts";
 
 export const ToolCall = builder.objectRef<ApiMessage["toolCalls"][number]>("ToolCall").implement({
   fields: (t) => ({
@@ -13,7 +12,7 @@ export const ToolCall = builder.objectRef<ApiMessage["toolCalls"][number]>("Tool
   }),
 });
 
-export const Message = builder.objectRef<ApiMessage>("Message").implement({
+Message.implement({
   description: "A message of a thread. Assistant ids starting with run- are LangChain callback ids, unrelated to Run.id.",
   fields: (t) => ({
     id: t.exposeString("id"),

@@ -1,26 +1,32 @@
 // Node: object identification by the product's own ids (a conversation id is a
 // LangGraph thread id; checkpoint ids are LangGraph's), not Relay global ids.
+import { brandWithType } from "@pothos/core";
 import { builder } from "./builder.ts";
+import { Checkpoint, Conversation, Node, Run } from "./refs.ts";
 
-export const NodeInterface = builder.interfaceRef<{ id: string }>("Node").implement({
-  resolveType: (value) => {
-    if ("startMark" in value) return "Run";
-    if ("title" in value) return "Conversation";
-    if ("checkpointNs" in value) return "Checkpoint";
-    throw new Error("unknown Node shape");
-  },
+Node.implement({
   fields: (t) => ({ id: t.exposeID("id") }),
 });
 
 builder.queryField("node", (t) =>
   t.field({
-    type: NodeInterface,
+    type: Node,
     nullable: true,
     description: "Any conversation, run or checkpoint by its id.",
     args: { id: t.arg.id({ required: true }) },
     resolve: async (_root, { id }, ctx, info) => {
+      const reads = ctx.reads(info.rootValue);
       const key = String(id);
-      return (await ctx.store.getConversation(key)) ?? (await ctx.store.getRun(key)) ?? (await ctx.checkpoints(info.rootValue).checkpoint(key));
+      // The lookup that finds the id names the type (Pothos resolves the interface by this brand).
+      const found =
+        (await brand(reads.conversation(key), Conversation)) ?? (await brand(reads.run(key), Run)) ?? (await brand(reads.checkpoint(key), Checkpoint));
+      return found;
     },
   }),
 );
+
+async function brand<T extends object>(lookup: Promise<T | null>, type: typeof Conversation | typeof Run | typeof Checkpoint): Promise<T | null> {
+  const value = await lookup;
+  if (value) brandWithType(value, type);
+  return value;
+}

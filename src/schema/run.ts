@@ -1,59 +1,59 @@
-import type { ConversationRecord, RunRecord } from "../runs/store.ts";
+// Run: one attempt to advance a conversation's thread, the checkpoints, messages
+// and failed tasks the correlation gives it; the run query and the start,
+// resume and cancel mutations.
+import { GraphQLError } from "graphql";
+import type { ConversationRecord, RunRecord } from "../domain/records.ts";
+import { NotFoundError, NothingToResumeError, RunInProgressError, RunNotActiveError, ValidationError } from "../domain/errors.ts";
+import { toApiMessages } from "../read/messages.ts";
 import { builder } from "./builder.ts";
-import { NodeInterface } from "./node.ts";
-import { Conversation } from "./conversation.ts";
-import { NotFoundError, NothingToResumeError, RunInProgressError, RunNotActiveError, ValidationError } from "./errors.ts";
+import { RunErrorCode, RunKind, RunStatus } from "./enums.ts";
+import { Checkpoint, Conversation, Message, Node, Run, TaskError } from "./refs.ts";
 
-export const RunStatus = builder.enumType("RunStatus", {
-  values: {
-    RUNNING: { value: "running" },
-    COMPLETED: { value: "completed" },
-    FAILED: { value: "failed" },
-    CANCELLED: { value: "cancelled" },
-    INTERRUPTED: { value: "interrupted" },
-  } as const,
-});
-
-export const RunKind = builder.enumType("RunKind", {
-  values: { START: { value: "start", description: "A new user message." }, RESUME: { value: "resume", description: "Continues the thread's pending step." } } as const,
-});
-
-export const RunErrorCode = builder.enumType("RunErrorCode", {
-  values: {
-    MODEL_UNAVAILABLE: { description: "Ollama could not be reached: connection refused, reset, DNS." },
-    MODEL_NOT_FOUND: { description: "Ollama answered that the model is not pulled." },
-    MODEL_TIMEOUT: { description: "The model sent nothing for MODEL_IDLE_TIMEOUT_MS." },
-    MODEL_ERROR: { description: "Ollama reported an error." },
-    RECURSION_LIMIT: { description: "The agent took more steps than AGENT_RECURSION_LIMIT." },
-    CANCELLED: { description: "cancelRun stopped it." },
-    INTERRUPTED: { description: "The server stopped or crashed while it ran." },
-    AGENT_FAILURE: { description: "Anything else; errorMessage has the original text." },
-  } as const,
-});
-
-export const Run = builder.prismaObject("Run", {
+Run.implement({
   description: "One attempt to advance a conversation's thread: started when, ended how.",
-  interfaces: [NodeInterface],
+  interfaces: [Node],
   fields: (t) => ({
     id: t.exposeID("id"),
-    conversation: t.relation("conversation"),
-    kind: t.field({ type: RunKind, resolve: (r) => r.kind as "start" | "resume" }),
-    status: t.field({ type: RunStatus, resolve: (r) => r.status as "running" }),
+    conversation: t.field({
+      type: Conversation,
+      resolve: async (run, _a, ctx, info) => {
+        const conversation = await ctx.reads(info.rootValue).conversation(run.conversationId);
+        if (!conversation) throw new GraphQLError(`Conversation ${JSON.stringify(run.conversationId)} no longer exists`, { extensions: { code: "NOT_FOUND" } });
+        return conversation;
+      },
+    }),
+    kind: t.field({ type: RunKind, resolve: (r) => r.kind }),
+    status: t.field({ type: RunStatus, resolve: (r) => r.status }),
     input: t.exposeString("input", { nullable: true, description: "The user message; null for a resume." }),
-    errorCode: t.field({ type: RunErrorCode, nullable: true, resolve: (r) => r.errorCode as "AGENT_FAILURE" | null }),
+    errorCode: t.field({ type: RunErrorCode, nullable: true, resolve: (r) => r.errorCode }),
     errorMessage: t.exposeString("errorMessage", { nullable: true, description: "The original error text." }),
     partialOutput: t.exposeString("partialOutput", { nullable: true, description: "Text streamed before a failure, cancel or interruption." }),
     startedAt: t.expose("startedAt", { type: "DateTime" }),
     finishedAt: t.expose("finishedAt", { type: "DateTime", nullable: true }),
+    checkpoints: t.field({
+      type: [Checkpoint],
+      description: "The checkpoints inside the run's window, oldest first (timestamp correlation).",
+      resolve: (run, _a, ctx, info) => ctx.reads(info.rootValue).checkpointsOf(run),
+    }),
+    messages: t.field({
+      type: [Message],
+      description: "Messages first seen in this run's checkpoints: the user message of a start, the model's and tools' replies.",
+      resolve: async (run, _a, ctx, info) => toApiMessages(await ctx.reads(info.rootValue).messagesOf(run)),
+    }),
+    failedTasks: t.field({
+      type: [TaskError],
+      description: "Tasks that failed while this run worked on them (__error__ writes).",
+      resolve: (run, _a, ctx, info) => ctx.reads(info.rootValue).failedTasksOf(run),
+    }),
   }),
 });
 
 builder.queryField("run", (t) =>
-  t.prismaField({
-    type: "Run",
+  t.field({
+    type: Run,
     nullable: true,
     args: { id: t.arg.id({ required: true }) },
-    resolve: (query, _root, { id }, ctx) => ctx.prisma.run.findUnique({ ...query, where: { id: String(id) } }),
+    resolve: (_root, { id }, ctx, info) => ctx.reads(info.rootValue).run(String(id)),
   }),
 );
 
@@ -116,4 +116,3 @@ builder.mutationField("cancelRun", (t) =>
     resolve: async (_root, { input }, ctx) => ({ run: await ctx.runs.cancelRun({ runId: String(input.runId) }) }),
   }),
 );
-

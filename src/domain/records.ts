@@ -1,0 +1,120 @@
+// runledger's records: the rows every storage backend reads and writes, in the
+// shapes the rest of the code uses. Values are stored as written here
+// (statuses lowercase, error codes upper case), so the seed's own SQL works.
+
+export const RUN_STATUSES = ["running", "completed", "failed", "cancelled", "interrupted"] as const;
+export type RunStatusValue = (typeof RUN_STATUSES)[number];
+export type TerminalRunStatus = Exclude<RunStatusValue, "running">;
+export const TERMINAL_STATUSES: ReadonlySet<RunStatusValue> = new Set(RUN_STATUSES.filter((s) => s !== "running"));
+
+export const RUN_KINDS = ["start", "resume"] as const;
+export type RunKindValue = (typeof RUN_KINDS)[number];
+
+export const RUN_ERROR_CODES = [
+  "MODEL_UNAVAILABLE",
+  "MODEL_NOT_FOUND",
+  "MODEL_TIMEOUT",
+  "MODEL_ERROR",
+  "RECURSION_LIMIT",
+  "CANCELLED",
+  "INTERRUPTED",
+  "AGENT_FAILURE",
+] as const;
+export type RunErrorCodeValue = (typeof RUN_ERROR_CODES)[number];
+
+/** One chat. Its id is the LangGraph thread_id. */
+export interface ConversationRecord {
+  id: string;
+  title: string;
+  createdAt: Date;
+  updatedAt: Date;
+  /** Messages in the thread after the latest finished run. */
+  messageCount: number;
+}
+
+/** One attempt to advance a conversation's thread. */
+export interface RunRecord {
+  id: string;
+  conversationId: string;
+  kind: RunKindValue;
+  status: RunStatusValue;
+  /** The user message; null for a resume. */
+  input: string | null;
+  errorCode: RunErrorCodeValue | null;
+  errorMessage: string | null;
+  /** Text streamed before a failure, cancel or interruption. */
+  partialOutput: string | null;
+  startedAt: Date;
+  finishedAt: Date | null;
+  /** Where the run's correlation window starts (src/correlation/marks.ts). */
+  startMark: string;
+  /** Where it ends; null while the run is running (an open window). */
+  endMark: string | null;
+  /** seq of the run's terminal event (0 while running), so a late subscriber gets it from storage. */
+  lastEventSeq: number;
+  /** The process that executes (or executed) the run. */
+  ownerId: string | null;
+}
+
+/** A server process that executes runs; its heartbeat tells the others it is alive. */
+export interface OwnerRecord {
+  id: string;
+  pid: number;
+  host: string;
+  startedAt: Date;
+  heartbeatAt: Date;
+}
+
+/** What starting a run writes. */
+export interface NewRun {
+  id: string;
+  conversationId: string;
+  kind: RunKindValue;
+  input: string | null;
+  startedAt: Date;
+  startMark: string;
+  ownerId: string;
+}
+
+/** What finishing a run writes, in one transaction with the conversation's updatedAt and messageCount. */
+export interface RunOutcome {
+  status: TerminalRunStatus;
+  errorCode: RunErrorCodeValue | null;
+  errorMessage: string | null;
+  partialOutput: string | null;
+  finishedAt: Date;
+  endMark: string;
+  lastEventSeq: number;
+  /** The thread's message count after the run; null keeps the stored count. */
+  messageCount: number | null;
+}
+
+export const CHECKPOINT_SOURCES = ["input", "loop", "update", "fork"] as const;
+export type CheckpointSourceValue = (typeof CHECKPOINT_SOURCES)[number];
+
+/** One LangGraph checkpoint of a conversation's thread (root namespace). */
+export interface CheckpointRecord {
+  /** LangGraph's checkpoint_id: a time-ordered UUID v6. */
+  id: string;
+  /** The thread id, which is the conversation id. */
+  threadId: string;
+  parentId: string | null;
+  step: number;
+  source: CheckpointSourceValue;
+  /** The checkpoint's own `ts`. */
+  createdAt: Date;
+}
+
+/** A task's output (or its error) recorded against a checkpoint. */
+export interface CheckpointWriteRecord {
+  threadId: string;
+  checkpointId: string;
+  taskId: string;
+  channel: string;
+  idx: number;
+  /** The stored value as JSON (LangChain objects keep their serialized form); null when unreadable. */
+  value: unknown;
+}
+
+/** LangGraph's channel for a failed task's error. */
+export const ERROR_CHANNEL = "__error__";

@@ -1,0 +1,47 @@
+// The enums of the API, shared by the types that expose them.
+import { builder } from "./builder.ts";
+
+export const RunStatus = builder.enumType("RunStatus", {
+  values: {
+    RUNNING: { value: "running" },
+    COMPLETED: { value: "completed" },
+    FAILED: { value: "failed" },
+    CANCELLED: { value: "cancelled" },
+    INTERRUPTED: { value: "interrupted" },
+  } as const,
+});
+
+export const RunKind = builder.enumType("RunKind", {
+  values: { START: { value: "start", description: "A new user message." }, RESUME: { value: "resume", description: "Continues the thread's pending step." } } as const,
+});
+
+export const RunErrorCode = builder.enumType("RunErrorCode", {
+  values: {
+    MODEL_UNAVAILABLE: { description: "Ollama could not be reached: connection refused, reset, DNS." },
+    MODEL_NOT_FOUND: { description: "Ollama answered that the model is not pulled." },
+    MODEL_TIMEOUT: { description: "The model sent nothing for MODEL_IDLE_TIMEOUT_MS." },
+    MODEL_ERROR: { description: "Ollama reported an error." },
+    RECURSION_LIMIT: { description: "The agent took more steps than AGENT_RECURSION_LIMIT." },
+    CANCELLED: { description: "cancelRun stopped it." },
+    INTERRUPTED: { description: "The server stopped or crashed while it ran." },
+    AGENT_FAILURE: { description: "Anything else; errorMessage has the original text." },
+  } as const,
+});
+
+export const CheckpointSource = builder.enumType("CheckpointSource", {
+  description: "What wrote the checkpoint (LangGraph's metadata.source).",
+  values: {
+    INPUT: { value: "input", description: "New input arrived (a user message)." },
+    LOOP: { value: "loop", description: "A super-step of the graph finished." },
+    UPDATE: { value: "update", description: "A state update from outside the graph's own run." },
+    FORK: { value: "fork", description: "A copy of another checkpoint." },
+  } as const,
+});
+
+export const MessageRole = builder.enumType("MessageRole", {
+  values: { USER: { value: "user" }, ASSISTANT: { value: "assistant" }, TOOL: { value: "tool" } } as const,
+});
+
+export const ErrorCode = builder.enumType("ErrorCode", {
+  values: ["VALIDATION", "NOT_FOUND", "RUN_IN_PROGRESS", "NOTHING_TO_RESUME", "RUN_NOT_ACTIVE"] as const,
+});

@@ -1,0 +1,89 @@
+// The HTTP server: origin checks and the API token first, then the plain-HTTP
+// routes, then yoga (GraphQL over HTTP and SSE, GraphiQL, /health, /ready);
+// WebSockets upgrade on the same port and path (ws.ts). close() is the ordered
+// shutdown of all of it.
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Config } from "../config.ts";
+import type { Logger } from "../logger.ts";
+import type { Services } from "../context.ts";
+import { createTokenCheck } from "./auth.ts";
+import { createCorsPolicy } from "./cors.ts";
+import { closeWhenStalled } from "./write-stall.ts";
+import { sendJson } from "./send.ts";
+import { createYogaServer } from "./yoga.ts";
+import { attachWebSocketServer } from "./ws.ts";
+import type { ReadinessProbe } from "./readiness.ts";
+
+export type Route = (req: http.IncomingMessage, res: http.ServerResponse) => Promise<boolean> | boolean;
+
+export interface HttpServerOptions {
+  config: Config;
+  services: Services;
+  logger: Logger;
+  readiness: ReadinessProbe;
+  /** Plain-HTTP routes tried before GraphQL; each returns true when it answered. */
+  routes?: Route[];
+}
+
+export interface HttpServer {
+  server: http.Server;
+  url: string;
+  /** Stops accepting connections, lets subscriptions send their last events, closes WebSockets with 1001. */
+  close(): Promise<void>;
+}
+
+/** Paths that answer without the API token: liveness, readiness, and the GraphiQL page (which executes nothing). */
+function isOpen(req: http.IncomingMessage, path: string): boolean {
+  if (path === "/health" || path === "/ready") return true;
+  return path === "/graphql" && req.method === "GET" && (req.headers.accept ?? "").includes("text/html");
+}
+
+export async function startHttpServer({ config, services, logger, readiness, routes = [] }: HttpServerOptions): Promise<HttpServer> {
+  const authorized = createTokenCheck(config.apiToken);
+  const cors = createCorsPolicy(config.corsOrigins);
+  const yoga = createYogaServer({ config, services, logger, readiness });
+
+  const server = http.createServer(async (req, res) => {
+    try {
+      if (cors.handle(req, res)) return;
+      const path = (req.url ?? "/").split("?")[0]!;
+      if (!isOpen(req, path) && !authorized(req.headers.authorization)) {
+        res.setHeader("www-authenticate", 'Bearer realm="runledger"');
+        return sendJson(res, 401, { errors: [{ message: "missing or wrong bearer token", extensions: { code: "UNAUTHENTICATED" } }] });
+      }
+      closeWhenStalled(res, config.writeStallTimeoutMs);
+      for (const route of routes) if (await route(req, res)) return;
+      await yoga.requestListener(req, res);
+    } catch (error) {
+      logger.error("request failed", { error });
+      if (!res.headersSent) sendJson(res, 500, { errors: [{ message: "internal server error" }] });
+      else res.destroy();
+    }
+  });
+  const webSockets = attachWebSocketServer({ server, yoga, config, cors, authorized });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  const url = `http://${host}:${address.port}`;
+
+  return {
+    server,
+    url,
+    async close() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      await webSockets.close();
+      server.closeIdleConnections();
+      // SSE responses and other long requests end once their iterators complete;
+      // whatever is still open after a moment is cut.
+      const timer = setTimeout(() => server.closeAllConnections(), 1_000);
+      await closed;
+      clearTimeout(timer);
+      await yoga.dispose();
+    },
+  };
+}

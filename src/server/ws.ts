@@ -1,0 +1,108 @@
+// GraphQL over WebSocket (graphql-ws, the graphql-transport-ws protocol) on the
+// HTTP server's /graphql. Each operation runs through yoga's envelop, so the
+// operation limits, masking and shared results apply as over HTTP. Protocol
+// breaches close the socket with graphql-ws's own codes; CLOSE_FORBIDDEN for a
+// connection_init without the token, CLOSE_GOING_AWAY on shutdown.
+import type http from "node:http";
+import { WebSocketServer } from "ws";
+import { useServer } from "graphql-ws/use/ws";
+import { GraphQLError, type ExecutionArgs } from "graphql";
+import type { Config } from "../config.ts";
+import type { Yoga } from "./yoga.ts";
+import type { CorsPolicy } from "./cors.ts";
+import { formatForWebSocket } from "./plugins/masking.ts";
+
+/** WebSocket close code for a connection_init without the right token. */
+export const CLOSE_FORBIDDEN = 4403;
+/** WebSocket close code sent to clients when the server shuts down. */
+export const CLOSE_GOING_AWAY = 1001;
+/** On shutdown, how long WebSocket operations may take to send their last events before the sockets close. */
+const WS_DRAIN_MS = 2_000;
+
+export interface WebSocketEndpoint {
+  /** Lets open operations send their last events (for at most a moment), then closes every socket with 1001. */
+  close(): Promise<void>;
+}
+
+export function attachWebSocketServer(options: {
+  server: http.Server;
+  yoga: Yoga;
+  config: Config;
+  cors: CorsPolicy;
+  authorized: (header: string | undefined) => boolean;
+}): WebSocketEndpoint {
+  const { server, yoga, config, cors, authorized } = options;
+  const wsServer = new WebSocketServer({
+    server,
+    path: "/graphql",
+    // MAX_REQUEST_BYTES: a larger message closes the socket with 1009.
+    maxPayload: config.limits.requestBytes,
+    verifyClient: (info, done) => (cors.allowsUpgrade(info.req) ? done(true) : done(false, 403, "Origin not allowed")),
+  });
+  // Open connections, so shutdown can let each finish sending its operations' last events.
+  const connections = new Set<{ subscriptions: Record<string, unknown> }>();
+  const disposable = useServer(
+    {
+      // WS_INIT_TIMEOUT_MS: no connection_init by then closes the socket with 4408.
+      connectionInitWaitTimeout: config.limits.wsInitTimeoutMs,
+      onNext: (_ctx, _id, _payload, _args, result) => (result.errors ? { ...result, errors: result.errors.map(formatForWebSocket) } : undefined),
+      onError: (_ctx, _id, _payload, errors) => errors.map(formatForWebSocket),
+      onConnect: (ctx) => {
+        if (!authorized((ctx.connectionParams as { authorization?: string } | undefined)?.authorization)) return false;
+        connections.add(ctx);
+        return true;
+      },
+      onClose: (ctx) => {
+        connections.delete(ctx);
+      },
+      execute: (args: ExecutionArgs) => (args.rootValue as { execute: (a: ExecutionArgs) => unknown }).execute(args) as never,
+      subscribe: (args: ExecutionArgs) => (args.rootValue as { subscribe: (a: ExecutionArgs) => unknown }).subscribe(args) as never,
+      onSubscribe: async (ctx, _id, payload) => {
+        // ctx.subscriptions already holds this operation's id.
+        if (Object.keys(ctx.subscriptions).length > config.wsMaxSubscriptions) {
+          return [
+            new GraphQLError(`this connection already has ${config.wsMaxSubscriptions} operations open (WS_MAX_SUBSCRIPTIONS); complete one first or open another connection`, {
+              extensions: { code: "TOO_MANY_SUBSCRIPTIONS" },
+            }),
+          ];
+        }
+        const enveloped = yoga.getEnveloped({ ...ctx, req: ctx.extra.request, socket: ctx.extra.socket, params: payload });
+        let document;
+        try {
+          document = enveloped.parse(payload.query);
+        } catch (error) {
+          // A syntax error or a document limit: an error message for this operation, as over HTTP, not a 4500 close.
+          if (error instanceof GraphQLError) return [error];
+          throw error;
+        }
+        const errors = enveloped.validate(enveloped.schema, document);
+        if (errors.length) return errors;
+        return {
+          schema: enveloped.schema,
+          operationName: payload.operationName,
+          document,
+          variableValues: payload.variables,
+          contextValue: await enveloped.contextFactory(),
+          rootValue: { execute: enveloped.execute, subscribe: enveloped.subscribe },
+        };
+      },
+    },
+    wsServer,
+    // WS_KEEPALIVE_MS: ping every socket this often; one that did not answer the previous ping is dropped.
+    config.wsKeepAliveMs,
+  );
+
+  return {
+    async close() {
+      // Subscriptions the event bus has ended still have their last events to send
+      // (a run's terminal status among them): close the sockets once they are sent.
+      const drainedBy = Date.now() + WS_DRAIN_MS;
+      while (Date.now() < drainedBy && [...connections].some((ctx) => Object.keys(ctx.subscriptions).length > 0)) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      for (const client of wsServer.clients) client.close(CLOSE_GOING_AWAY, "server shutting down");
+      await disposable.dispose();
+      await new Promise<void>((resolve) => wsServer.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,60 @@
+// graphql-yoga: GraphQL over HTTP and SSE, GraphiQL, liveness and readiness,
+// with every envelop plugin in the order they apply. WebSocket operations run
+// through the same envelop (src/server/ws.ts), so each plugin holds on every
+// transport.
+import { createYoga, type YogaServerInstance } from "graphql-yoga";
+import { renderGraphiQL } from "@graphql-yoga/render-graphiql";
+import type { Config } from "../config.ts";
+import type { Logger } from "../logger.ts";
+import { schema } from "../schema/index.ts";
+import { createContext, type Context, type Services } from "../context.ts";
+import { GRAPHIQL_DEFAULT_DOCUMENT } from "./graphiql.ts";
+import { useReadiness, type ReadinessProbe } from "./readiness.ts";
+import { useJsonBodiesOnly } from "./plugins/content-type.ts";
+import { useOperationLimits } from "./plugins/operation-limits.ts";
+import { usePageSizeLimit } from "./plugins/page-size.ts";
+import { useWellFormedStrings } from "./plugins/well-formed-strings.ts";
+import { useSharedSubscriptionResults } from "./plugins/shared-subscription-results.ts";
+import { useHiddenSuggestions } from "./plugins/suggestions.ts";
+import { createErrorMasking } from "./plugins/masking.ts";
+
+export type Yoga = YogaServerInstance<Record<string, unknown>, Context>;
+
+export function createYogaServer(options: { config: Config; services: Services; logger: Logger; readiness: ReadinessProbe }): Yoga {
+  const { config, services, logger } = options;
+  const { limits } = config;
+  return createYoga<Record<string, unknown>, Context>({
+    schema,
+    graphqlEndpoint: "/graphql",
+    context: () => createContext(services),
+    graphiql: { subscriptionsProtocol: "WS", defaultQuery: GRAPHIQL_DEFAULT_DOCUMENT, title: "runledger" },
+    // GraphiQL's scripts and styles inlined in the page: it works without access to a CDN.
+    renderGraphiQL,
+    landingPage: false,
+    healthCheckEndpoint: "/health",
+    // CORS is src/server/cors.ts's, for every route.
+    cors: false,
+    // MAX_REQUEST_BYTES is enforced by useJsonBodiesOnly, at less cost than yoga's own limit.
+    maxRequestBodySize: false,
+    // One operation per request: a batch would multiply every per-operation limit.
+    batching: false,
+    // No uploads in this API, and a multipart form is a POST any web page can send.
+    multipart: false,
+    maskedErrors: createErrorMasking(logger),
+    plugins: [
+      useReadiness(options.readiness),
+      useJsonBodiesOnly({ maxBytes: limits.requestBytes }),
+      ...useOperationLimits(limits),
+      usePageSizeLimit(limits.pageSize),
+      useWellFormedStrings(),
+      useSharedSubscriptionResults({ sharedContext: () => createContext(services) }),
+      ...(limits.hideSuggestions ? [useHiddenSuggestions()] : []),
+    ],
+    logging: {
+      debug: (...args) => logger.debug(String(args[0]), { args: args.slice(1).map(String) }),
+      info: (...args) => logger.info(String(args[0])),
+      warn: (...args) => logger.warn(String(args[0])),
+      error: (...args) => logger.error(String(args[0]), { error: args[1] instanceof Error ? args[1] : undefined }),
+    },
+  });
+}

@@ -1,0 +1,305 @@
+// The run store on the SQLite file, with statements prepared once. Writes go
+// through the writer connection, each one synchronous transaction begun
+// IMMEDIATE (it holds the write lock from its first statement, so another
+// process's commit cannot make it fail with SQLITE_BUSY_SNAPSHOT), taken in its
+// turn of the write gate. Reads go through the reader connection.
+import { NotFoundError, RunInProgressError } from "../../domain/errors.ts";
+import type { ConversationRecord, NewRun, OwnerRecord, RunOutcome, RunRecord } from "../../domain/records.ts";
+import type { SqliteDatabase } from "../sqlite/database.ts";
+import type { WriteGate } from "../sqlite/write-gate.ts";
+import {
+  CONVERSATION_COLUMNS,
+  RUN_COLUMNS,
+  formatSqliteDate,
+  toConversationRecord,
+  toOwnerRecord,
+  toRunRecord,
+  type ConversationRow,
+  type OwnerRow,
+  type RunRow,
+} from "../sqlite/rows.ts";
+import type { PageQuery } from "../page.ts";
+import type { RunStore } from "./types.ts";
+
+/** The one-running-run-per-conversation index (or a primary key) refused the row. */
+function isUniqueViolation(error: unknown): boolean {
+  const code = (error as { code?: string })?.code;
+  return code === "SQLITE_CONSTRAINT_UNIQUE" || code === "SQLITE_CONSTRAINT_PRIMARYKEY";
+}
+
+// Lists of ids travel as one JSON parameter, so each batch is one statement however many ids.
+const IN_IDS = "IN (SELECT value FROM json_each(?))";
+
+function writeStatements(db: SqliteDatabase) {
+  return {
+    insertConversation: db.prepare<[string, string, string, string]>(
+      `INSERT INTO conversations (id, title, created_at, updated_at, message_count) VALUES (?, ?, ?, ?, 0)`,
+    ),
+    touchConversation: db.prepare<[string, string]>(`UPDATE conversations SET updated_at = ? WHERE id = ?`),
+    finishConversation: db.prepare<[string, number | null, string]>(
+      `UPDATE conversations SET updated_at = ?, message_count = COALESCE(?, message_count) WHERE id = ?`,
+    ),
+    renameConversation: db.prepare<[string, string, string]>(`UPDATE conversations SET title = ?, updated_at = ? WHERE id = ?`),
+    deleteConversation: db.prepare<[string]>(`DELETE FROM conversations WHERE id = ?`),
+    getConversation: db.prepare<[string], ConversationRow>(`SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = ?`),
+    insertRun: db.prepare<[string, string, string, string | null, string, string, string]>(
+      `INSERT INTO runs (id, conversation_id, kind, status, input, started_at, start_mark, owner_id, last_event_seq)
+       VALUES (?, ?, ?, 'running', ?, ?, ?, ?, 0)`,
+    ),
+    finishRun: db.prepare<[string, string | null, string | null, string | null, string, string, number, string]>(
+      `UPDATE runs SET status = ?, error_code = ?, error_message = ?, partial_output = ?, finished_at = ?, end_mark = ?, last_event_seq = ?
+       WHERE id = ? AND status = 'running'`,
+    ),
+    getRun: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`),
+    activeRun: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = ? AND status = 'running' LIMIT 1`),
+    runsByIds: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id ${IN_IDS}`),
+    // Running rows whose owner is gone (listed) or was never registered.
+    orphans: db.prepare<[string], RunRow>(
+      `SELECT ${RUN_COLUMNS} FROM runs
+       WHERE status = 'running' AND (owner_id IS NULL OR owner_id ${IN_IDS} OR owner_id NOT IN (SELECT id FROM run_owners))`,
+    ),
+    interruptRun: db.prepare<[string, string, string, string]>(
+      `UPDATE runs SET status = 'interrupted', error_code = 'INTERRUPTED', error_message = ?, finished_at = ?, end_mark = ?
+       WHERE id = ? AND status = 'running'`,
+    ),
+    completeEndedElsewhere: db.prepare<[number, string | null, string, string]>(
+      `UPDATE runs SET last_event_seq = ?, partial_output = COALESCE(partial_output, ?), end_mark = MAX(COALESCE(end_mark, ''), ?)
+       WHERE id = ? AND status <> 'running'`,
+    ),
+    insertOwner: db.prepare<[string, number, string, string, string]>(
+      `INSERT INTO run_owners (id, pid, host, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?)`,
+    ),
+    heartbeat: db.prepare<[string, string]>(`UPDATE run_owners SET heartbeat_at = ? WHERE id = ?`),
+    deleteOwners: db.prepare<[string]>(`DELETE FROM run_owners WHERE id ${IN_IDS}`),
+  };
+}
+
+/** A page of each listed conversation's runs (oldest first), numbered per conversation; the cursor, when given, starts the count. */
+function pageSql(direction: "ASC" | "DESC", fromCursor: boolean): string {
+  const order = `r.started_at ${direction}, r.id ${direction}`;
+  if (!fromCursor) {
+    return `SELECT * FROM (SELECT ${RUN_COLUMNS}, ROW_NUMBER() OVER (PARTITION BY conversation_id ORDER BY ${order}) AS position
+      FROM runs r WHERE conversation_id ${IN_IDS}) WHERE position > ? AND position <= ? ORDER BY conversation_id, position`;
+  }
+  const compare = direction === "ASC" ? ">=" : "<=";
+  return `SELECT * FROM (SELECT ${RUN_COLUMNS.replace(/(\w+)/g, "r.$1")}, ROW_NUMBER() OVER (ORDER BY ${order}) AS position
+      FROM runs r, (SELECT conversation_id AS c, started_at AS s, id AS i FROM runs WHERE id = ?) k
+      WHERE r.conversation_id = k.c AND r.conversation_id ${IN_IDS} AND (r.started_at, r.id) ${compare} (k.s, k.i))
+    WHERE position > ? AND position <= ? ORDER BY position`;
+}
+
+function readStatements(db: SqliteDatabase) {
+  return {
+    getConversation: db.prepare<[string], ConversationRow>(`SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = ?`),
+    getRun: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`),
+    activeRun: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = ? AND status = 'running' LIMIT 1`),
+    notRunning: db.prepare<[string], { id: string }>(`SELECT id FROM runs WHERE id ${IN_IDS} AND status <> 'running'`),
+    listOwners: db.prepare<[], OwnerRow>(`SELECT id, pid, host, started_at, heartbeat_at FROM run_owners`),
+    conversations: db.prepare<[string], ConversationRow>(`SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id ${IN_IDS}`),
+    runs: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id ${IN_IDS}`),
+    activeRuns: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id ${IN_IDS} AND status = 'running'`),
+    latestRuns: db.prepare<[string], RunRow>(
+      `SELECT ${RUN_COLUMNS} FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY conversation_id ORDER BY started_at DESC, id DESC) AS position
+         FROM runs WHERE conversation_id ${IN_IDS}) WHERE position = 1`,
+    ),
+    runsOf: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id ${IN_IDS} ORDER BY conversation_id, start_mark`),
+    runCounts: db.prepare<[string], { conversation_id: string; n: number }>(
+      `SELECT conversation_id, count(*) AS n FROM runs WHERE conversation_id ${IN_IDS} GROUP BY conversation_id`,
+    ),
+    pageForward: db.prepare<[string, number, number], RunRow>(pageSql("ASC", false)),
+    pageBackward: db.prepare<[string, number, number], RunRow>(pageSql("DESC", false)),
+    pageForwardFrom: db.prepare<[string, string, number, number], RunRow>(pageSql("ASC", true)),
+    pageBackwardFrom: db.prepare<[string, string, number, number], RunRow>(pageSql("DESC", true)),
+  };
+}
+
+export class SqliteRunStore implements RunStore {
+  readonly #writer: SqliteDatabase;
+  readonly #gate: WriteGate;
+  readonly #w: ReturnType<typeof writeStatements>;
+  readonly #r: ReturnType<typeof readStatements>;
+  readonly #deleteThread: (threadId: string) => void;
+
+  /**
+   * `writer` and `reader` are connections to the migrated file; `gate` orders
+   * every write of the writer connection; `deleteThread` removes a LangGraph
+   * thread synchronously inside the caller's transaction (the saver knows its tables).
+   */
+  constructor(options: { writer: SqliteDatabase; reader: SqliteDatabase; gate: WriteGate; deleteThread: (threadId: string) => void }) {
+    this.#writer = options.writer;
+    this.#gate = options.gate;
+    this.#deleteThread = options.deleteThread;
+    this.#w = writeStatements(options.writer);
+    this.#r = readStatements(options.reader);
+  }
+
+  /** One write transaction, BEGIN IMMEDIATE, in its turn. */
+  #write<T>(work: () => T): Promise<T> {
+    return this.#gate.run(() => this.#writer.transaction(work).immediate());
+  }
+
+  async startRun(run: NewRun, newConversation?: { title: string }): Promise<{ run: RunRecord; conversation: ConversationRecord }> {
+    const w = this.#w;
+    const startedAt = formatSqliteDate(run.startedAt);
+    try {
+      return await this.#write(() => {
+        if (newConversation) w.insertConversation.run(run.conversationId, newConversation.title, startedAt, startedAt);
+        else if (w.touchConversation.run(startedAt, run.conversationId).changes === 0) throw new NotFoundError("Conversation", run.conversationId);
+        w.insertRun.run(run.id, run.conversationId, run.kind, run.input, startedAt, run.startMark, run.ownerId);
+        return { run: toRunRecord(w.getRun.get(run.id)!), conversation: toConversationRecord(w.getConversation.get(run.conversationId)!) };
+      });
+    } catch (error) {
+      if (isUniqueViolation(error)) {
+        const active = await this.activeRun(run.conversationId);
+        throw new RunInProgressError(run.conversationId, active?.id ?? null);
+      }
+      throw error;
+    }
+  }
+
+  finishRun(runId: string, outcome: RunOutcome): Promise<RunRecord | null> {
+    const w = this.#w;
+    const finishedAt = formatSqliteDate(outcome.finishedAt);
+    return this.#write(() => {
+      const { status, errorCode, errorMessage, partialOutput, endMark, lastEventSeq } = outcome;
+      if (w.finishRun.run(status, errorCode, errorMessage, partialOutput, finishedAt, endMark, lastEventSeq, runId).changes === 0) return null;
+      const run = toRunRecord(w.getRun.get(runId)!);
+      w.finishConversation.run(finishedAt, outcome.messageCount, run.conversationId);
+      return run;
+    });
+  }
+
+  renameConversation(id: string, title: string, at: Date): Promise<ConversationRecord> {
+    const w = this.#w;
+    return this.#write(() => {
+      if (w.renameConversation.run(title, formatSqliteDate(at), id).changes === 0) throw new NotFoundError("Conversation", id);
+      return toConversationRecord(w.getConversation.get(id)!);
+    });
+  }
+
+  async deleteConversation(id: string): Promise<ConversationRecord> {
+    const w = this.#w;
+    try {
+      return await this.#write(() => {
+        const row = w.getConversation.get(id);
+        if (!row) throw new NotFoundError("Conversation", id);
+        const active = w.activeRun.get(id);
+        if (active) throw new RunInProgressError(id, active.id);
+        // The thread goes in the same transaction: a crash cannot leave a conversation without its thread, or the reverse.
+        this.#deleteThread(id);
+        w.deleteConversation.run(id); // its runs go by ON DELETE CASCADE
+        return toConversationRecord(row);
+      });
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new RunInProgressError(id, null);
+      throw error;
+    }
+  }
+
+  async completeEndedElsewhere(runId: string, facts: { lastEventSeq: number; partialOutput: string | null; endMark: string }): Promise<void> {
+    await this.#write(() => this.#w.completeEndedElsewhere.run(facts.lastEventSeq, facts.partialOutput, facts.endMark, runId));
+  }
+
+  async registerOwner(owner: OwnerRecord): Promise<void> {
+    await this.#write(() => this.#w.insertOwner.run(owner.id, owner.pid, owner.host, formatSqliteDate(owner.startedAt), formatSqliteDate(owner.heartbeatAt)));
+  }
+
+  async heartbeat(ownerId: string, at: Date): Promise<void> {
+    await this.#write(() => this.#w.heartbeat.run(formatSqliteDate(at), ownerId));
+  }
+
+  async removeOwner(ownerId: string): Promise<void> {
+    await this.#write(() => this.#w.deleteOwners.run(JSON.stringify([ownerId])));
+  }
+
+  async listOwners(): Promise<OwnerRecord[]> {
+    return this.#r.listOwners.all().map(toOwnerRecord);
+  }
+
+  interruptRunsOfGoneOwners(goneOwnerIds: string[], at: Date, endMark: string, message: string): Promise<RunRecord[]> {
+    const w = this.#w;
+    const finishedAt = formatSqliteDate(at);
+    const gone = JSON.stringify(goneOwnerIds);
+    return this.#write(() => {
+      const orphans = w.orphans.all(gone);
+      for (const run of orphans) w.interruptRun.run(message, finishedAt, endMark, run.id);
+      for (const conversationId of new Set(orphans.map((r) => r.conversation_id))) w.touchConversation.run(finishedAt, conversationId);
+      if (goneOwnerIds.length) w.deleteOwners.run(gone);
+      return orphans.length ? w.runsByIds.all(JSON.stringify(orphans.map((r) => r.id))).map(toRunRecord) : [];
+    });
+  }
+
+  async getConversation(id: string): Promise<ConversationRecord | null> {
+    const row = this.#r.getConversation.get(id);
+    return row ? toConversationRecord(row) : null;
+  }
+
+  async getRun(id: string): Promise<RunRecord | null> {
+    const row = this.#r.getRun.get(id);
+    return row ? toRunRecord(row) : null;
+  }
+
+  async activeRun(conversationId: string): Promise<RunRecord | null> {
+    const row = this.#r.activeRun.get(conversationId);
+    return row ? toRunRecord(row) : null;
+  }
+
+  async notRunning(runIds: string[]): Promise<string[]> {
+    if (runIds.length === 0) return [];
+    return this.#r.notRunning.all(JSON.stringify(runIds)).map((r) => r.id);
+  }
+
+  async conversations(ids: readonly string[]): Promise<Map<string, ConversationRecord>> {
+    if (ids.length === 0) return new Map();
+    return new Map(this.#r.conversations.all(JSON.stringify(ids)).map((row) => [row.id, toConversationRecord(row)]));
+  }
+
+  async runs(ids: readonly string[]): Promise<Map<string, RunRecord>> {
+    if (ids.length === 0) return new Map();
+    return new Map(this.#r.runs.all(JSON.stringify(ids)).map((row) => [row.id, toRunRecord(row)]));
+  }
+
+  async activeRuns(conversationIds: readonly string[]): Promise<Map<string, RunRecord>> {
+    if (conversationIds.length === 0) return new Map();
+    return new Map(this.#r.activeRuns.all(JSON.stringify(conversationIds)).map((row) => [row.conversation_id, toRunRecord(row)]));
+  }
+
+  async latestRuns(conversationIds: readonly string[]): Promise<Map<string, RunRecord>> {
+    if (conversationIds.length === 0) return new Map();
+    return new Map(this.#r.latestRuns.all(JSON.stringify(conversationIds)).map((row) => [row.conversation_id, toRunRecord(row)]));
+  }
+
+  async runsOf(conversationIds: readonly string[]): Promise<Map<string, RunRecord[]>> {
+    const result = new Map<string, RunRecord[]>(conversationIds.map((id) => [id, []]));
+    if (conversationIds.length === 0) return result;
+    for (const row of this.#r.runsOf.all(JSON.stringify(conversationIds))) result.get(row.conversation_id)?.push(toRunRecord(row));
+    return result;
+  }
+
+  async runPages(conversationIds: readonly string[], { cursor, skip, take }: PageQuery): Promise<Map<string, RunRecord[]>> {
+    const result = new Map<string, RunRecord[]>(conversationIds.map((id) => [id, []]));
+    if (conversationIds.length === 0 || take === 0) return result;
+    const r = this.#r;
+    const ids = JSON.stringify(conversationIds);
+    const upTo = skip + Math.abs(take);
+    const rows =
+      take > 0
+        ? cursor !== undefined
+          ? r.pageForwardFrom.all(cursor, ids, skip, upTo)
+          : r.pageForward.all(ids, skip, upTo)
+        : cursor !== undefined
+          ? r.pageBackwardFrom.all(cursor, ids, skip, upTo)
+          : r.pageBackward.all(ids, skip, upTo);
+    for (const row of rows) result.get(row.conversation_id)?.push(toRunRecord(row));
+    // Read backwards from the end; each page itself is in list order.
+    if (take < 0) for (const list of result.values()) list.reverse();
+    return result;
+  }
+
+  async runCounts(conversationIds: readonly string[]): Promise<Map<string, number>> {
+    const result = new Map<string, number>(conversationIds.map((id) => [id, 0]));
+    if (conversationIds.length === 0) return result;
+    for (const row of this.#r.runCounts.all(JSON.stringify(conversationIds))) result.set(row.conversation_id, row.n);
+    return result;
+  }
+}

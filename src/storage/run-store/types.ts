@@ -1,0 +1,61 @@
+// The run store seam: the `conversations`, `runs` and `run_owners` rows. The run
+// service writes through it and every GraphQL read of those rows goes through
+// it (batched per operation by src/read/scope.ts). Backends: sqlite.ts;
+// test/conformance/run-store.ts holds every backend to the same rules.
+import type { ConversationRecord, NewRun, OwnerRecord, RunOutcome, RunRecord } from "../../domain/records.ts";
+import type { PageQuery } from "../page.ts";
+
+export interface RunStore {
+  // Writes. Each is one transaction; refusals throw before anything is written.
+
+  /**
+   * Creates the conversation when `newConversation` is given (else requires it to
+   * exist: NotFoundError), inserts the running row (RunInProgressError when the
+   * conversation already has one: the database enforces one running run per
+   * conversation) and bumps the conversation's updatedAt.
+   */
+  startRun(run: NewRun, newConversation?: { title: string }): Promise<{ run: RunRecord; conversation: ConversationRecord }>;
+  /** The outcome, updatedAt and messageCount. Null when the run was no longer running: terminal states never change. */
+  finishRun(runId: string, outcome: RunOutcome): Promise<RunRecord | null>;
+  renameConversation(id: string, title: string, at: Date): Promise<ConversationRecord>;
+  /** Deletes the conversation, its runs and its LangGraph thread. NotFoundError, or RunInProgressError while a run is active. */
+  deleteConversation(id: string): Promise<ConversationRecord>;
+  /**
+   * What only the executing process knows, added to a run another process ended
+   * (a cross-process cancel): the seq of its terminal event, the text it streamed
+   * (kept if none was recorded) and the end of its correlation window (moved
+   * later, never earlier). Status, code and message stay as recorded.
+   */
+  completeEndedElsewhere(runId: string, facts: { lastEventSeq: number; partialOutput: string | null; endMark: string }): Promise<void>;
+
+  // Owners: which process executes which run.
+  registerOwner(owner: OwnerRecord): Promise<void>;
+  heartbeat(ownerId: string, at: Date): Promise<void>;
+  removeOwner(ownerId: string): Promise<void>;
+  listOwners(): Promise<OwnerRecord[]>;
+  /**
+   * Marks `running` rows interrupted when their owner is in `goneOwnerIds`, or is
+   * not a registered owner at all, and forgets the gone owners. `endMark` closes
+   * their correlation windows. Returns the runs it changed.
+   */
+  interruptRunsOfGoneOwners(goneOwnerIds: string[], at: Date, endMark: string, message: string): Promise<RunRecord[]>;
+
+  // Reads. Batch readers take many keys and answer for each (missing keys are left out).
+  getConversation(id: string): Promise<ConversationRecord | null>;
+  getRun(id: string): Promise<RunRecord | null>;
+  activeRun(conversationId: string): Promise<RunRecord | null>;
+  /** Ids among `runIds` that are no longer `running` (ended by another process, say). */
+  notRunning(runIds: string[]): Promise<string[]>;
+  conversations(ids: readonly string[]): Promise<Map<string, ConversationRecord>>;
+  runs(ids: readonly string[]): Promise<Map<string, RunRecord>>;
+  /** The running run of each conversation that has one. */
+  activeRuns(conversationIds: readonly string[]): Promise<Map<string, RunRecord>>;
+  /** The most recently started run of each conversation that has runs. */
+  latestRuns(conversationIds: readonly string[]): Promise<Map<string, RunRecord>>;
+  /** Every run of each conversation in start order (by startMark, as the correlation needs); conversations without runs get []. */
+  runsOf(conversationIds: readonly string[]): Promise<Map<string, RunRecord[]>>;
+  /** One page of each conversation's runs, oldest first (startedAt, then id); every conversation gets a list. */
+  runPages(conversationIds: readonly string[], page: PageQuery): Promise<Map<string, RunRecord[]>>;
+  /** How many runs each conversation has; every conversation gets a count. */
+  runCounts(conversationIds: readonly string[]): Promise<Map<string, number>>;
+}

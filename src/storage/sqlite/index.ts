@@ -1,0 +1,52 @@
+// The embedded backend: one SQLite file holding runledger's tables and
+// SqliteSaver's. It owns the file: one writer connection (the run store's writes
+// and LangGraph's, in the write gate's order), one read-only reader connection
+// (every read model), and the set-up: migrations, then SqliteSaver's tables,
+// before anything reads or writes.
+import type { Storage } from "../types.ts";
+import { SqliteRunStore } from "../run-store/sqlite.ts";
+import { SqliteConversationList } from "../conversation-list/sqlite.ts";
+import { SqliteCheckpointReads } from "../checkpoint-reads/sqlite.ts";
+import { openSqlite } from "./database.ts";
+import { migrate } from "./migrate.ts";
+import { GatedSqliteSaver } from "./saver.ts";
+import { WriteGate } from "./write-gate.ts";
+
+export interface SqliteStorage extends Storage {
+  saver: GatedSqliteSaver;
+  runs: SqliteRunStore;
+  conversationList: SqliteConversationList;
+  /** Migrations applied by this opening. */
+  migrated: string[];
+}
+
+export async function openSqliteStorage(file: string): Promise<SqliteStorage> {
+  const writer = openSqlite(file);
+  try {
+    const { applied } = migrate(writer);
+    const gate = new WriteGate();
+    const saver = new GatedSqliteSaver(writer, gate);
+    saver.createTables();
+    const reader = openSqlite(file, { readonly: true });
+    const runs = new SqliteRunStore({ writer, reader, gate, deleteThread: (threadId) => saver.deleteThreadRows(threadId) });
+    return {
+      runs,
+      conversationList: new SqliteConversationList(reader),
+      checkpointReads: new SqliteCheckpointReads(reader),
+      saver,
+      migrated: applied,
+      async ping() {
+        reader.prepare("SELECT 1").get();
+      },
+      async close() {
+        // Writes queued before close() still run: wait for the gate to drain.
+        await gate.run(() => undefined);
+        reader.close();
+        writer.close();
+      },
+    };
+  } catch (error) {
+    writer.close();
+    throw error;
+  }
+}

@@ -1,0 +1,18 @@
+// What a storage backend provides: one object per seam, LangGraph's
+// checkpointer for the same database, and its lifecycle.
+import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import type { RunStore } from "./run-store/types.ts";
+import type { ConversationList } from "./conversation-list/types.ts";
+import type { CheckpointReads } from "./checkpoint-reads/types.ts";
+
+export interface Storage {
+  runs: RunStore;
+  conversationList: ConversationList;
+  checkpointReads: CheckpointReads;
+  /** LangGraph's checkpointer on the same database (the thread's history). */
+  saver: BaseCheckpointSaver;
+  /** Throws when the database does not answer (readiness). */
+  ping(): Promise<void>;
+  /** Closes every connection; call after the last write. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,44 @@
+// The storage backends every conformance suite runs against: one small
+// initializer each. A new backend adds itself here and must pass every suite.
+import { tempDatabaseUrl } from "../support/app.ts";
+import type { Storage } from "../../src/storage/types.ts";
+import { openSqliteStorage } from "../../src/storage/sqlite/index.ts";
+import { openSqlite } from "../../src/storage/sqlite/database.ts";
+
+export interface TestStorage {
+  storage: Storage;
+  /** Evaluates one SQL expression on the backend's own engine; parameter n is `@pn` in SQLite and `$n` in Postgres. */
+  evaluate(expression: string, params: (string | null)[]): Promise<unknown>;
+  /** The dialect of `evaluate`'s SQL. */
+  dialect: "sqlite" | "postgres";
+  close(): Promise<void>;
+}
+
+export interface StorageBackend {
+  name: string;
+  /** A fresh, empty, migrated database. */
+  open(): Promise<TestStorage>;
+}
+
+export const sqliteBackend: StorageBackend = {
+  name: "sqlite",
+  async open() {
+    const { file } = tempDatabaseUrl("runledger-conformance-");
+    const storage = await openSqliteStorage(file);
+    const scratch = openSqlite(file, { readonly: true });
+    return {
+      storage,
+      dialect: "sqlite",
+      async evaluate(expression, params) {
+        const named = Object.fromEntries(params.map((value, i) => [`p${i + 1}`, value]));
+        return Object.values(scratch.prepare(`SELECT ${expression} AS value`).get(named) as Record<string, unknown>)[0];
+      },
+      async close() {
+        scratch.close();
+        await storage.close();
+      },
+    };
+  },
+};
+
+export const storageBackends: StorageBackend[] = [sqliteBackend];

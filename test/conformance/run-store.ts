@@ -1,0 +1,222 @@
+// The run store's conformance suite: every RunStore backend must pass it.
+// Writes and refusals, owners and recovery, and every batch reader against a
+// reference computed here from what was written.
+import { randomUUID } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import { NotFoundError, RunInProgressError } from "../../src/domain/errors.ts";
+import type { NewRun, RunOutcome, RunRecord } from "../../src/domain/records.ts";
+import type { RunStore } from "../../src/storage/run-store/types.ts";
+import type { PageQuery } from "../../src/storage/page.ts";
+import type { StorageBackend } from "./backends.ts";
+import { referencePage } from "./reference-page.ts";
+
+export function describeRunStoreConformance(backend: StorageBackend) {
+  const createStore = async () => {
+    const opened = await backend.open();
+    return { store: opened.storage.runs, close: () => opened.close() };
+  };
+  describe(`RunStore conformance: ${backend.name}`, () => {
+    const at = (ms: number) => new Date(Date.UTC(2026, 10, 30, 14, 2, 0, ms));
+    const newRun = (conversationId: string, overrides: Partial<NewRun> = {}): NewRun => ({
+      id: randomUUID(),
+      conversationId,
+      kind: "start",
+      input: "hello",
+      startedAt: at(0),
+      startMark: "0001",
+      ownerId: "owner-a",
+      ...overrides,
+    });
+    const outcome = (overrides: Partial<RunOutcome> = {}): RunOutcome => ({
+      status: "completed",
+      errorCode: null,
+      errorMessage: null,
+      partialOutput: null,
+      finishedAt: at(500),
+      endMark: "0002",
+      lastEventSeq: 7,
+      messageCount: 2,
+      ...overrides,
+    });
+
+    async function withStore(fn: (store: RunStore) => Promise<void>) {
+      const { store, close } = await createStore();
+      try {
+        await fn(store);
+      } finally {
+        await close();
+      }
+    }
+
+    it("creates a conversation with its running run in one step", () =>
+      withStore(async (store) => {
+        const id = randomUUID();
+        const { run, conversation } = await store.startRun(newRun(id), { title: "First" });
+        expect(conversation).toMatchObject({ id, title: "First", messageCount: 0 });
+        expect(conversation.createdAt.getTime()).toBe(at(0).getTime());
+        expect(run).toMatchObject({ conversationId: id, status: "running", kind: "start", input: "hello", ownerId: "owner-a", finishedAt: null });
+        expect((await store.activeRun(id))?.id).toBe(run.id);
+      }));
+
+    it("refuses a second running run and an unknown conversation, writing nothing", () =>
+      withStore(async (store) => {
+        const id = randomUUID();
+        const { run } = await store.startRun(newRun(id), { title: "t" });
+        const refused = (await store.startRun(newRun(id, { startedAt: at(100) })).catch((e: unknown) => e)) as RunInProgressError;
+        expect(refused).toBeInstanceOf(RunInProgressError);
+        expect(refused.activeRunId).toBe(run.id);
+        expect((await store.getConversation(id))?.updatedAt.getTime()).toBe(at(0).getTime());
+        const missing = randomUUID();
+        await expect(store.startRun(newRun(missing))).rejects.toBeInstanceOf(NotFoundError);
+        expect(await store.getConversation(missing)).toBeNull();
+      }));
+
+    it("finishes once: outcome, updated_at and message_count together; terminal states never change", () =>
+      withStore(async (store) => {
+        const id = randomUUID();
+        const { run } = await store.startRun(newRun(id), { title: "t" });
+        const finished = await store.finishRun(run.id, outcome({ status: "failed", errorCode: "MODEL_ERROR", errorMessage: "boom", partialOutput: "par" }));
+        expect(finished).toMatchObject({ status: "failed", errorCode: "MODEL_ERROR", errorMessage: "boom", partialOutput: "par", endMark: "0002", lastEventSeq: 7 });
+        expect(finished?.finishedAt?.getTime()).toBe(at(500).getTime());
+        const conversation = await store.getConversation(id);
+        expect(conversation).toMatchObject({ messageCount: 2 });
+        expect(conversation?.updatedAt.getTime()).toBe(at(500).getTime());
+        expect(await store.finishRun(run.id, outcome({ status: "completed" }))).toBeNull();
+        expect((await store.getRun(run.id))?.status).toBe("failed");
+        // The next run may start now.
+        const next = await store.startRun(newRun(id, { startedAt: at(600), kind: "resume", input: null }));
+        expect(next.run.kind).toBe("resume");
+        expect(next.conversation.updatedAt.getTime()).toBe(at(600).getTime());
+      }));
+
+    it("renames and deletes conversations (runs go with them)", () =>
+      withStore(async (store) => {
+        const id = randomUUID();
+        const { run } = await store.startRun(newRun(id), { title: "t" });
+        await expect(store.deleteConversation(id)).rejects.toBeInstanceOf(RunInProgressError);
+        await store.finishRun(run.id, outcome());
+        expect((await store.renameConversation(id, "New", at(900))).title).toBe("New");
+        await expect(store.renameConversation(randomUUID(), "x", at(900))).rejects.toBeInstanceOf(NotFoundError);
+        expect((await store.deleteConversation(id)).id).toBe(id);
+        expect(await store.getConversation(id)).toBeNull();
+        expect(await store.getRun(run.id)).toBeNull();
+        await expect(store.deleteConversation(id)).rejects.toBeInstanceOf(NotFoundError);
+      }));
+
+    it("interrupts only the runs of gone or unknown owners", () =>
+      withStore(async (store) => {
+        await store.registerOwner({ id: "live", pid: 1, host: "h", startedAt: at(0), heartbeatAt: at(0) });
+        await store.registerOwner({ id: "gone", pid: 2, host: "h", startedAt: at(0), heartbeatAt: at(0) });
+        const live = await store.startRun(newRun(randomUUID(), { ownerId: "live" }), { title: "a" });
+        const gone = await store.startRun(newRun(randomUUID(), { ownerId: "gone" }), { title: "b" });
+        const orphan = await store.startRun(newRun(randomUUID(), { ownerId: "never-registered" }), { title: "c" });
+        const changed = await store.interruptRunsOfGoneOwners(["gone"], at(700), "0003", "stopped");
+        expect(changed.map((r: RunRecord) => r.id).sort()).toEqual([gone.run.id, orphan.run.id].sort());
+        for (const r of changed) expect(r).toMatchObject({ status: "interrupted", errorCode: "INTERRUPTED", errorMessage: "stopped", endMark: "0003" });
+        expect((await store.getRun(live.run.id))?.status).toBe("running");
+        expect((await store.listOwners()).map((o: { id: string }) => o.id)).toEqual(["live"]);
+        expect(await store.notRunning([live.run.id, gone.run.id])).toEqual([gone.run.id]);
+        await store.heartbeat("live", at(800));
+        expect((await store.listOwners())[0]?.heartbeatAt.getTime()).toBe(at(800).getTime());
+        await store.removeOwner("live");
+        expect(await store.listOwners()).toEqual([]);
+      }));
+    it("lets exactly one of concurrent starts on a conversation win", () =>
+      withStore(async (store) => {
+        const id = randomUUID();
+        const { run } = await store.startRun(newRun(id), { title: "t" });
+        await store.finishRun(run.id, outcome());
+        const attempts = await Promise.allSettled(Array.from({ length: 5 }, (_, i) => store.startRun(newRun(id, { startedAt: at(600 + i) }))));
+        const won = attempts.filter((a) => a.status === "fulfilled");
+        expect(won).toHaveLength(1);
+        for (const lost of attempts.filter((a) => a.status === "rejected")) expect((lost as PromiseRejectedResult).reason).toBeInstanceOf(RunInProgressError);
+        expect((await store.activeRun(id))?.id).toBe((won[0] as PromiseFulfilledResult<{ run: { id: string } }>).value.run.id);
+      }));
+
+    it("adds what only the executing process knows to a run another process ended", () =>
+      withStore(async (store) => {
+        const id = randomUUID();
+        const { run } = await store.startRun(newRun(id), { title: "t" });
+        // Still running: nothing changes.
+        await store.completeEndedElsewhere(run.id, { lastEventSeq: 3, partialOutput: "x", endMark: "0009" });
+        expect(await store.getRun(run.id)).toMatchObject({ lastEventSeq: 0, partialOutput: null, endMark: null });
+        await store.finishRun(run.id, outcome({ status: "cancelled", errorCode: "CANCELLED", errorMessage: "cancelled", partialOutput: null, endMark: "0005", lastEventSeq: 1 }));
+        await store.completeEndedElsewhere(run.id, { lastEventSeq: 12, partialOutput: "streamed", endMark: "0004" });
+        // The seq is replaced, the text kept if none was recorded, the window end only moved later.
+        expect(await store.getRun(run.id)).toMatchObject({ status: "cancelled", errorCode: "CANCELLED", lastEventSeq: 12, partialOutput: "streamed", endMark: "0005" });
+        await store.completeEndedElsewhere(run.id, { lastEventSeq: 13, partialOutput: "other", endMark: "0010" });
+        expect(await store.getRun(run.id)).toMatchObject({ lastEventSeq: 13, partialOutput: "streamed", endMark: "0010" });
+        expect(await store.notRunning([])).toEqual([]);
+        expect(await store.notRunning([run.id, randomUUID()])).toEqual([run.id]);
+      }));
+    it("answers the batch readers as the rows say: conversations, runs, active, latest, all runs in start order, counts", () =>
+      withStore(async (store) => {
+        const a = randomUUID();
+        const b = randomUUID();
+        const none = randomUUID();
+        const first = await store.startRun(newRun(a, { startedAt: at(10), startMark: "0010" }), { title: "a" });
+        await store.finishRun(first.run.id, outcome({ finishedAt: at(20), endMark: "0020" }));
+        const second = await store.startRun(newRun(a, { startedAt: at(30), startMark: "0030", kind: "resume", input: null }));
+        const onB = await store.startRun(newRun(b, { startedAt: at(40), startMark: "0040" }), { title: "b" });
+        await store.finishRun(onB.run.id, outcome({ finishedAt: at(50), endMark: "0050", status: "failed", errorCode: "MODEL_ERROR", errorMessage: "x" }));
+
+        const conversations = await store.conversations([a, b, none]);
+        expect([...conversations.keys()].sort()).toEqual([a, b].sort());
+        expect(conversations.get(a)).toEqual(await store.getConversation(a));
+        const runs = await store.runs([first.run.id, onB.run.id, randomUUID()]);
+        expect([...runs.keys()].sort()).toEqual([first.run.id, onB.run.id].sort());
+        expect(runs.get(onB.run.id)).toEqual(await store.getRun(onB.run.id));
+        expect(runs.get(onB.run.id)).toMatchObject({ status: "failed", errorCode: "MODEL_ERROR", errorMessage: "x", endMark: "0050" });
+
+        const active = await store.activeRuns([a, b, none]);
+        expect([...active.keys()]).toEqual([a]);
+        expect(active.get(a)?.id).toBe(second.run.id);
+        const latest = await store.latestRuns([a, b, none]);
+        expect(latest.get(a)?.id).toBe(second.run.id);
+        expect(latest.get(b)?.id).toBe(onB.run.id);
+        expect(latest.has(none)).toBe(false);
+
+        const all = await store.runsOf([a, b, none]);
+        expect(all.get(a)?.map((r) => r.id)).toEqual([first.run.id, second.run.id]);
+        expect(all.get(b)?.map((r) => r.id)).toEqual([onB.run.id]);
+        expect(all.get(none)).toEqual([]);
+        const counts = await store.runCounts([a, b, none]);
+        expect(Object.fromEntries(counts)).toEqual({ [a]: 2, [b]: 1, [none]: 0 });
+        for (const empty of [store.conversations([]), store.runs([]), store.activeRuns([]), store.latestRuns([])]) expect((await empty).size).toBe(0);
+      }));
+
+    it("pages each conversation's runs, oldest first (startedAt, then id), for every first/after and last/before shape", () =>
+      withStore(async (store) => {
+        // Twelve runs per conversation over four start times, so most ties are broken by id.
+        const conversations = [randomUUID(), randomUUID(), randomUUID()];
+        const written = new Map<string, RunRecord[]>(conversations.map((id) => [id, []]));
+        for (const [c, conversationId] of conversations.entries()) {
+          for (let i = 0; i < 12; i++) {
+            const { run } = await store.startRun(newRun(conversationId, { startedAt: at(1000 + c * 10 + (i % 4)), startMark: `m${c}-${i}` }), i === 0 ? { title: "t" } : undefined);
+            await store.finishRun(run.id, outcome({ finishedAt: at(2000 + i), endMark: `e${c}-${i}` }));
+            written.get(conversationId)!.push((await store.getRun(run.id))!);
+          }
+        }
+        const order = (x: RunRecord, y: RunRecord) => x.startedAt.getTime() - y.startedAt.getTime() || (x.id < y.id ? -1 : x.id > y.id ? 1 : 0);
+        const lists = new Map([...written].map(([id, list]) => [id, [...list].sort(order)]));
+        const a = conversations[0]!;
+        const aList = lists.get(a)!;
+        const queries: PageQuery[] = [];
+        for (const take of [1, 2, 5, 13, -1, -2, -5, -13, 0]) {
+          for (const skip of [0, 1, 3]) {
+            queries.push({ skip, take });
+            for (const cursor of [aList[0]!.id, aList[5]!.id, aList[11]!.id, randomUUID()]) queries.push({ cursor, skip, take });
+          }
+        }
+        for (const query of queries) {
+          const pages = await store.runPages(conversations, query);
+          for (const conversationId of conversations) {
+            const list = lists.get(conversationId)!;
+            const expected = query.cursor !== undefined && !list.some((r) => r.id === query.cursor) ? [] : referencePage(list, query);
+            expect(pages.get(conversationId)?.map((r) => r.id), JSON.stringify({ conversationId, query })).toEqual(expected.map((r) => r.id));
+          }
+        }
+        expect((await store.runPages([], { skip: 0, take: 5 })).size).toBe(0);
+      }));
+  });
+}

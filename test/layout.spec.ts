@@ -1,0 +1,100 @@
+// The source reads top-down: every import of a file in src/ points to its own
+// folder or to a layer below it, and no files import each other in a cycle.
+// The layers, top first (README "Inside").
+import fs from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { ROOT } from "./support/app.ts";
+
+const LAYERS = [
+  ["main.ts", "app.ts"],
+  ["server"],
+  ["schema"],
+  ["context.ts"],
+  ["read"],
+  ["runs"],
+  ["agent"],
+  ["storage"],
+  ["correlation"],
+  ["domain"],
+  ["config.ts", "logger.ts"],
+];
+
+const SRC = path.join(ROOT, "src");
+
+function sourceFiles(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) return sourceFiles(full);
+    return entry.name.endsWith(".ts") ? [full] : [];
+  });
+}
+
+/** The files of ours a file imports (static, re-exports and dynamic imports with a literal path). */
+function importsOf(file: string): string[] {
+  const text = fs.readFileSync(file, "utf8");
+  const found = new Set<string>();
+  for (const match of text.matchAll(/(?:import|export)\s[^'"]*?from\s+["'](\.[^"']+)["']|import\(\s*["'](\.[^"']+)["']\s*\)|import\s+["'](\.[^"']+)["']/g)) {
+    const spec = match[1] ?? match[2] ?? match[3]!;
+    found.add(path.resolve(path.dirname(file), spec));
+  }
+  return [...found];
+}
+
+function layerOf(file: string): number {
+  const top = path.relative(SRC, file).split(path.sep)[0]!;
+  const layer = LAYERS.findIndex((names) => names.includes(top));
+  if (layer < 0) throw new Error(`${path.relative(ROOT, file)} is in no layer: add its folder to LAYERS and to the README`);
+  return layer;
+}
+
+const files = sourceFiles(SRC);
+const graph = new Map(files.map((file) => [file, importsOf(file).filter((target) => target.startsWith(SRC))]));
+
+describe("the layout of src/", () => {
+  it("has every file in a layer, and every import pointing to its own layer or one below", () => {
+    const upward: string[] = [];
+    for (const [file, targets] of graph) {
+      for (const target of targets) {
+        if (!fs.existsSync(target)) throw new Error(`${path.relative(ROOT, file)} imports a missing file ${path.relative(ROOT, target)}`);
+        if (layerOf(target) < layerOf(file)) upward.push(`${path.relative(SRC, file)} → ${path.relative(SRC, target)}`);
+      }
+    }
+    expect(upward).toEqual([]);
+  });
+
+  it("has no import cycles", () => {
+    // Tarjan's strongly connected components: any component of more than one file is a cycle.
+    let index = 0;
+    const indexes = new Map<string, number>();
+    const low = new Map<string, number>();
+    const stack: string[] = [];
+    const onStack = new Set<string>();
+    const cycles: string[][] = [];
+    const visit = (file: string) => {
+      indexes.set(file, index);
+      low.set(file, index);
+      index += 1;
+      stack.push(file);
+      onStack.add(file);
+      for (const target of graph.get(file) ?? []) {
+        if (!indexes.has(target)) {
+          visit(target);
+          low.set(file, Math.min(low.get(file)!, low.get(target)!));
+        } else if (onStack.has(target)) low.set(file, Math.min(low.get(file)!, indexes.get(target)!));
+      }
+      if (low.get(file) === indexes.get(file)) {
+        const component: string[] = [];
+        let member: string;
+        do {
+          member = stack.pop()!;
+          onStack.delete(member);
+          component.push(path.relative(SRC, member));
+        } while (member !== file);
+        if (component.length > 1) cycles.push(component.sort());
+      }
+    };
+    for (const file of files) if (!indexes.has(file)) visit(file);
+    expect(cycles).toEqual([]);
+  });
+});

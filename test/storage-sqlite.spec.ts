@@ -1,0 +1,70 @@
+// What only the SQLite backend promises, beside the conformance suites: the
+// text format of stored dates (the format databases made by earlier versions
+// hold), and query plans that seek by index instead of scanning.
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { tempDatabaseUrl } from "./support/app.ts";
+import { openSqliteStorage, type SqliteStorage } from "../src/storage/sqlite/index.ts";
+import { openSqlite, type SqliteDatabase } from "../src/storage/sqlite/database.ts";
+import { formatSqliteDate, parseSqliteDate } from "../src/storage/sqlite/rows.ts";
+import { CHECKPOINTS_IN_WINDOWS_SQL } from "../src/storage/checkpoint-reads/sqlite.ts";
+
+let storage: SqliteStorage;
+let db: SqliteDatabase;
+const ids: string[] = [];
+
+beforeAll(async () => {
+  const { file } = tempDatabaseUrl("runledger-sqlite-");
+  storage = await openSqliteStorage(file);
+  db = openSqlite(file, { readonly: true });
+  for (let i = 0; i < 20; i++) {
+    const { conversation } = await storage.runs.startRun(
+      { id: randomUUID(), conversationId: randomUUID(), kind: "start", input: "x", startedAt: new Date(Date.UTC(2026, 10, 30, 14, 2, 0, i * 7)), startMark: `s${i}`, ownerId: "o" },
+      { title: `c${i}` },
+    );
+    ids.push(conversation.id);
+  }
+});
+afterAll(async () => {
+  db?.close();
+  await storage?.close();
+});
+
+describe("stored dates", () => {
+  it("are written as earlier versions wrote them (ISO text with +00:00), so text order is time order", async () => {
+    const at = new Date("2026-11-30T14:02:00.123Z");
+    const { run } = await storage.runs.startRun({ id: randomUUID(), conversationId: randomUUID(), kind: "start", input: "hi", startedAt: at, startMark: "m", ownerId: "o" }, { title: "A" });
+    await storage.runs.finishRun(run.id, { status: "failed", errorCode: "MODEL_ERROR", errorMessage: "x", partialOutput: "p", finishedAt: new Date(at.getTime() + 5), endMark: "e", lastEventSeq: 4, messageCount: 3 });
+    expect(db.prepare("SELECT started_at, finished_at FROM runs WHERE id = ?").get(run.id)).toEqual({ started_at: "2026-11-30T14:02:00.123+00:00", finished_at: "2026-11-30T14:02:00.128+00:00" });
+    expect(db.prepare("SELECT created_at, updated_at FROM conversations WHERE id = ?").get(run.conversationId)).toEqual({
+      created_at: "2026-11-30T14:02:00.123+00:00",
+      updated_at: "2026-11-30T14:02:00.128+00:00",
+    });
+  });
+
+  it("are read in both of SQLite's stored forms", () => {
+    expect(parseSqliteDate("2026-11-30T14:02:00.123+00:00").toISOString()).toBe("2026-11-30T14:02:00.123Z");
+    expect(parseSqliteDate("2026-11-30 14:02:00").toISOString()).toBe("2026-11-30T14:02:00.000Z");
+    expect(parseSqliteDate(Date.parse("2026-11-30T14:02:00.000Z")).toISOString()).toBe("2026-11-30T14:02:00.000Z");
+    expect(formatSqliteDate(new Date("2026-11-30T14:02:00.120Z"))).toBe("2026-11-30T14:02:00.120+00:00");
+  });
+});
+
+describe("query plans", () => {
+  it("the conversation list seeks and reads in index order: no scan up to the cursor, no sort", () => {
+    for (const [name, statement] of Object.entries(storage.conversationList.statementSql)) {
+      const params = name.endsWith("From") ? [ids[10], 5, 0] : [5, 0];
+      const plan = (db.prepare(`EXPLAIN QUERY PLAN ${statement}`).all(...params) as { detail: string }[]).map((p) => p.detail).join("\n");
+      expect(plan, name).not.toMatch(/TEMP B-TREE|SCAN c\b(?! USING (COVERING )?INDEX conversations_updated_at_id_idx)/);
+      expect(plan, name).toMatch(/conversations_updated_at_id_idx/);
+      if (name.endsWith("From")) expect(plan, name).toMatch(/SEARCH c USING INDEX conversations_updated_at_id_idx \((updated_at|\(updated_at,id\))[<>]/);
+    }
+  });
+
+  it("a run window is a primary-key range bounded at both ends, open windows included", () => {
+    const plan = (db.prepare(`EXPLAIN QUERY PLAN ${CHECKPOINTS_IN_WINDOWS_SQL}`).all(JSON.stringify([{ key: "k", threadId: ids[0], startMark: "a", endMark: null }])) as { detail: string }[])
+      .map((p) => p.detail)
+      .join("\n");
+    expect(plan).toMatch(/SEARCH checkpoints USING (COVERING )?INDEX sqlite_autoindex_checkpoints_1 \(thread_id=\? AND checkpoint_ns=\? AND checkpoint_id>\? AND checkpoint_id<\?\)/);
+  });
+});
