@@ -1,7 +1,7 @@
 // Wires the parts together in order: storage (migrated) → event bus → recovery →
 // agent and services → server; and takes them apart in reverse on close().
 import type { StructuredToolInterface } from "@langchain/core/tools";
-import type { Config } from "./config.ts";
+import { describeDatabase, type Config } from "./config.ts";
 import type { Logger } from "./logger.ts";
 import { openStorage, type Storage } from "./storage/index.ts";
 import { MemoryEventBus } from "./storage/event-bus/memory.ts";
@@ -33,7 +33,7 @@ export interface AppOverrides {
 
 export async function startApp(config: Config, logger: Logger, overrides: AppOverrides = {}): Promise<App> {
   const storage = await openStorage(config);
-  if (storage.migrated.length) logger.info("database migrated", { applied: storage.migrated, database: config.databasePath });
+  if (storage.migrated.length) logger.info("database migrated", { applied: storage.migrated, database: describeDatabase(config) });
 
   const bus: EventBus = new MemoryEventBus({
     retention: config.eventRetention,

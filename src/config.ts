@@ -8,10 +8,18 @@ export interface Config {
   port: number;
   /** Interface to bind. `HOST`, default 127.0.0.1 (loopback: no token is required by default). */
   host: string;
-  /** `DATABASE_URL`, default `file:./data/runledger.db`: the SQLite file shared with LangGraph. */
+  /**
+   * `DATABASE_URL`, default `file:./data/runledger.db`: the SQLite file shared with
+   * LangGraph, or `postgres://user:password@host:port/database` for PostgreSQL
+   * (runledger's tables and LangGraph's in one database, shared by every instance).
+   */
   databaseUrl: string;
-  /** Absolute path of the SQLite file derived from `databaseUrl`. */
+  /** Which engine `databaseUrl` names. */
+  databaseKind: "sqlite" | "postgres";
+  /** Absolute path of the SQLite file derived from `databaseUrl`; empty for PostgreSQL. */
   databasePath: string;
+  /** `REDIS_URL` (`redis://host:port`): carries live events between instances. Unset: events stay in this process. */
+  redisUrl: string | undefined;
   /** `OLLAMA_HOST`, default http://127.0.0.1:11434. */
   ollamaHost: string;
   /** `OLLAMA_MODEL`, default qwen3. */
@@ -121,7 +129,7 @@ function urlVar(env: Env, name: string, fallback: string): string {
 /** Resolves a Prisma-style SQLite URL (`file:./x.db`) to an absolute path. */
 export function databasePathFromUrl(databaseUrl: string, cwd = process.cwd()): string {
   if (!databaseUrl.startsWith("file:")) {
-    throw new ConfigError(`DATABASE_URL must be a SQLite file URL such as file:./data/runledger.db, got "${databaseUrl}"`);
+    throw new ConfigError(`DATABASE_URL must be a SQLite file URL such as file:./data/runledger.db or a PostgreSQL URL such as postgres://user@host:5432/runledger, got "${redact(databaseUrl)}"`);
   }
   const file = databaseUrl.slice("file:".length).split("?")[0]!;
   if (file === "" || file === ":memory:") {
@@ -130,8 +138,45 @@ export function databasePathFromUrl(databaseUrl: string, cwd = process.cwd()): s
   return path.resolve(cwd, file);
 }
 
+/** Where the database is, for logs: the SQLite file, or the PostgreSQL URL without its password. */
+export function describeDatabase(config: Pick<Config, "databaseKind" | "databasePath" | "databaseUrl">): string {
+  return config.databaseKind === "postgres" ? redact(config.databaseUrl) : config.databasePath;
+}
+
+/** A URL without its password, for messages. */
+export function redact(url: string): string {
+  return url.replace(/\/\/([^:/@]*):[^@/]*@/, "//$1:***@");
+}
+
+function postgresUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`DATABASE_URL must be a URL such as postgres://user:password@host:5432/runledger, got "${redact(raw)}"`);
+  }
+  if (!url.hostname) throw new ConfigError(`DATABASE_URL must name a host, got "${redact(raw)}"`);
+  if (url.pathname === "" || url.pathname === "/") throw new ConfigError(`DATABASE_URL must name a database (postgres://host:5432/runledger), got "${redact(raw)}"`);
+  return raw;
+}
+
+function redisUrlVar(env: Env): string | undefined {
+  const raw = (env.REDIS_URL ?? "").trim();
+  if (raw === "") return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`REDIS_URL must be a URL such as redis://127.0.0.1:6379, got "${redact(raw)}"`);
+  }
+  if (url.protocol !== "redis:" && url.protocol !== "rediss:") throw new ConfigError(`REDIS_URL must use redis:// or rediss://, got "${redact(raw)}"`);
+  if (!url.hostname) throw new ConfigError(`REDIS_URL must name a host, got "${redact(raw)}"`);
+  return raw;
+}
+
 export function loadConfig(env: Env = process.env, readFile: (p: string) => string = defaultReadFile): Config {
   const databaseUrl = (env.DATABASE_URL ?? "").trim() || "file:./data/runledger.db";
+  const databaseKind = /^postgres(ql)?:\/\//i.test(databaseUrl) ? "postgres" : "sqlite";
   const logLevel = ((env.LOG_LEVEL ?? "").trim() || "info") as LogLevel;
   if (!["debug", "info", "warn", "error", "silent"].includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of debug, info, warn, error, silent, got "${env.LOG_LEVEL}"`);
@@ -168,8 +213,10 @@ export function loadConfig(env: Env = process.env, readFile: (p: string) => stri
   return {
     port: intVar(env, "PORT", 4000, 0, 65535),
     host,
-    databaseUrl,
-    databasePath: databasePathFromUrl(databaseUrl),
+    databaseUrl: databaseKind === "postgres" ? postgresUrl(databaseUrl) : databaseUrl,
+    databaseKind,
+    databasePath: databaseKind === "postgres" ? "" : databasePathFromUrl(databaseUrl),
+    redisUrl: redisUrlVar(env),
     ollamaHost: urlVar(env, "OLLAMA_HOST", "http://127.0.0.1:11434"),
     ollamaModel: model,
     ollamaThink,

@@ -1,22 +1,34 @@
-// Start-up: configuration → database (created and migrated) → recovery → server.
-import { ConfigError, loadConfig } from "./config.ts";
+// Start-up: configuration → storage (created and migrated) → recovery → server.
+// A bad setting, or a database or Redis that cannot be reached, stops it with one
+// line naming the variable (exit code 2).
+import { ConfigError, describeDatabase, loadConfig } from "./config.ts";
 import { createLogger } from "./logger.ts";
 import { startApp } from "./app.ts";
 
-let config;
-try {
-  config = loadConfig();
-} catch (error) {
+function refuse(error: unknown): never {
   if (error instanceof ConfigError) {
-    process.stderr.write(`runledger: ${error.message}\n`);
+    process.stderr.write(`runledger: ${error.message.replace(/\s*\n\s*/g, " ")}\n`);
     process.exit(2);
   }
   throw error;
 }
 
+let config;
+try {
+  config = loadConfig();
+} catch (error) {
+  refuse(error);
+}
+
 const logger = createLogger(config.logLevel);
-const app = await startApp(config, logger);
-logger.info("runledger listening", { url: `${app.url}/graphql`, database: config.databasePath, ollama: config.ollamaHost, model: config.ollamaModel });
+const app = await startApp(config, logger).catch(refuse);
+logger.info("runledger listening", {
+  url: `${app.url}/graphql`,
+  database: describeDatabase(config),
+  events: config.redisUrl ? "redis" : "memory",
+  ollama: config.ollamaHost,
+  model: config.ollamaModel,
+});
 
 let stopping = false;
 const stop = (signal: string) => {

@@ -12,15 +12,18 @@
 //   checkpoint-reads/    LangGraph's checkpoints and task writes, saver-neutral records
 //   event-bus/           a run's events to its subscribers, on any instance
 //   sqlite/              the embedded backend: the file, its writer and reader, set-up
+//   postgres/            the shared backend: the pool, migrations under an advisory lock, LangGraph's PostgresSaver
 //
 // Each seam has an interface (types.ts), one file per backend, and a
 // conformance suite in test/conformance/ that every backend passes.
+import type { Config } from "../config.ts";
 import type { Storage } from "./types.ts";
 import { openSqliteStorage } from "./sqlite/index.ts";
+import { openPostgresStorage } from "./postgres/index.ts";
 
 export type { Storage };
 
 /** Opens (and migrates) the database the configuration names. */
-export async function openStorage(config: { databasePath: string }): Promise<Storage & { migrated: string[] }> {
-  return openSqliteStorage(config.databasePath);
+export async function openStorage(config: Pick<Config, "databaseKind" | "databasePath" | "databaseUrl">): Promise<Storage & { migrated: string[] }> {
+  return config.databaseKind === "postgres" ? openPostgresStorage(config.databaseUrl) : openSqliteStorage(config.databasePath);
 }

@@ -4,6 +4,9 @@ import { tempDatabaseUrl } from "../support/app.ts";
 import type { Storage } from "../../src/storage/types.ts";
 import { openSqliteStorage } from "../../src/storage/sqlite/index.ts";
 import { openSqlite } from "../../src/storage/sqlite/database.ts";
+import { openPostgresStorage } from "../../src/storage/postgres/index.ts";
+import { postgresDatabase } from "../support/services.ts";
+import pg from "pg";
 
 export interface TestStorage {
   storage: Storage;
@@ -41,4 +44,26 @@ export const sqliteBackend: StorageBackend = {
   },
 };
 
-export const storageBackends: StorageBackend[] = [sqliteBackend];
+export const postgresBackend: StorageBackend = {
+  name: "postgres",
+  async open() {
+    const database = await postgresDatabase();
+    const storage = await openPostgresStorage(database.url);
+    const scratch = new pg.Client({ connectionString: database.url });
+    await scratch.connect();
+    return {
+      storage,
+      dialect: "postgres",
+      async evaluate(expression, params) {
+        return (await scratch.query(`SELECT ${expression} AS value`, params)).rows[0]?.value;
+      },
+      async close() {
+        await scratch.end();
+        await storage.close();
+        await database.drop();
+      },
+    };
+  },
+};
+
+export const storageBackends: StorageBackend[] = [sqliteBackend, postgresBackend];

@@ -1,0 +1,41 @@
+// The PostgreSQL backend: runledger's tables and PostgresSaver's in one
+// database, shared by every instance. Opening it connects (or stops start-up
+// with one line naming DATABASE_URL), applies pending migrations under an
+// advisory lock and sets up LangGraph's tables, before anything reads or writes.
+import type { Storage } from "../types.ts";
+import { PostgresRunStore } from "../run-store/postgres.ts";
+import { PostgresConversationList } from "../conversation-list/postgres.ts";
+import { PostgresCheckpointReads } from "../checkpoint-reads/postgres.ts";
+import { connectPostgres } from "./database.ts";
+import { migratePostgres } from "./migrate.ts";
+import { RunledgerPostgresSaver } from "./saver.ts";
+
+export interface PostgresStorage extends Storage {
+  saver: RunledgerPostgresSaver;
+  /** Migrations applied by this opening. */
+  migrated: string[];
+}
+
+export async function openPostgresStorage(url: string): Promise<PostgresStorage> {
+  const pool = await connectPostgres(url);
+  try {
+    const saver = new RunledgerPostgresSaver(pool);
+    const { applied } = await migratePostgres(pool, saver);
+    return {
+      runs: new PostgresRunStore({ pool, deleteThread: (client, threadId) => saver.deleteThreadIn(client, threadId) }),
+      conversationList: new PostgresConversationList(pool),
+      checkpointReads: new PostgresCheckpointReads(pool),
+      saver,
+      migrated: applied,
+      async ping() {
+        await pool.query("SELECT 1");
+      },
+      async close() {
+        await pool.end();
+      },
+    };
+  } catch (error) {
+    await pool.end().catch(() => {});
+    throw error;
+  }
+}

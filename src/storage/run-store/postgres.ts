@@ -1,0 +1,242 @@
+// The run store on PostgreSQL. Each write is one transaction on one pooled
+// connection; the database's unique index keeps one running run per
+// conversation across every instance. Statements are named, so each connection
+// prepares each once.
+import { NotFoundError, RunInProgressError } from "../../domain/errors.ts";
+import type { ConversationRecord, NewRun, OwnerRecord, RunOutcome, RunRecord } from "../../domain/records.ts";
+import { inTransaction, isUniqueViolation, type PostgresClient, type PostgresPool } from "../postgres/database.ts";
+import {
+  CONVERSATION_COLUMNS,
+  RUN_COLUMNS,
+  toConversationRecord,
+  toOwnerRecord,
+  toRunRecord,
+  type ConversationRow,
+  type OwnerRow,
+  type RunRow,
+} from "../postgres/rows.ts";
+import type { PageQuery } from "../page.ts";
+import type { RunStore } from "./types.ts";
+
+const R = RUN_COLUMNS.replace(/(\w+)/g, "r.$1");
+
+/** A page of each listed conversation's runs (oldest first), numbered per conversation; the cursor, when given, starts the count. */
+function pageSql(direction: "ASC" | "DESC", fromCursor: boolean): string {
+  const order = `r.started_at ${direction}, r.id ${direction}`;
+  if (!fromCursor) {
+    return `SELECT * FROM (SELECT ${R}, ROW_NUMBER() OVER (PARTITION BY r.conversation_id ORDER BY ${order}) AS position
+      FROM runs r WHERE r.conversation_id = ANY($1)) p WHERE position > $2 AND position <= $3 ORDER BY conversation_id, position`;
+  }
+  const compare = direction === "ASC" ? ">=" : "<=";
+  return `SELECT * FROM (SELECT ${R}, ROW_NUMBER() OVER (ORDER BY ${order}) AS position
+      FROM runs r, (SELECT conversation_id AS c, started_at AS s, id AS i FROM runs WHERE id = $4) k
+      WHERE r.conversation_id = k.c AND r.conversation_id = ANY($1) AND (r.started_at, r.id) ${compare} (k.s, k.i)) p
+    WHERE position > $2 AND position <= $3 ORDER BY position`;
+}
+
+const SQL = {
+  insertConversation: `INSERT INTO conversations (id, title, created_at, updated_at, message_count) VALUES ($1, $2, $3, $3, 0)`,
+  touchConversation: `UPDATE conversations SET updated_at = $1 WHERE id = $2`,
+  finishConversation: `UPDATE conversations SET updated_at = $1, message_count = COALESCE($2, message_count) WHERE id = $3`,
+  renameConversation: `UPDATE conversations SET title = $1, updated_at = $2 WHERE id = $3 RETURNING ${CONVERSATION_COLUMNS}`,
+  getConversation: `SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = $1`,
+  lockConversation: `SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = $1 FOR UPDATE`,
+  deleteConversation: `DELETE FROM conversations WHERE id = $1`,
+  insertRun: `INSERT INTO runs (id, conversation_id, kind, status, input, started_at, start_mark, owner_id, last_event_seq)
+    VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, 0) RETURNING ${RUN_COLUMNS}`,
+  finishRun: `UPDATE runs SET status = $1, error_code = $2, error_message = $3, partial_output = $4, finished_at = $5, end_mark = $6, last_event_seq = $7
+    WHERE id = $8 AND status = 'running' RETURNING ${RUN_COLUMNS}`,
+  getRun: `SELECT ${RUN_COLUMNS} FROM runs WHERE id = $1`,
+  activeRun: `SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = $1 AND status = 'running' LIMIT 1`,
+  // Running rows whose owner is gone (listed) or was never registered; RETURNING gives only
+  // the rows this transaction changed, so two instances sweeping at once report each run once.
+  interruptOrphans: `UPDATE runs SET status = 'interrupted', error_code = 'INTERRUPTED', error_message = $1, finished_at = $2, end_mark = $3
+    WHERE status = 'running' AND (owner_id IS NULL OR owner_id = ANY($4) OR owner_id NOT IN (SELECT id FROM run_owners))
+    RETURNING ${RUN_COLUMNS}`,
+  touchConversations: `UPDATE conversations SET updated_at = $1 WHERE id = ANY($2)`,
+  completeEndedElsewhere: `UPDATE runs SET last_event_seq = $1, partial_output = COALESCE(partial_output, $2), end_mark = GREATEST(COALESCE(end_mark, ''), $3)
+    WHERE id = $4 AND status <> 'running'`,
+  insertOwner: `INSERT INTO run_owners (id, pid, host, started_at, heartbeat_at) VALUES ($1, $2, $3, $4, $5)`,
+  heartbeat: `UPDATE run_owners SET heartbeat_at = $1 WHERE id = $2`,
+  deleteOwners: `DELETE FROM run_owners WHERE id = ANY($1)`,
+  listOwners: `SELECT id, pid, host, started_at, heartbeat_at FROM run_owners`,
+  notRunning: `SELECT id FROM runs WHERE id = ANY($1) AND status <> 'running'`,
+  conversations: `SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = ANY($1)`,
+  runs: `SELECT ${RUN_COLUMNS} FROM runs WHERE id = ANY($1)`,
+  activeRuns: `SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = ANY($1) AND status = 'running'`,
+  latestRuns: `SELECT DISTINCT ON (conversation_id) ${RUN_COLUMNS} FROM runs WHERE conversation_id = ANY($1) ORDER BY conversation_id, started_at DESC, id DESC`,
+  runsOf: `SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = ANY($1) ORDER BY conversation_id, start_mark`,
+  runCounts: `SELECT conversation_id, count(*)::int AS n FROM runs WHERE conversation_id = ANY($1) GROUP BY conversation_id`,
+  pageForward: pageSql("ASC", false),
+  pageBackward: pageSql("DESC", false),
+  pageForwardFrom: pageSql("ASC", true),
+  pageBackwardFrom: pageSql("DESC", true),
+} as const;
+
+type Statement = keyof typeof SQL;
+
+export class PostgresRunStore implements RunStore {
+  readonly #pool: PostgresPool;
+  readonly #deleteThread: (client: PostgresClient, threadId: string) => Promise<void>;
+
+  /** `deleteThread` removes a LangGraph thread inside the caller's transaction (the saver knows its tables). */
+  constructor(options: { pool: PostgresPool; deleteThread: (client: PostgresClient, threadId: string) => Promise<void> }) {
+    this.#pool = options.pool;
+    this.#deleteThread = options.deleteThread;
+  }
+
+  async #query<Row extends object>(on: PostgresPool | PostgresClient, name: Statement, values: unknown[]): Promise<Row[]> {
+    return (await on.query<Row>({ name: `runledger_${name}`, text: SQL[name], values })).rows;
+  }
+
+  async startRun(run: NewRun, newConversation?: { title: string }): Promise<{ run: RunRecord; conversation: ConversationRecord }> {
+    try {
+      return await inTransaction(this.#pool, async (client) => {
+        if (newConversation) await this.#query(client, "insertConversation", [run.conversationId, newConversation.title, run.startedAt]);
+        else if ((await client.query({ name: "runledger_touchConversation", text: SQL.touchConversation, values: [run.startedAt, run.conversationId] })).rowCount === 0) {
+          throw new NotFoundError("Conversation", run.conversationId);
+        }
+        const [row] = await this.#query<RunRow>(client, "insertRun", [run.id, run.conversationId, run.kind, run.input, run.startedAt, run.startMark, run.ownerId]);
+        const [conversation] = await this.#query<ConversationRow>(client, "getConversation", [run.conversationId]);
+        return { run: toRunRecord(row!), conversation: toConversationRecord(conversation!) };
+      });
+    } catch (error) {
+      if (isUniqueViolation(error)) {
+        const active = await this.activeRun(run.conversationId);
+        throw new RunInProgressError(run.conversationId, active?.id ?? null);
+      }
+      throw error;
+    }
+  }
+
+  finishRun(runId: string, outcome: RunOutcome): Promise<RunRecord | null> {
+    return inTransaction(this.#pool, async (client) => {
+      const { status, errorCode, errorMessage, partialOutput, finishedAt, endMark, lastEventSeq } = outcome;
+      const [row] = await this.#query<RunRow>(client, "finishRun", [status, errorCode, errorMessage, partialOutput, finishedAt, endMark, lastEventSeq, runId]);
+      if (!row) return null;
+      await this.#query(client, "finishConversation", [finishedAt, outcome.messageCount, row.conversation_id]);
+      return toRunRecord(row);
+    });
+  }
+
+  async renameConversation(id: string, title: string, at: Date): Promise<ConversationRecord> {
+    const [row] = await this.#query<ConversationRow>(this.#pool, "renameConversation", [title, at, id]);
+    if (!row) throw new NotFoundError("Conversation", id);
+    return toConversationRecord(row);
+  }
+
+  async deleteConversation(id: string): Promise<ConversationRecord> {
+    try {
+      return await inTransaction(this.#pool, async (client) => {
+        // Locked, so a run cannot start on it between the check and the delete.
+        const [row] = await this.#query<ConversationRow>(client, "lockConversation", [id]);
+        if (!row) throw new NotFoundError("Conversation", id);
+        const [active] = await this.#query<RunRow>(client, "activeRun", [id]);
+        if (active) throw new RunInProgressError(id, active.id);
+        // The thread goes in the same transaction: a crash cannot leave a conversation without its thread, or the reverse.
+        await this.#deleteThread(client, id);
+        await this.#query(client, "deleteConversation", [id]); // its runs go by ON DELETE CASCADE
+        return toConversationRecord(row);
+      });
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new RunInProgressError(id, null);
+      throw error;
+    }
+  }
+
+  async completeEndedElsewhere(runId: string, facts: { lastEventSeq: number; partialOutput: string | null; endMark: string }): Promise<void> {
+    await this.#query(this.#pool, "completeEndedElsewhere", [facts.lastEventSeq, facts.partialOutput, facts.endMark, runId]);
+  }
+
+  async registerOwner(owner: OwnerRecord): Promise<void> {
+    await this.#query(this.#pool, "insertOwner", [owner.id, owner.pid, owner.host, owner.startedAt, owner.heartbeatAt]);
+  }
+
+  async heartbeat(ownerId: string, at: Date): Promise<void> {
+    await this.#query(this.#pool, "heartbeat", [at, ownerId]);
+  }
+
+  async removeOwner(ownerId: string): Promise<void> {
+    await this.#query(this.#pool, "deleteOwners", [[ownerId]]);
+  }
+
+  async listOwners(): Promise<OwnerRecord[]> {
+    return (await this.#query<OwnerRow>(this.#pool, "listOwners", [])).map(toOwnerRecord);
+  }
+
+  interruptRunsOfGoneOwners(goneOwnerIds: string[], at: Date, endMark: string, message: string): Promise<RunRecord[]> {
+    return inTransaction(this.#pool, async (client) => {
+      const rows = await this.#query<RunRow>(client, "interruptOrphans", [message, at, endMark, goneOwnerIds]);
+      if (rows.length) await this.#query(client, "touchConversations", [at, [...new Set(rows.map((r) => r.conversation_id))]]);
+      if (goneOwnerIds.length) await this.#query(client, "deleteOwners", [goneOwnerIds]);
+      return rows.map(toRunRecord);
+    });
+  }
+
+  async getConversation(id: string): Promise<ConversationRecord | null> {
+    const [row] = await this.#query<ConversationRow>(this.#pool, "getConversation", [id]);
+    return row ? toConversationRecord(row) : null;
+  }
+
+  async getRun(id: string): Promise<RunRecord | null> {
+    const [row] = await this.#query<RunRow>(this.#pool, "getRun", [id]);
+    return row ? toRunRecord(row) : null;
+  }
+
+  async activeRun(conversationId: string): Promise<RunRecord | null> {
+    const [row] = await this.#query<RunRow>(this.#pool, "activeRun", [conversationId]);
+    return row ? toRunRecord(row) : null;
+  }
+
+  async notRunning(runIds: string[]): Promise<string[]> {
+    if (runIds.length === 0) return [];
+    return (await this.#query<{ id: string }>(this.#pool, "notRunning", [runIds])).map((r) => r.id);
+  }
+
+  async conversations(ids: readonly string[]): Promise<Map<string, ConversationRecord>> {
+    if (ids.length === 0) return new Map();
+    return new Map((await this.#query<ConversationRow>(this.#pool, "conversations", [ids])).map((row) => [row.id, toConversationRecord(row)]));
+  }
+
+  async runs(ids: readonly string[]): Promise<Map<string, RunRecord>> {
+    if (ids.length === 0) return new Map();
+    return new Map((await this.#query<RunRow>(this.#pool, "runs", [ids])).map((row) => [row.id, toRunRecord(row)]));
+  }
+
+  async activeRuns(conversationIds: readonly string[]): Promise<Map<string, RunRecord>> {
+    if (conversationIds.length === 0) return new Map();
+    return new Map((await this.#query<RunRow>(this.#pool, "activeRuns", [conversationIds])).map((row) => [row.conversation_id, toRunRecord(row)]));
+  }
+
+  async latestRuns(conversationIds: readonly string[]): Promise<Map<string, RunRecord>> {
+    if (conversationIds.length === 0) return new Map();
+    return new Map((await this.#query<RunRow>(this.#pool, "latestRuns", [conversationIds])).map((row) => [row.conversation_id, toRunRecord(row)]));
+  }
+
+  async runsOf(conversationIds: readonly string[]): Promise<Map<string, RunRecord[]>> {
+    const result = new Map<string, RunRecord[]>(conversationIds.map((id) => [id, []]));
+    if (conversationIds.length === 0) return result;
+    for (const row of await this.#query<RunRow>(this.#pool, "runsOf", [conversationIds])) result.get(row.conversation_id)?.push(toRunRecord(row));
+    return result;
+  }
+
+  async runPages(conversationIds: readonly string[], { cursor, skip, take }: PageQuery): Promise<Map<string, RunRecord[]>> {
+    const result = new Map<string, RunRecord[]>(conversationIds.map((id) => [id, []]));
+    if (conversationIds.length === 0 || take === 0) return result;
+    const upTo = skip + Math.abs(take);
+    const name: Statement = take > 0 ? (cursor !== undefined ? "pageForwardFrom" : "pageForward") : cursor !== undefined ? "pageBackwardFrom" : "pageBackward";
+    const values: unknown[] = [conversationIds, skip, upTo];
+    if (cursor !== undefined) values.push(cursor);
+    for (const row of await this.#query<RunRow>(this.#pool, name, values)) result.get(row.conversation_id)?.push(toRunRecord(row));
+    // Read backwards from the end; each page itself is in list order.
+    if (take < 0) for (const list of result.values()) list.reverse();
+    return result;
+  }
+
+  async runCounts(conversationIds: readonly string[]): Promise<Map<string, number>> {
+    const result = new Map<string, number>(conversationIds.map((id) => [id, 0]));
+    if (conversationIds.length === 0) return result;
+    for (const row of await this.#query<{ conversation_id: string; n: number }>(this.#pool, "runCounts", [conversationIds])) result.set(row.conversation_id, row.n);
+    return result;
+  }
+}
