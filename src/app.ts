@@ -1,7 +1,7 @@
 // Wires the parts together in order: storage (migrated) → event bus → recovery →
 // agent and services → server; and takes them apart in reverse on close().
 import type { StructuredToolInterface } from "@langchain/core/tools";
-import { describeDatabase, type Config } from "./config.ts";
+import { ConfigError, describeDatabase, type Config } from "./config.ts";
 import type { Logger } from "./logger.ts";
 import { openStorage, type Storage } from "./storage/index.ts";
 import { MemoryEventBus } from "./storage/event-bus/memory.ts";
@@ -31,9 +31,31 @@ export interface AppOverrides {
   tools?: StructuredToolInterface[];
 }
 
+/**
+ * Correlation marks are minted from this host's clock and compared with marks
+ * other instances minted: a host whose clock differs from the database's by more
+ * than MAX_CLOCK_SKEW_MS does not start.
+ */
+async function checkClock(storage: Storage, config: Config, logger: Logger): Promise<void> {
+  const before = Date.now();
+  const database = await storage.databaseTime();
+  if (database === null) return;
+  const after = Date.now();
+  const offsetMs = Math.round(database.getTime() - (before + after) / 2);
+  const uncertaintyMs = Math.ceil((after - before) / 2);
+  if (Math.abs(offsetMs) - uncertaintyMs > config.maxClockSkewMs) {
+    throw new ConfigError(`MAX_CLOCK_SKEW_MS: this host's clock is ${offsetMs > 0 ? "behind" : "ahead of"} the database's by about ${Math.abs(offsetMs)} ms (more than ${config.maxClockSkewMs}); synchronise the clocks (NTP)`);
+  }
+  if (Math.abs(offsetMs) > 100) logger.warn("this host's clock differs from the database's", { offsetMs, maxClockSkewMs: config.maxClockSkewMs });
+}
+
 export async function startApp(config: Config, logger: Logger, overrides: AppOverrides = {}): Promise<App> {
   const storage = await openStorage(config);
   if (storage.migrated.length) logger.info("database migrated", { applied: storage.migrated, database: describeDatabase(config) });
+  await checkClock(storage, config, logger).catch(async (error: unknown) => {
+    await storage.close();
+    throw error;
+  });
 
   const bus: EventBus = new MemoryEventBus({
     retention: config.eventRetention,
@@ -57,7 +79,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     systemPrompt: config.systemPrompt,
     recursionLimit: config.recursionLimit,
   });
-  const runs = new RunService({ store, bus, agent, ownerId: ownership.id, maxMessageChars: config.maxMessageChars, logger });
+  const runs = new RunService({ store, bus, agent, ownerId: ownership.id, maxMessageChars: config.maxMessageChars, maxClockSkewMs: config.maxClockSkewMs, logger });
   const conversations = new ConversationService(store, bus);
   const services: Services = { runs, conversations, agent, bus, store, conversationList: storage.conversationList, checkpointReads: storage.checkpointReads };
 

@@ -20,6 +20,13 @@ export interface Config {
   databasePath: string;
   /** `REDIS_URL` (`redis://host:port`): carries live events between instances. Unset: events stay in this process. */
   redisUrl: string | undefined;
+  /**
+   * `MAX_CLOCK_SKEW_MS`, default 1000: how far this host's clock may differ from
+   * the database's. Start-up refuses a larger difference; a run whose conversation
+   * recorded a later moment on another instance waits up to this long for this
+   * clock to pass it (correlation marks stay ordered across instances).
+   */
+  maxClockSkewMs: number;
   /** `OLLAMA_HOST`, default http://127.0.0.1:11434. */
   ollamaHost: string;
   /** `OLLAMA_MODEL`, default qwen3. */
@@ -217,6 +224,7 @@ export function loadConfig(env: Env = process.env, readFile: (p: string) => stri
     databaseKind,
     databasePath: databaseKind === "postgres" ? "" : databasePathFromUrl(databaseUrl),
     redisUrl: redisUrlVar(env),
+    maxClockSkewMs: intVar(env, "MAX_CLOCK_SKEW_MS", 1_000, 0, 60_000),
     ollamaHost: urlVar(env, "OLLAMA_HOST", "http://127.0.0.1:11434"),
     ollamaModel: model,
     ollamaThink,

@@ -8,7 +8,7 @@ import type { RunEventBody } from "../domain/events.ts";
 import type { ConversationChange } from "../domain/events.ts";
 import type { ConversationRecord, RunOutcome, RunRecord } from "../domain/records.ts";
 import { NothingToResumeError, NotFoundError, RunInProgressError, RunNotActiveError, ShuttingDownError, ValidationError, requireUuid } from "../domain/errors.ts";
-import { mintMark } from "../correlation/marks.ts";
+import { mintMark, mintMarkAfter } from "../correlation/marks.ts";
 import type { RunStore } from "../storage/run-store/types.ts";
 import type { EventBus, RunPublisher } from "../storage/event-bus/types.ts";
 import type { Logger } from "../logger.ts";
@@ -20,6 +20,8 @@ export interface RunServiceOptions {
   agent: AgentRuntime;
   ownerId: string;
   maxMessageChars: number;
+  /** How far behind this instance's clock may be and a run still start (it waits that long); `MAX_CLOCK_SKEW_MS`. */
+  maxClockSkewMs: number;
   logger: Logger;
   now?: () => Date;
 }
@@ -75,9 +77,10 @@ export class RunService {
     if (input.conversationId != null) requireUuid(input.conversationId, "conversationId");
     this.#requireAccepting();
     const conversationId = input.conversationId ?? randomUUID();
+    const startMark = input.conversationId == null ? mintMark() : await this.#startMark(conversationId);
     const startedAt = this.#now();
     const result = await this.options.store.startRun(
-      { id: randomUUID(), conversationId, kind: "start", input: message, startedAt, startMark: mintMark(), ownerId: this.options.ownerId },
+      { id: randomUUID(), conversationId, kind: "start", input: message, startedAt, startMark, ownerId: this.options.ownerId },
       input.conversationId == null ? { title: titleFromMessage(message) } : undefined,
     );
     await this.#launch(result.run, message, input.conversationId == null ? "created" : "updated");
@@ -98,8 +101,8 @@ export class RunService {
       conversationId: conversation.id,
       kind: "resume",
       input: null,
+      startMark: await this.#startMark(conversation.id),
       startedAt: this.#now(),
-      startMark: mintMark(),
       ownerId: this.options.ownerId,
     });
     await this.#launch(run, null, "updated");
@@ -165,6 +168,11 @@ export class RunService {
       }),
     ]);
     clearTimeout(timer);
+  }
+
+  /** A start mark after everything the conversation recorded, even when another instance's clock ran ahead of ours. */
+  async #startMark(conversationId: string): Promise<string> {
+    return mintMarkAfter(await this.options.store.lastMark(conversationId), this.options.maxClockSkewMs);
   }
 
   /** Tells conversationsChanged subscribers; a failure to tell them is logged, never a failed request. */

@@ -13,6 +13,8 @@ export interface Storage {
   saver: BaseCheckpointSaver;
   /** Throws when the database does not answer (readiness). */
   ping(): Promise<void>;
+  /** The database server's clock, for checking this host's against it; null when the database is a local file. */
+  databaseTime(): Promise<Date | null>;
   /** Closes every connection; call after the last write. */
   close(): Promise<void>;
 }

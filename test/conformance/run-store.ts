@@ -7,13 +7,14 @@ import { NotFoundError, RunInProgressError } from "../../src/domain/errors.ts";
 import type { NewRun, RunOutcome, RunRecord } from "../../src/domain/records.ts";
 import type { RunStore } from "../../src/storage/run-store/types.ts";
 import type { PageQuery } from "../../src/storage/page.ts";
+import { emptyCheckpoint, type BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import type { StorageBackend } from "./backends.ts";
 import { referencePage } from "./reference-page.ts";
 
 export function describeRunStoreConformance(backend: StorageBackend) {
   const createStore = async () => {
     const opened = await backend.open();
-    return { store: opened.storage.runs, close: () => opened.close() };
+    return { store: opened.storage.runs, saver: opened.storage.saver, close: () => opened.close() };
   };
   describe(`RunStore conformance: ${backend.name}`, () => {
     const at = (ms: number) => new Date(Date.UTC(2026, 10, 30, 14, 2, 0, ms));
@@ -39,10 +40,10 @@ export function describeRunStoreConformance(backend: StorageBackend) {
       ...overrides,
     });
 
-    async function withStore(fn: (store: RunStore) => Promise<void>) {
-      const { store, close } = await createStore();
+    async function withStore(fn: (store: RunStore, saver: BaseCheckpointSaver) => Promise<void>) {
+      const { store, saver, close } = await createStore();
       try {
-        await fn(store);
+        await fn(store, saver);
       } finally {
         await close();
       }
@@ -217,6 +218,24 @@ export function describeRunStoreConformance(backend: StorageBackend) {
           }
         }
         expect((await store.runPages([], { skip: 0, take: 5 })).size).toBe(0);
+      }));
+    it("knows a conversation's last recorded moment, and never ends an interrupted run's window before its thread's last checkpoint", () =>
+      withStore(async (store, saver) => {
+        const id = randomUUID();
+        expect(await store.lastMark(id)).toBeNull();
+        const { run } = await store.startRun(newRun(id, { startMark: "0003" }), { title: "t" });
+        expect(await store.lastMark(id)).toBe("0003");
+        // A checkpoint written by the run, stamped by a clock ahead of the instance that will recover it.
+        await saver.put({ configurable: { thread_id: id, checkpoint_ns: "" } }, { ...emptyCheckpoint(), id: "0007" }, { source: "input", step: -1, parents: {} }, {});
+        expect(await store.lastMark(id)).toBe("0007");
+        expect(await store.lastMark(randomUUID())).toBeNull();
+        const [interrupted] = await store.interruptRunsOfGoneOwners(["owner-a"], at(900), "0005", "stopped");
+        expect(interrupted).toMatchObject({ id: run.id, status: "interrupted", endMark: "0007" });
+        const other = randomUUID();
+        const second = await store.startRun(newRun(other, { startMark: "0010" }), { title: "u" });
+        const [later] = await store.interruptRunsOfGoneOwners([], at(900), "0012", "stopped");
+        expect(later).toMatchObject({ id: second.run.id, endMark: "0012" });
+        expect(await store.lastMark(other)).toBe("0012");
       }));
   });
 }

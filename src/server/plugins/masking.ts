@@ -6,6 +6,7 @@ import { GraphQLError, type GraphQLFormattedError } from "graphql";
 import { maskError, type YogaServerOptions } from "graphql-yoga";
 import type { Logger } from "../../logger.ts";
 import { ShuttingDownError } from "../../domain/errors.ts";
+import { ClockSkewError } from "../../correlation/marks.ts";
 
 type MaskedErrorsOptions = Exclude<NonNullable<YogaServerOptions<object, object>["maskedErrors"]>, boolean>;
 
@@ -23,12 +24,12 @@ export function createErrorMasking(logger: Logger): MaskedErrorsOptions {
     isDev: false,
     maskError(error, message) {
       const cause = error instanceof GraphQLError ? error.originalError : error;
-      if (cause instanceof ShuttingDownError) {
-        // Expected, and the client can act on it: said in full, with 503 over HTTP.
+      if (cause instanceof ShuttingDownError || cause instanceof ClockSkewError) {
+        // Expected, and the client can act on it (retry on another instance): said in full, with 503 over HTTP.
         return new GraphQLError(cause.message, {
           nodes: (error as GraphQLError).nodes,
           path: (error as GraphQLError).path,
-          extensions: { code: cause.code, http: { status: 503 } },
+          extensions: { code: cause instanceof ClockSkewError ? "CLOCK_SKEW" : cause.code, http: { status: 503 } },
         });
       }
       const masked = maskError(error, message, false);

@@ -30,6 +30,9 @@ export async function openPostgresStorage(url: string): Promise<PostgresStorage>
       async ping() {
         await pool.query("SELECT 1");
       },
+      async databaseTime() {
+        return (await pool.query<{ now: Date }>("SELECT clock_timestamp() AS now")).rows[0]!.now;
+      },
       async close() {
         await pool.end();
       },

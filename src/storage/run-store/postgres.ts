@@ -50,7 +50,8 @@ const SQL = {
   activeRun: `SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = $1 AND status = 'running' LIMIT 1`,
   // Running rows whose owner is gone (listed) or was never registered; RETURNING gives only
   // the rows this transaction changed, so two instances sweeping at once report each run once.
-  interruptOrphans: `UPDATE runs SET status = 'interrupted', error_code = 'INTERRUPTED', error_message = $1, finished_at = $2, end_mark = $3
+  interruptOrphans: `UPDATE runs SET status = 'interrupted', error_code = 'INTERRUPTED', error_message = $1, finished_at = $2,
+      end_mark = GREATEST($3, COALESCE((SELECT max(checkpoint_id COLLATE "C") FROM checkpoints WHERE thread_id = runs.conversation_id AND checkpoint_ns = ''), ''))
     WHERE status = 'running' AND (owner_id IS NULL OR owner_id = ANY($4) OR owner_id NOT IN (SELECT id FROM run_owners))
     RETURNING ${RUN_COLUMNS}`,
   touchConversations: `UPDATE conversations SET updated_at = $1 WHERE id = ANY($2)`,
@@ -60,6 +61,9 @@ const SQL = {
   heartbeat: `UPDATE run_owners SET heartbeat_at = $1 WHERE id = $2`,
   deleteOwners: `DELETE FROM run_owners WHERE id = ANY($1)`,
   listOwners: `SELECT id, pid, host, started_at, heartbeat_at FROM run_owners`,
+  lastMark: `SELECT GREATEST(
+      (SELECT max(GREATEST(start_mark, COALESCE(end_mark, ''))) FROM runs WHERE conversation_id = $1),
+      (SELECT max(checkpoint_id COLLATE "C") FROM checkpoints WHERE thread_id = $1 AND checkpoint_ns = '')) AS m`,
   notRunning: `SELECT id FROM runs WHERE id = ANY($1) AND status <> 'running'`,
   conversations: `SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = ANY($1)`,
   runs: `SELECT ${RUN_COLUMNS} FROM runs WHERE id = ANY($1)`,
@@ -176,6 +180,11 @@ export class PostgresRunStore implements RunStore {
   async getConversation(id: string): Promise<ConversationRecord | null> {
     const [row] = await this.#query<ConversationRow>(this.#pool, "getConversation", [id]);
     return row ? toConversationRecord(row) : null;
+  }
+
+  async lastMark(conversationId: string): Promise<string | null> {
+    const [row] = await this.#query<{ m: string | null }>(this.#pool, "lastMark", [conversationId]);
+    return row?.m || null;
   }
 
   async getRun(id: string): Promise<RunRecord | null> {

@@ -59,7 +59,8 @@ function writeStatements(db: SqliteDatabase) {
        WHERE status = 'running' AND (owner_id IS NULL OR owner_id ${IN_IDS} OR owner_id NOT IN (SELECT id FROM run_owners))`,
     ),
     interruptRun: db.prepare<[string, string, string, string]>(
-      `UPDATE runs SET status = 'interrupted', error_code = 'INTERRUPTED', error_message = ?, finished_at = ?, end_mark = ?
+      `UPDATE runs SET status = 'interrupted', error_code = 'INTERRUPTED', error_message = ?, finished_at = ?,
+         end_mark = max(?, COALESCE((SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = runs.conversation_id AND checkpoint_ns = ''), ''))
        WHERE id = ? AND status = 'running'`,
     ),
     completeEndedElsewhere: db.prepare<[number, string | null, string, string]>(
@@ -95,6 +96,11 @@ function readStatements(db: SqliteDatabase) {
     activeRun: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = ? AND status = 'running' LIMIT 1`),
     notRunning: db.prepare<[string], { id: string }>(`SELECT id FROM runs WHERE id ${IN_IDS} AND status <> 'running'`),
     listOwners: db.prepare<[], OwnerRow>(`SELECT id, pid, host, started_at, heartbeat_at FROM run_owners`),
+    lastMark: db.prepare<[string, string], { m: string | null }>(
+      `SELECT max(m) AS m FROM (
+         SELECT max(max(start_mark, COALESCE(end_mark, ''))) AS m FROM runs WHERE conversation_id = ?
+         UNION ALL SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '')`,
+    ),
     conversations: db.prepare<[string], ConversationRow>(`SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id ${IN_IDS}`),
     runs: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id ${IN_IDS}`),
     activeRuns: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id ${IN_IDS} AND status = 'running'`),
@@ -232,6 +238,10 @@ export class SqliteRunStore implements RunStore {
   async getConversation(id: string): Promise<ConversationRecord | null> {
     const row = this.#r.getConversation.get(id);
     return row ? toConversationRecord(row) : null;
+  }
+
+  async lastMark(conversationId: string): Promise<string | null> {
+    return this.#r.lastMark.get(conversationId, conversationId)?.m || null;
   }
 
   async getRun(id: string): Promise<RunRecord | null> {

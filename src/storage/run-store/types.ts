@@ -36,12 +36,20 @@ export interface RunStore {
   /**
    * Marks `running` rows interrupted when their owner is in `goneOwnerIds`, or is
    * not a registered owner at all, and forgets the gone owners. `endMark` closes
-   * their correlation windows. Returns the runs it changed.
+   * their correlation windows, or the thread's latest checkpoint id when that is
+   * later (the instance that recovers may have a clock behind the one that ran).
+   * Returns the runs it changed.
    */
   interruptRunsOfGoneOwners(goneOwnerIds: string[], at: Date, endMark: string, message: string): Promise<RunRecord[]>;
 
   // Reads. Batch readers take many keys and answer for each (missing keys are left out).
   getConversation(id: string): Promise<ConversationRecord | null>;
+  /**
+   * The latest moment the conversation has recorded: the greatest of its runs'
+   * marks and its thread's checkpoint ids (null for none). A new run's start mark
+   * must come after it (src/correlation/marks.ts, mintMarkAfter).
+   */
+  lastMark(conversationId: string): Promise<string | null>;
   getRun(id: string): Promise<RunRecord | null>;
   activeRun(conversationId: string): Promise<RunRecord | null>;
   /** Ids among `runIds` that are no longer `running` (ended by another process, say). */

@@ -38,6 +38,9 @@ export async function openSqliteStorage(file: string): Promise<SqliteStorage> {
       async ping() {
         reader.prepare("SELECT 1").get();
       },
+      async databaseTime() {
+        return null;
+      },
       async close() {
         // Writes queued before close() still run: wait for the gate to drain.
         await gate.run(() => undefined);
