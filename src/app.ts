@@ -20,6 +20,7 @@ import { startHttpServer, type HttpServer } from "./server.ts";
 import { SqliteCheckpointReadModel } from "./read/checkpoints-sqlite.ts";
 import { SqliteConversationListReadModel } from "./read/conversation-list-sqlite.ts";
 import { exportRoute } from "./http/export.ts";
+import { consoleRoute } from "./console/route.ts";
 import type { Services } from "./context.ts";
 
 export interface App {
@@ -86,7 +87,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     pingDatabase: async () => {
       sqlite.prepare("SELECT 1").get();
     },
-    routes: [exportRoute({ store, checkpointReads, states: agent })],
+    routes: [exportRoute({ store, checkpointReads, states: agent }), consoleRoute({ logger })],
   });
   ownership.start(() => runs.abortRunsEndedElsewhere());
 

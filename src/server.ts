@@ -19,6 +19,7 @@ import { createRequestLimits } from "./http/limits.ts";
 import { createCorsPolicy } from "./http/cors.ts";
 import { formatForWebSocket } from "./plugins/errors.ts";
 import { closeWhenStalled } from "./http/write-stall.ts";
+import { isConsoleRequest } from "./console/route.ts";
 
 /** WebSocket close code for a connection_init without the right token. */
 export const CLOSE_FORBIDDEN = 4403;
@@ -77,9 +78,9 @@ export async function startHttpServer({ config, services, logger, pingDatabase, 
         const result = await checkReadiness({ database: pingDatabase, ollamaHost: config.ollamaHost, ollamaModel: config.ollamaModel });
         return sendJson(res, result.ready ? 200 : 503, result);
       }
-      // yoga answers this with the GraphiQL page and executes nothing; nowhere else is open.
+      // yoga answers this with the GraphiQL page and executes nothing, as the console's static files execute nothing; nowhere else is open.
       const isGraphiqlPage = path === "/graphql" && req.method === "GET" && (req.headers.accept ?? "").includes("text/html");
-      if (!isGraphiqlPage && !authorized(req.headers.authorization)) {
+      if (!isGraphiqlPage && !isConsoleRequest(req.method, path) && !authorized(req.headers.authorization)) {
         res.setHeader("www-authenticate", 'Bearer realm="runledger"');
         return sendJson(res, 401, { errors: [{ message: "missing or wrong bearer token", extensions: { code: "UNAUTHENTICATED" } }] });
       }
