@@ -7,7 +7,8 @@ import { Client, fetchExchange, subscriptionExchange, type AnyVariables, type Co
 import { createClient as createWsClient, type Client as WsClient } from "graphql-ws/client";
 import type { Refusal } from "./types.ts";
 
-export type ConnectionStatus = "connecting" | "connected" | "reconnecting" | "unauthorized";
+/** unauthorized: the token is missing or wrong; disconnected: the client gave up (a fatal close), only a reload helps. */
+export type ConnectionStatus = "connecting" | "connected" | "reconnecting" | "unauthorized" | "disconnected";
 
 export interface ConnectionState {
   status: ConnectionStatus;
@@ -28,7 +29,11 @@ function isCloseEvent(value: unknown): value is { code: number; reason: string }
 /** A mutation's outcome: its success member, a typed refusal, or a failure to get an answer at all. */
 export type Outcome<T> = { ok: true; value: T } | { ok: false; refusal: Refusal };
 
+let apis = 0;
+
 export class Api {
+  /** Tells one Api from the next (views keyed by it start afresh with a new token). */
+  readonly id = ++apis;
   readonly urql: Client;
   private readonly ws: WsClient;
   private state: ConnectionState = { status: "connecting", reconnects: 0 };
@@ -52,6 +57,7 @@ export class Api {
       keepAlive: KEEPALIVE_MS,
       onNonLazyError: (error) => {
         if (isCloseEvent(error) && error.code === CLOSE_FORBIDDEN) this.markUnauthorized();
+        else this.setState({ status: "disconnected" });
       },
       on: {
         connecting: (isRetry) => this.setState({ status: isRetry ? "reconnecting" : "connecting" }),
@@ -117,6 +123,12 @@ export class Api {
     return error.graphQLErrors.length ? error.graphQLErrors.map((e) => e.message).join("; ") : error.message;
   }
 
+  /** A GraphQL error's code (SHUTTING_DOWN, LIMIT_EXCEEDED...), or REQUEST_FAILED for a network failure. */
+  private codeOf(error: CombinedError): string {
+    const code = error.graphQLErrors[0]?.extensions?.code;
+    return typeof code === "string" ? code : "REQUEST_FAILED";
+  }
+
   async query<T>(document: string, variables: AnyVariables): Promise<T> {
     const result = await this.urql.query<T>(document, variables).toPromise();
     if (result.error) throw new Error(this.describe(result.error));
@@ -130,7 +142,7 @@ export class Api {
    */
   async mutate<T>(document: string, variables: AnyVariables, field: string): Promise<Outcome<T>> {
     const result = await this.urql.mutation<Record<string, unknown>>(document, variables).toPromise();
-    if (result.error) return { ok: false, refusal: { __typename: "RequestError", code: "REQUEST_FAILED", message: this.describe(result.error) } };
+    if (result.error) return { ok: false, refusal: { __typename: "RequestError", code: this.codeOf(result.error), message: this.describe(result.error) } };
     const value = result.data?.[field] as (T & { __typename?: string; code?: unknown }) | undefined;
     if (!value) return { ok: false, refusal: { __typename: "RequestError", code: "REQUEST_FAILED", message: "the server answered without a result" } };
     if (typeof value.code === "string") return { ok: false, refusal: value as unknown as Refusal };

@@ -47,6 +47,7 @@ export function runViews(details: ConversationDetails | null, live: ReadonlyMap<
       status: ended?.status ?? run.status,
       errorCode: ended ? ended.errorCode : run.errorCode,
       errorMessage: ended ? ended.errorMessage : run.errorMessage,
+      finishedAt: run.finishedAt ?? ended?.endedAt ?? null,
       live: settled ? null : stream,
     };
   });
@@ -63,7 +64,7 @@ export function runViews(details: ConversationDetails | null, live: ReadonlyMap<
       errorCode: stream?.errorCode ?? null,
       errorMessage: stream?.errorMessage ?? null,
       partialOutput: null,
-      finishedAt: null,
+      finishedAt: stream?.endedAt ?? null,
       messages: [],
       failedTasks: [],
       live: stream,

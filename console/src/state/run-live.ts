@@ -16,12 +16,14 @@ export interface LiveRun {
   status: RunStatus | null;
   errorCode: string | null;
   errorMessage: string | null;
+  /** When the terminal status event was sent: the run's end until the snapshot has finishedAt. */
+  endedAt: string | null;
   items: LiveItem[];
   checkpoints: CheckpointSummary[];
 }
 
 export function emptyLiveRun(runId: string): LiveRun {
-  return { runId, lastSeq: 0, status: null, errorCode: null, errorMessage: null, items: [], checkpoints: [] };
+  return { runId, lastSeq: 0, status: null, errorCode: null, errorMessage: null, endedAt: null, items: [], checkpoints: [] };
 }
 
 /** Any status but RUNNING ends a run (a status added later, such as one waiting for approval, too). */
@@ -34,7 +36,7 @@ export function applyEvent(run: LiveRun, event: RunEvent): LiveRun {
   const next: LiveRun = { ...run, lastSeq: event.seq };
   switch (event.__typename) {
     case "RunStatusEvent":
-      return { ...next, status: event.status, errorCode: event.errorCode, errorMessage: event.errorMessage };
+      return { ...next, status: event.status, errorCode: event.errorCode, errorMessage: event.errorMessage, endedAt: isEnded(event.status) ? event.at : null };
     case "TokenEvent": {
       const last = run.items.at(-1);
       if (last?.kind === "text" && last.messageId === event.messageId) {

@@ -45,7 +45,7 @@ export function App() {
   }, []);
 
   if (!api || api.token !== token) return null;
-  return <Connected api={api} onToken={changeToken} />;
+  return <Connected key={api.id} api={api} onToken={changeToken} />;
 }
 
 function Connected({ api, onToken }: { api: Api; onToken: (token: string | null) => void }) {

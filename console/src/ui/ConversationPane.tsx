@@ -6,9 +6,9 @@ import type { Api } from "../api/client.ts";
 import { CANCEL_RUN, DELETE_CONVERSATION, RENAME_CONVERSATION, RESUME_RUN, START_RUN } from "../api/documents.ts";
 import type { ConversationRow, RunKind, RunStatus } from "../api/types.ts";
 import { checkpointViews, runViews, unclaimedMessages, type RunView, type StartedRun } from "../state/conversation-view.ts";
-import { Notices, StatusBadge } from "./bits.tsx";
-import { formatDateTime, formatDuration, runDuration, shortId } from "./format.ts";
-import { useConversation, useNow, type Notice } from "./hooks.ts";
+import { Duration, Notices, StatusBadge } from "./bits.tsx";
+import { formatDateTime, shortId } from "./format.ts";
+import { useConversation, type Notice } from "./hooks.ts";
 import { CheckpointsPanel, RunsPanel } from "./Inspector.tsx";
 import { Thread } from "./Thread.tsx";
 
@@ -58,7 +58,6 @@ export function ConversationPane(props: {
   const runs = useMemo(() => runViews(details, live, started), [details, live, started]);
   const checkpoints = useMemo(() => checkpointViews(details, runs), [details, runs]);
   const active = runs.find((r) => r.status === "RUNNING") ?? null;
-  const now = useNow(active !== null);
   const title = details?.title ?? props.row?.title ?? "…";
 
   if (props.deleted || conversation.missing) {
@@ -94,12 +93,12 @@ export function ConversationPane(props: {
           report={report}
         />
         <Notices notices={conversation.notices} onDismiss={conversation.dismiss} />
-        <PendingWork active={active} resumable={details?.resumable ?? false} next={details?.next ?? []} latest={runs.at(-1) ?? null} now={now} onCancel={cancel} onResume={resume} />
-        <Thread earlier={unclaimedMessages(details, runs)} runs={runs} now={now} />
+        <PendingWork active={active} resumable={details?.resumable ?? false} next={details?.next ?? []} latest={runs.at(-1) ?? null} onCancel={cancel} onResume={resume} />
+        <Thread earlier={unclaimedMessages(details, runs)} runs={runs} />
         <Composer disabled={!connected} blockedBy={active} onSend={send} />
       </main>
       <aside class="inspector" aria-label="Runs and checkpoints">
-        <RunsPanel runs={runs} total={Math.max(details?.runs.totalCount ?? 0, runs.length)} now={now} onCancel={cancel} />
+        <RunsPanel runs={runs} total={Math.max(details?.runs.totalCount ?? 0, runs.length)} onCancel={cancel} />
         <CheckpointsPanel checkpoints={checkpoints} hasEarlier={details?.checkpoints.pageInfo.hasPreviousPage ?? false} />
       </aside>
     </>
@@ -209,7 +208,6 @@ function PendingWork(props: {
   resumable: boolean;
   next: string[];
   latest: RunView | null;
-  now: number;
   onCancel: (runId: string) => void;
   onResume: () => void;
 }) {
@@ -218,7 +216,7 @@ function PendingWork(props: {
     return (
       <div class="banner banner-running">
         <span>
-          Run #{active.number} is running · {formatDuration(runDuration(active.startedAt, null, props.now))}
+          Run #{active.number} is running · <Duration startedAt={active.startedAt} finishedAt={null} />
         </span>
         <button type="button" onClick={() => props.onCancel(active.id)}>
           Cancel run

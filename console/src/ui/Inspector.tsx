@@ -3,10 +3,10 @@
 // checkpoints with the run each belongs to. A failure LangGraph only records
 // as a write against a checkpoint is shown against that checkpoint.
 import type { CheckpointView, RunView } from "../state/conversation-view.ts";
-import { StatusBadge } from "./bits.tsx";
-import { formatDuration, formatTime, runDuration, shortId } from "./format.ts";
+import { Duration, StatusBadge } from "./bits.tsx";
+import { formatTime, shortId } from "./format.ts";
 
-export function RunsPanel({ runs, total, now, onCancel }: { runs: RunView[]; total: number; now: number; onCancel: (runId: string) => void }) {
+export function RunsPanel({ runs, total, onCancel }: { runs: RunView[]; total: number; onCancel: (runId: string) => void }) {
   return (
     <section class="panel" aria-labelledby="runs-heading">
       <h2 id="runs-heading">
@@ -20,7 +20,7 @@ export function RunsPanel({ runs, total, now, onCancel }: { runs: RunView[]; tot
           .reverse()
           .map((run) => (
             <li key={run.id}>
-              <RunCard run={run} now={now} onCancel={onCancel} />
+              <RunCard run={run} onCancel={onCancel} />
             </li>
           ))}
       </ol>
@@ -28,7 +28,7 @@ export function RunsPanel({ runs, total, now, onCancel }: { runs: RunView[]; tot
   );
 }
 
-function RunCard({ run, now, onCancel }: { run: RunView; now: number; onCancel: (runId: string) => void }) {
+function RunCard({ run, onCancel }: { run: RunView; onCancel: (runId: string) => void }) {
   const running = run.status === "RUNNING";
   return (
     <article aria-label={`Run ${run.number}`} class={`run run-${run.status.toLowerCase()}`}>
@@ -36,9 +36,7 @@ function RunCard({ run, now, onCancel }: { run: RunView; now: number; onCancel: 
         <strong>#{run.number}</strong>
         <span class="kind">{run.kind}</span>
         <StatusBadge status={run.status} code={run.errorCode} />
-        <span class="duration" title={running ? "running for" : "took"}>
-          {formatDuration(runDuration(run.startedAt, run.finishedAt, now))}
-        </span>
+        <Duration class="duration" startedAt={run.startedAt} finishedAt={run.finishedAt} />
       </header>
       <dl class="run-fields">
         <dt>id</dt>

@@ -7,32 +7,49 @@ import { useEffect, useRef } from "preact/hooks";
 import type { Message } from "../api/types.ts";
 import type { RunView } from "../state/conversation-view.ts";
 import type { LiveItem } from "../state/run-live.ts";
-import { StatusBadge } from "./bits.tsx";
-import { formatDuration, formatJson, runDuration } from "./format.ts";
+import { Duration, StatusBadge } from "./bits.tsx";
+import { formatJson } from "./format.ts";
 
-export function Thread({ earlier, runs, now }: { earlier: Message[]; runs: RunView[]; now: number }) {
-  const end = useRef<HTMLLIElement>(null);
+export function Thread({ earlier, runs }: { earlier: Message[]; runs: RunView[] }) {
+  const box = useRef<HTMLDivElement>(null);
+  // Follow the newest output as it streams, unless the reader has scrolled up to read.
+  const following = useRef(true);
   const last = runs.at(-1);
   const liveLength = last?.live?.items.reduce((n, item) => n + (item.kind === "text" ? item.text.length : 1), 0) ?? 0;
-  // Keep the newest output in view as it streams.
   useEffect(() => {
-    end.current?.scrollIntoView({ block: "end" });
-  }, [runs.length, last?.status, liveLength, last?.messages.length]);
+    const element = box.current;
+    if (element && following.current) element.scrollTop = element.scrollHeight;
+  }, [runs.length, last?.status, liveLength, last?.messages.length, earlier.length]);
 
   return (
-    <div class="thread" role="log" aria-label="Messages">
+    <div
+      class="thread"
+      role="log"
+      aria-label="Messages"
+      ref={box}
+      onScroll={(event) => {
+        const element = event.currentTarget;
+        following.current = element.scrollHeight - element.scrollTop - element.clientHeight < 40;
+      }}
+    >
       <ol>
-        {earlier.length > 0 && <Messages messages={earlier} />}
+        {earlier.length > 0 && (
+          <>
+            <li class="run-divider">
+              <span>Earlier messages</span>
+            </li>
+            <Messages messages={earlier} />
+          </>
+        )}
         {runs.map((run) => (
-          <RunTurn key={run.id} run={run} now={now} />
+          <RunTurn key={run.id} run={run} />
         ))}
-        <li ref={end} class="thread-end" aria-hidden="true" />
       </ol>
     </div>
   );
 }
 
-function RunTurn({ run, now }: { run: RunView; now: number }) {
+function RunTurn({ run }: { run: RunView }) {
   const ended = run.status !== "RUNNING";
   return (
     <>
@@ -40,7 +57,7 @@ function RunTurn({ run, now }: { run: RunView; now: number }) {
         <span>
           Run #{run.number} · {run.kind.toLowerCase()}
         </span>{" "}
-        <StatusBadge status={run.status} /> <span class="hint">{formatDuration(runDuration(run.startedAt, run.finishedAt, now))}</span>
+        <StatusBadge status={run.status} /> <Duration class="hint" startedAt={run.startedAt} finishedAt={run.finishedAt} />
       </li>
       {run.live ? <LiveTurn run={run} /> : <Messages messages={run.messages} />}
       {ended && run.status !== "COMPLETED" && <Outcome run={run} />}

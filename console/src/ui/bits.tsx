@@ -1,12 +1,14 @@
 // Small pieces used across the console.
 import type { ConnectionStatus } from "../api/client.ts";
-import type { Notice } from "./hooks.ts";
+import { formatDuration, runDuration } from "./format.ts";
+import { useNow, type Notice } from "./hooks.ts";
 
 const CONNECTION_WORDS: Record<ConnectionStatus, string> = {
   connecting: "connecting…",
   connected: "connected",
   reconnecting: "reconnecting…",
   unauthorized: "token refused",
+  disconnected: "disconnected: reload the page to reconnect",
 };
 
 export function ConnectionBadge({ status }: { status: ConnectionStatus }) {
@@ -42,5 +44,15 @@ export function Notices({ notices, onDismiss }: { notices: Notice[]; onDismiss: 
         </li>
       ))}
     </ul>
+  );
+}
+
+/** A run's duration: finishedAt - startedAt, or ticking from startedAt while it runs. Only this text re-renders as it ticks. */
+export function Duration({ startedAt, finishedAt, class: className }: { startedAt: string; finishedAt: string | null; class?: string }) {
+  const now = useNow(finishedAt === null);
+  return (
+    <span class={className} title={finishedAt ? "took" : "running for"}>
+      {formatDuration(runDuration(startedAt, finishedAt, now))}
+    </span>
   );
 }

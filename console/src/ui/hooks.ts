@@ -9,8 +9,10 @@ import { applyEvent, emptyLiveRun, isEnded, type LiveRun } from "../state/run-li
 import type { StartedRun } from "../state/conversation-view.ts";
 
 const LIST_PAGE = 50;
-const RUN_PAGE = 50;
-const CHECKPOINT_PAGE = 100;
+// A conversation's latest runs and checkpoints; older ones are summarized. Each
+// snapshot reads every listed run's messages, which costs in proportion.
+const RUN_PAGE = 20;
+const CHECKPOINT_PAGE = 50;
 
 export function useConnection(api: Api): ConnectionState {
   const [state, setState] = useState(api.getState());
