@@ -16,7 +16,8 @@ import { until } from "./support/streaming.ts";
 import { eventually, launchChromium, openPage, screenshot, type BrowserPage } from "./support/browser.ts";
 import { applyNotice, emptyList, replaceWithFirstPage } from "../console/src/state/conversation-list.ts";
 import { applyEvent, emptyLiveRun } from "../console/src/state/run-live.ts";
-import type { ConversationRow, RunEvent } from "../console/src/api/types.ts";
+import { earlierMessages, runViews } from "../console/src/state/conversation-view.ts";
+import type { ConversationDetails, ConversationRow, Message, RunDetails, RunEvent } from "../console/src/api/types.ts";
 import type { App } from "../src/app.ts";
 
 const TOKEN = "console-spec-token";
@@ -231,7 +232,7 @@ describe("the chat", () => {
     const page = await openConsole("#/new");
     fake.enqueue(
       { kind: "toolCalls", calls: [{ name: "calculator", args: { expression: "17 * 3" } }] },
-      { kind: "trickle", tokens: ["The ", "result ", "is ", "51."], delayMs: 250 },
+      { kind: "trickle", tokens: ["The ", "res", "ult ", "is ", "5", "1."], delayMs: 250 },
     );
     await send(page, unique("Please calculate 17 * 3"));
 
@@ -429,6 +430,7 @@ describe("with API_TOKEN set", () => {
     await form.getByLabel("API token").fill("not-the-token");
     await form.getByRole("button", { name: "Connect" }).click();
     await form.getByRole("alert").filter({ hasText: "refused this token" }).waitFor();
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0); // a refused token is not kept
 
     await form.getByLabel("API token").fill(TOKEN);
     await form.getByRole("button", { name: "Connect" }).click();
@@ -504,6 +506,46 @@ describe("the console's state", () => {
       { kind: "tool", key: "c2", toolCallId: "c1", name: "calculator", args: { expression: "1+1" }, result: { content: "2", isError: false } },
       { kind: "text", key: "t4", messageId: "m1", text: "It is 2." },
     ]);
+  });
+
+  it("thread: messages before the listed runs come first; a running run's persisted messages never show twice", () => {
+    const message = (id: string, role: Message["role"] = "USER"): Message => ({ id, role, content: id, toolCalls: [], toolCallId: null, name: null });
+    const run = (id: string, status: string, messages: Message[]): RunDetails => ({
+      id,
+      kind: "START",
+      status,
+      input: null,
+      errorCode: null,
+      errorMessage: null,
+      partialOutput: null,
+      startedAt: "2026-01-01T00:00:00.000Z",
+      finishedAt: status === "RUNNING" ? null : "2026-01-01T00:00:01.000Z",
+      messages,
+      failedTasks: [],
+    });
+    const details = (messages: Message[], runs: RunDetails[], totalCount = runs.length): ConversationDetails => ({
+      id: "c",
+      title: "c",
+      createdAt: "2026-01-01T00:00:00.000Z",
+      updatedAt: "2026-01-01T00:00:00.000Z",
+      messageCount: messages.length,
+      next: [],
+      resumable: false,
+      messages,
+      activeRun: null,
+      runs: { totalCount, edges: runs.map((node) => ({ node })) },
+      checkpoints: { pageInfo: { hasPreviousPage: false }, edges: [] },
+    });
+    // Run 1 is older than the page; run 2 is listed.
+    const older = details([message("u1"), message("a1", "ASSISTANT"), message("u2"), message("a2", "ASSISTANT")], [run("r2", "COMPLETED", [message("u2"), message("a2", "ASSISTANT")])], 2);
+    const olderViews = runViews(older, new Map(), []);
+    expect(olderViews.map((v) => v.number)).toEqual([2]);
+    expect(earlierMessages(older, olderViews).map((m) => m.id)).toEqual(["u1", "a1"]);
+
+    // The snapshot was read while run 1 ran: the thread already holds its tool call, the run's own list not yet.
+    const racing = details([message("u1"), message("a1", "ASSISTANT")], [run("r1", "RUNNING", [])]);
+    const live = new Map([["r1", emptyLiveRun("r1")]]);
+    expect(earlierMessages(racing, runViews(racing, live, []))).toEqual([]);
   });
 
   it("type-checks (tsc -p console: DOM and JSX settings of its own; the root tsconfig leaves console/ out)", async () => {

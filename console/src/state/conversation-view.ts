@@ -73,11 +73,18 @@ export function runViews(details: ConversationDetails | null, live: ReadonlyMap<
   return views;
 }
 
-/** Thread messages that no listed run claims (runs older than the page, or changes made outside every run). */
-export function unclaimedMessages(details: ConversationDetails | null, runs: readonly RunView[]): Message[] {
+/**
+ * The thread's messages before the first one a listed run added: those of
+ * runs older than the page (or written outside every run). Later messages are
+ * shown with their runs; a running run's are still changing and come from its
+ * live events, so they are never counted here.
+ */
+export function earlierMessages(details: ConversationDetails | null, runs: readonly RunView[]): Message[] {
   if (!details) return [];
   const claimed = new Set(runs.flatMap((r) => r.messages.map((m) => m.id)));
-  return details.messages.filter((m) => !claimed.has(m.id));
+  const first = details.messages.findIndex((m) => claimed.has(m.id));
+  if (first >= 0) return details.messages.slice(0, first);
+  return runs.some((r) => r.live !== null || r.status === "RUNNING") ? [] : details.messages;
 }
 
 export interface CheckpointFailure {

@@ -40,7 +40,8 @@ export function App() {
   }, [token]);
 
   const changeToken = useCallback((next: string | null) => {
-    storeToken(next);
+    // A new token is kept once the server accepts it (see Connected); forgetting one is immediate.
+    if (next === null) storeToken(null);
     setToken(next);
   }, []);
 
@@ -54,8 +55,10 @@ function Connected({ api, onToken }: { api: Api; onToken: (token: string | null)
   // that needs a token gets the token form instead of an empty console.
   const [accepted, setAccepted] = useState(false);
   useEffect(() => {
-    if (connection.status === "connected") setAccepted(true);
-  }, [connection.status]);
+    if (connection.status !== "connected") return;
+    setAccepted(true);
+    if (api.token) storeToken(api.token);
+  }, [connection.status, api]);
 
   if (connection.status === "unauthorized") return <TokenForm hadToken={api.token !== null} onSubmit={onToken} />;
   if (!accepted) {

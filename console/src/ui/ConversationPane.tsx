@@ -5,7 +5,7 @@ import { useMemo, useState } from "preact/hooks";
 import type { Api } from "../api/client.ts";
 import { CANCEL_RUN, DELETE_CONVERSATION, RENAME_CONVERSATION, RESUME_RUN, START_RUN } from "../api/documents.ts";
 import type { ConversationRow, RunKind, RunStatus } from "../api/types.ts";
-import { checkpointViews, runViews, unclaimedMessages, type RunView, type StartedRun } from "../state/conversation-view.ts";
+import { checkpointViews, runViews, earlierMessages, type RunView, type StartedRun } from "../state/conversation-view.ts";
 import { Duration, Notices, StatusBadge } from "./bits.tsx";
 import { formatDateTime, shortId } from "./format.ts";
 import { useConversation, type Notice } from "./hooks.ts";
@@ -94,7 +94,7 @@ export function ConversationPane(props: {
         />
         <Notices notices={conversation.notices} onDismiss={conversation.dismiss} />
         <PendingWork active={active} resumable={details?.resumable ?? false} next={details?.next ?? []} latest={runs.at(-1) ?? null} onCancel={cancel} onResume={resume} />
-        <Thread earlier={unclaimedMessages(details, runs)} runs={runs} />
+        <Thread earlier={earlierMessages(details, runs)} runs={runs} />
         <Composer disabled={!connected} blockedBy={active} onSend={send} />
       </main>
       <aside class="inspector" aria-label="Runs and checkpoints">
