@@ -54,8 +54,8 @@ afterEach(async () => {
 });
 
 /** Opens the console (at a fragment such as #/new) and waits until it is connected. */
-async function openConsole(fragment = "", base: App = app): Promise<Page> {
-  open = await openPage(browser, `${base.url}/console${fragment}`);
+async function openConsole(fragment = ""): Promise<Page> {
+  open = await openPage(browser, `${app.url}/console${fragment}`);
   await connection(open.page).filter({ hasText: /^connected$/ }).waitFor();
   return open.page;
 }
