@@ -128,6 +128,15 @@ describe("the console page and its bundle", () => {
     }
     console.info(`console bundle: ${sizes.identity} bytes, gzip ${sizes.gzip}, brotli ${sizes.br}`);
 
+    // The page revalidates; the source map names no server directory.
+    const pageAgain = await fetch(`${app.url}/console`, { headers: { "accept-encoding": "identity", "if-none-match": page.headers.get("etag")! } });
+    expect(pageAgain.status).toBe(304);
+    const mapPath = /\/\/# sourceMappingURL=(\/console\/app-[A-Z0-9]+\.js\.map)\s*$/.exec(identity.toString("utf8"))?.[1];
+    expect(mapPath).toBeDefined();
+    const map = (await (await fetch(`${app.url}${mapPath}`)).json()) as { sources: string[] };
+    expect(map.sources.length).toBeGreaterThan(10);
+    expect(map.sources.filter((source) => !/^(console\/src|node_modules)\//.test(source))).toEqual([]);
+
     const head = await fetch(`${app.url}${style}`, { method: "HEAD" });
     expect(head.status).toBe(200);
     expect(head.headers.get("content-type")).toBe("text/css; charset=utf-8");

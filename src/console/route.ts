@@ -80,6 +80,19 @@ function encode(asset: Asset, encoding: Encoding): Promise<Buffer> {
   return body;
 }
 
+/**
+ * Source paths relative to the package (console/src/..., node_modules/...), so
+ * the map, which anyone may fetch, does not describe the server's directories.
+ */
+function portableSourceMap(bytes: Buffer): Buffer {
+  const map = JSON.parse(bytes.toString("utf8")) as { sources?: string[] };
+  map.sources = map.sources?.map((source) => {
+    const packaged = source.lastIndexOf("node_modules/");
+    return packaged >= 0 ? source.slice(packaged) : source.replace(/^(\.\.\/)+/, "console/");
+  });
+  return Buffer.from(JSON.stringify(map));
+}
+
 /** Bundles console/src and renders the page around the bundle's hashed names. */
 export async function buildConsole(): Promise<ConsoleAssets> {
   const result = await esbuild.build({
@@ -116,7 +129,7 @@ export async function buildConsole(): Promise<ConsoleAssets> {
       stylePath = urlPath;
       byPath.set(urlPath, makeAsset("text/css; charset=utf-8", IMMUTABLE, bytes));
     } else if (name.endsWith(".map")) {
-      byPath.set(urlPath, makeAsset("application/json; charset=utf-8", IMMUTABLE, bytes));
+      byPath.set(urlPath, makeAsset("application/json; charset=utf-8", IMMUTABLE, portableSourceMap(bytes)));
     }
   }
   if (!scriptPath || !stylePath) throw new Error("the console build produced no script or no stylesheet");
