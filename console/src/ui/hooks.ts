@@ -121,23 +121,39 @@ export function useConversation(api: Api, id: string, row: ConversationRow | und
   const liveRef = useRef(live);
   liveRef.current = live;
   const following = useRef(new Map<string, () => void>());
-  const latestRead = useRef(0);
+  const readState = useRef({ busy: false, again: false });
   const noticeIds = useRef(0);
 
   const notify = useCallback((text: string) => setNotices((list) => [...list, { id: ++noticeIds.current, text }]), []);
   const dismiss = useCallback((noticeId: number) => setNotices((list) => list.filter((n) => n.id !== noticeId)), []);
 
+  // One read at a time, and one more if asked meanwhile: urql shares a query
+  // with an identical one in flight, so a read asked for after a change could
+  // otherwise be answered by one that started before it.
   const refetch = useCallback(() => {
-    const read = ++latestRead.current;
-    api.query<{ conversation: ConversationDetails | null }>(CONVERSATION, { id, runs: RUN_PAGE, checkpoints: CHECKPOINT_PAGE }).then(
-      (data) => {
-        // Only the latest read counts: an earlier one may have been answered later.
-        if (read !== latestRead.current) return;
-        setDetails(data.conversation);
-        setMissing(data.conversation === null);
-      },
-      (e: Error) => read === latestRead.current && notify(`Could not read the conversation: ${e.message}`),
-    );
+    const reads = readState.current;
+    if (reads.busy) {
+      reads.again = true;
+      return;
+    }
+    reads.busy = true;
+    const read = () => {
+      reads.again = false;
+      api
+        .query<{ conversation: ConversationDetails | null }>(CONVERSATION, { id, runs: RUN_PAGE, checkpoints: CHECKPOINT_PAGE })
+        .then(
+          (data) => {
+            setDetails(data.conversation);
+            setMissing(data.conversation === null);
+          },
+          (e: Error) => notify(`Could not read the conversation: ${e.message}`),
+        )
+        .finally(() => {
+          if (reads.again) read();
+          else reads.busy = false;
+        });
+    };
+    read();
   }, [api, id, notify]);
 
   const follow = useCallback(
