@@ -5,13 +5,15 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { AIMessage, ToolMessage } from "@langchain/core/messages";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
+import { END, MemorySaver, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
 import { ToolNode } from "@langchain/langgraph/prebuilt";
 import type { StructuredToolInterface } from "@langchain/core/tools";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { McpSupervisor, type McpSupervisorOptions } from "../src/agent/mcp/index.ts";
 import { agentTools, agentToolInfo } from "../src/agent/tool-info.ts";
-import type { AgentDefinition } from "../src/agent/definitions.ts";
+import { loadAgentDefinitions, type AgentDefinition } from "../src/agent/definitions.ts";
 import {
   chatAgent,
   eventually,
@@ -21,6 +23,7 @@ import {
   processRuns,
   readFixtureLog,
   startHttpFixture,
+  STDIO_SERVER,
   stdioServer,
   waitForStatus,
   type HttpFixture,
@@ -190,12 +193,80 @@ describe("healthy servers over stdio and streamable HTTP", () => {
     expect(supervisor.status(agent).map((s) => [s.state, s.restarts])).toEqual([["ready", 0]].concat(agent === "main" ? [["ready", 0]] : []));
   });
 
+  it("a cancelled agent run leaves its MCP tool step pending (resumable), with no error stored for it", async () => {
+    // The agent's graph shape: agent → tools → agent, tools through a ToolNode that turns errors into tool messages.
+    let turns = 0;
+    const graph = new StateGraph(MessagesAnnotation)
+      .addNode("agent", async () => ({
+        messages: [turns++ === 0 ? new AIMessage({ content: "", tool_calls: [{ id: "call-slow", name: "slow", args: { label: "in-run" }, type: "tool_call" }] }) : new AIMessage("done")],
+      }))
+      .addNode("tools", new ToolNode(agentTools(main(), supervisor).map((t) => t.tool), { handleToolErrors: true }))
+      .addEdge(START, "agent")
+      .addConditionalEdges("agent", (state) => ((state.messages.at(-1) as AIMessage).tool_calls?.length ? "tools" : END), ["tools", END])
+      .addEdge("tools", "agent")
+      .compile({ checkpointer: new MemorySaver() });
+    const thread = { configurable: { thread_id: "cancelled-run" } };
+    const controller = new AbortController();
+    const run = (async () => {
+      for await (const _ of await graph.stream({ messages: [new HumanMessage("go")] }, { ...thread, signal: controller.signal, durability: "sync" }));
+    })();
+    const outcome = run.then(
+      () => "completed",
+      (error: unknown) => error,
+    );
+    await eventually(() => readFixtureLog(log).find((e) => e.event === "started" && e.label === "in-run"), "the tool call to start");
+    controller.abort(new Error("run cancelled"));
+    expect(((await outcome) as Error).message).toBe("run cancelled");
+    await eventually(() => readFixtureLog(log).find((e) => e.event === "cancelled" && e.label === "in-run"), "the server to see the cancellation");
+
+    const state = await graph.getState(thread);
+    expect(state.next).toEqual(["tools"]);
+    expect((state.values as { messages: BaseMessage[] }).messages.map((m) => m.getType())).toEqual(["human", "ai"]);
+  });
+
   it("an already aborted signal never reaches the server", async () => {
     const controller = new AbortController();
     controller.abort(new Error("too late"));
     await expect(toolOf(supervisor, "main", "slow").invoke({ label: "never" }, { signal: controller.signal })).rejects.toThrow("too late");
     expect(await toolOf(supervisor, "main", "echo").invoke({ text: "x" })).toBe("x"); // a later call has passed through the same pipe
     expect(readFixtureLog(log).filter((e) => e.label === "never")).toEqual([]);
+  });
+});
+
+describe("from a config file to running servers", () => {
+  it("resolves relative paths against the file's folder, substitutes ${NAME}, and passes none of runledger's own environment", async () => {
+    const web = await httpFixture({ MCP_FIXTURE_API_KEY: "k-from-env" });
+    const configDir = path.join(dir, "config");
+    mkdirSync(path.join(configDir, "work"), { recursive: true });
+    writeFileSync(
+      path.join(configDir, "agents.json"),
+      JSON.stringify({
+        agents: {
+          default: {
+            type: "chat",
+            tools: [],
+            mcpServers: {
+              files: { command: "node", args: [path.relative(configDir, STDIO_SERVER)], env: { MCP_FIXTURE_NAME: "${FIXTURE_NAME}" }, tools: ["whoami", "env_var"] },
+              scratch: { command: "node", args: [path.relative(path.join(configDir, "work"), STDIO_SERVER)], cwd: "work", tools: ["cwd"] },
+              web: { url: web.url, headers: { "X-Api-Key": "${WEB_KEY}" }, tools: ["headers"] },
+            },
+          },
+        },
+      }),
+    );
+    process.env.RUNLEDGER_TEST_SECRET = "must not leak";
+    const [agent] = loadAgentDefinitions("config/agents.json", { model: "m", think: undefined, systemPrompt: "", recursionLimit: 5 }, { cwd: dir, env: { FIXTURE_NAME: "from-config", WEB_KEY: "k-from-env" } });
+    const { supervisor } = supervise([agent!]);
+    await supervisor.start();
+    expect(supervisor.status().map((s) => s.state)).toEqual(["ready", "ready", "ready"]);
+
+    const call = (name: string, args: Record<string, unknown> = {}) => toolOf(supervisor, "default", name).invoke(args) as Promise<string>;
+    expect(JSON.parse(await call("whoami"))).toMatchObject({ name: "from-config" });
+    expect(await call("cwd")).toBe(path.join(configDir, "work"));
+    expect(JSON.parse(await call("headers"))).toMatchObject({ "x-api-key": "k-from-env" });
+    expect(JSON.parse(await call("env_var", { name: "RUNLEDGER_TEST_SECRET" }))).toBeNull();
+    expect(JSON.parse(await call("env_var", { name: "PATH" }))).toBe(process.env.PATH);
+    delete process.env.RUNLEDGER_TEST_SECRET;
   });
 });
 
