@@ -4,8 +4,8 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync, chmodSync } from "node:f
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { ConfigError } from "../src/config.ts";
-import { BUILTIN_TOOL_NAMES, DEFAULT_AGENT, DEFAULT_MCP_TIMEOUT_MS, loadAgentDefinitions, type AgentDefaults } from "../src/agent/definitions.ts";
+import { ConfigError, loadConfig } from "../src/config.ts";
+import { agentDefaultsFrom, BUILTIN_TOOL_NAMES, DEFAULT_AGENT, DEFAULT_MCP_TIMEOUT_MS, loadAgentDefinitions, type AgentDefaults } from "../src/agent/definitions.ts";
 
 const defaults: AgentDefaults = { model: "qwen3", think: undefined, systemPrompt: "env prompt", recursionLimit: 25 };
 const dir = mkdtempSync(path.join(os.tmpdir(), "runledger-agents-"));
@@ -56,6 +56,11 @@ describe("agent definitions without a config file", () => {
       },
     ]);
     expect(BUILTIN_TOOL_NAMES).toEqual(["calculator", "current_time"]);
+  });
+
+  it("take today's settings from the environment's configuration", () => {
+    const config = loadConfig({ OLLAMA_MODEL: "llama3.2", OLLAMA_THINK: "false", SYSTEM_PROMPT: "Be brief.", AGENT_RECURSION_LIMIT: "7" });
+    expect(loadAgentDefinitions(undefined, agentDefaultsFrom(config))[0]).toMatchObject({ model: "llama3.2", think: false, systemPrompt: "Be brief.", recursionLimit: 7 });
   });
 });
 

@@ -54,10 +54,23 @@
 //   built-in tools and its servers' allow-lists. A misspelt name would otherwise
 //   let a dangerous tool run unapproved.
 // - Agents keep the file's order; the API lists them in that order.
+// - `timeoutMs` on a server is an addition to the fixed keys; see DEFAULT_MCP_TIMEOUT_MS.
+//
+// How runledger wires the agent modules together:
+//   start-up   const agents = loadAgentDefinitions(env.RUNLEDGER_CONFIG, agentDefaultsFrom(config));
+//              const graphs = await loadGraphAgents(agents);      // graph-module.ts; ConfigError stops start-up too
+//              const mcp = new McpSupervisor(agents, { logger }); // mcp/
+//              await mcp.start();                                 // never throws; bounded by its start timeout
+//   chat run   agentTools(agent, mcp) (tool-info.ts) for the graph's model binding and ToolNode, called per
+//              run; agent.systemPrompt, model, think and recursionLimit instead of the environment's.
+//   graph run  graphs.get(agent.name).compile({ checkpointer }), the run's model in configurable.model.
+//   API        agents: name, description, type, model, and agentToolInfo(agent, mcp) for chat agents;
+//              mcp.status(agent.name) tells which servers are up.
+//   shutdown   await mcp.close() after runs are stopped: it ends every MCP server and its processes.
 import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
-import { ConfigError } from "../config.ts";
+import { ConfigError, type Config } from "../config.ts";
 import { builtinTools } from "./tools.ts";
 import { JsonSyntaxError, parseJsonWithLocations, type JsonLocation, type JsonPath } from "./json-locations.ts";
 
@@ -80,6 +93,11 @@ export interface AgentDefaults {
   systemPrompt: string;
   /** `AGENT_RECURSION_LIMIT`. */
   recursionLimit: number;
+}
+
+/** The environment's settings, as loadConfig read them. */
+export function agentDefaultsFrom(config: Pick<Config, "ollamaModel" | "ollamaThink" | "systemPrompt" | "recursionLimit">): AgentDefaults {
+  return { model: config.ollamaModel, think: config.ollamaThink, systemPrompt: config.systemPrompt, recursionLimit: config.recursionLimit };
 }
 
 interface AgentBase {

@@ -157,18 +157,19 @@ export class McpServerConnection {
     const forward = () => controller.abort(outer?.reason);
     if (outer?.aborted) forward();
     outer?.addEventListener("abort", forward, { once: true });
+    const timeout = options.timeout ?? this.#definition.timeoutMs;
     try {
       return await client.callTool(params, undefined, {
         ...options,
         signal: controller.signal,
-        timeout: options.timeout ?? this.#definition.timeoutMs,
+        timeout,
         // A server reporting progress is working: its timeout starts again with each report.
         resetTimeoutOnProgress: true,
         onprogress: options.onprogress ?? (() => {}),
       });
     } catch (error) {
       if (outer?.aborted) throw abortError(outer);
-      throw this.#callError(error, params.name);
+      throw this.#callError(error, params.name, timeout);
     } finally {
       outer?.removeEventListener("abort", forward);
     }
@@ -177,10 +178,11 @@ export class McpServerConnection {
   /** For resource links in tool results (mcp-adapters reads them through the client). */
   async readResource(params: ReadResourceRequest["params"], options: RequestOptions = {}) {
     const client = await this.#readyClient(options.signal);
+    const timeout = options.timeout ?? this.#definition.timeoutMs;
     try {
-      return await client.readResource(params, { ...options, timeout: options.timeout ?? this.#definition.timeoutMs });
+      return await client.readResource(params, { ...options, timeout });
     } catch (error) {
-      throw this.#callError(error, `resource ${params.uri}`);
+      throw this.#callError(error, `resource ${params.uri}`, timeout);
     }
   }
 
@@ -219,14 +221,14 @@ export class McpServerConnection {
     return `${what}: ${this.#lastError ?? "it has not started yet"}${retry}`;
   }
 
-  #callError(error: unknown, what: string): McpToolError {
+  #callError(error: unknown, what: string, timeoutMs: number): McpToolError {
     const server = `MCP server "${this.#definition.name}"`;
     const next = this.#definition.transport === "stdio" ? "runledger restarts it" : "runledger reconnects once it answers again";
     if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
       return new McpToolError(`${server} went away during the call to ${what} (${this.#lastError ?? "connection closed"}); ${next}`);
     }
     if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
-      return new McpToolError(`${server} did not finish ${what} within ${this.#definition.timeoutMs} ms (timeoutMs), so the call was cancelled`);
+      return new McpToolError(`${server} did not finish ${what} within ${timeoutMs} ms without reporting progress, so the call was cancelled`);
     }
     // An error the server answered with (unknown tool, invalid arguments, its own failure).
     if (error instanceof McpError) return new McpToolError(`${server} refused the call to ${what}: ${error.message}`);

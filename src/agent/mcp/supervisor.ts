@@ -17,7 +17,11 @@
 // Tools: toolsFor(agent) is what the agent has now. A server's tools are known
 // once it has been listed; they stay while it restarts, and a call in that time
 // fails with a message saying so (the model reads it as a tool error). A server
-// that has never come up contributes no tools. Tool names are the servers' own;
+// that has never come up contributes no tools. A failed call is never retried
+// (a tool may have side effects); the model reads the error and decides. A call
+// made while the server is restarting waits for the restart. A run's abort
+// signal (config.signal) stops a call at once and sends the server MCP's
+// notifications/cancelled. Tool names are the servers' own;
 // a name another tool of the agent already has (a built-in, or a tool of a
 // server declared earlier) is left out and logged as an error, since the file's
 // allow-lists could not rule it out (see definitions.ts).
