@@ -103,6 +103,7 @@ describe("healthy servers over stdio and streamable HTTP", () => {
         // Its own instance of each server: a second process, a second HTTP session.
         chatAgent("open", [stdioServer("files")]),
         chatAgent("remote", [httpServer("web", web.url, { headers: { "X-Api-Key": "k-123" } })]),
+        chatAgent("impatient", [stdioServer("files", { env: { MCP_FIXTURE_NAME: "files", MCP_FIXTURE_LOG: log }, timeoutMs: 300, tools: ["slow"] })]),
       ],
       { ...FAST, logger },
     );
@@ -222,6 +223,16 @@ describe("healthy servers over stdio and streamable HTTP", () => {
     const state = await graph.getState(thread);
     expect(state.next).toEqual(["tools"]);
     expect((state.values as { messages: BaseMessage[] }).messages.map((m) => m.getType())).toEqual(["human", "ai"]);
+  });
+
+  it("a call that outlasts the server's timeoutMs is a tool error, and the server is told to stop", async () => {
+    const started = Date.now();
+    const message = await runToolNode([toolOf(supervisor, "impatient", "slow")], "slow", { label: "too-slow" });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(300);
+    expect(message.status).toBe("error");
+    expect(message.content).toBe('Error: MCP server "files" did not finish slow within 300 ms without reporting progress, so the call was cancelled\n Please fix your mistakes.');
+    const cancelled = await eventually(() => readFixtureLog(log).find((e) => e.event === "cancelled" && e.label === "too-slow"), "the server to see the cancellation");
+    expect(cancelled.reason).toContain("Request timed out");
   });
 
   it("an already aborted signal never reaches the server", async () => {
