@@ -13,6 +13,7 @@ import { RunService } from "./runs/service.ts";
 import { ConversationService } from "./runs/conversations.ts";
 import { startHttpServer, type HttpServer } from "./server/http.ts";
 import { exportRoute } from "./server/routes/export.ts";
+import { consoleRoute } from "./server/routes/console.ts";
 import type { Services } from "./context.ts";
 
 export interface App {
@@ -88,7 +89,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     services,
     logger,
     readiness: { database: () => storage.ping(), ollamaHost: config.ollamaHost, ollamaModel: config.ollamaModel },
-    routes: [exportRoute({ runs: store, conversationList: storage.conversationList, checkpointReads: storage.checkpointReads, states: agent })],
+    routes: [exportRoute({ runs: store, conversationList: storage.conversationList, checkpointReads: storage.checkpointReads, states: agent }), consoleRoute({ logger })],
   });
   ownership.start(() => runs.abortRunsEndedElsewhere());
 

@@ -14,6 +14,7 @@ import { sendJson } from "./send.ts";
 import { createYogaServer } from "./yoga.ts";
 import { attachWebSocketServer } from "./ws.ts";
 import type { ReadinessProbe } from "./readiness.ts";
+import { isConsoleRequest } from "./routes/console.ts";
 
 export type Route = (req: http.IncomingMessage, res: http.ServerResponse) => Promise<boolean> | boolean;
 
@@ -33,9 +34,9 @@ export interface HttpServer {
   close(): Promise<void>;
 }
 
-/** Paths that answer without the API token: liveness, readiness, and the GraphiQL page (which executes nothing). */
+/** Paths that answer without the API token: liveness, readiness, the GraphiQL page and the console's files (which execute nothing). */
 function isOpen(req: http.IncomingMessage, path: string): boolean {
-  if (path === "/health" || path === "/ready") return true;
+  if (path === "/health" || path === "/ready" || isConsoleRequest(req.method, path)) return true;
   return path === "/graphql" && req.method === "GET" && (req.headers.accept ?? "").includes("text/html");
 }
 

@@ -1,0 +1,129 @@
+// Every GraphQL document the console sends, in one place, so the console's use
+// of the contract (schema.graphql) can be read at a glance.
+
+const MESSAGE_FIELDS = /* GraphQL */ `
+  fragment ConsoleMessage on Message { id role content toolCalls { id name args } toolCallId name }
+`;
+
+const ROW_FIELDS = /* GraphQL */ `
+  fragment ConsoleRow on Conversation {
+    id title createdAt updatedAt messageCount deleted
+    activeRun { id status startedAt }
+    latestRun { id status kind errorCode }
+  }
+`;
+
+const CHECKPOINT_FIELDS = /* GraphQL */ `
+  fragment ConsoleCheckpoint on Checkpoint { id step source next createdAt messageCount run { id } }
+`;
+
+export const CONVERSATIONS = /* GraphQL */ `
+  query ConsoleConversations($first: Int!, $after: String) {
+    conversations(first: $first, after: $after) {
+      pageInfo { hasNextPage endCursor }
+      edges { node { ...ConsoleRow } }
+    }
+  }
+  ${ROW_FIELDS}
+`;
+
+export const CONVERSATIONS_CHANGED = /* GraphQL */ `
+  subscription ConsoleConversationsChanged {
+    conversationsChanged { ...ConsoleRow }
+  }
+  ${ROW_FIELDS}
+`;
+
+// Page sizes are variables: a literal one would multiply the operation's cost estimate.
+export const CONVERSATION = /* GraphQL */ `
+  query ConsoleConversation($id: ID!, $runs: Int!, $checkpoints: Int!) {
+    conversation(id: $id) {
+      id title createdAt updatedAt messageCount next resumable
+      messages { ...ConsoleMessage }
+      activeRun { id }
+      runs(last: $runs) {
+        totalCount
+        edges {
+          node {
+            id kind status input errorCode errorMessage partialOutput startedAt finishedAt
+            messages { ...ConsoleMessage }
+            failedTasks { taskId node message checkpoint { id step } }
+          }
+        }
+      }
+      checkpoints(last: $checkpoints) {
+        pageInfo { hasPreviousPage }
+        edges { node { ...ConsoleCheckpoint } }
+      }
+    }
+  }
+  ${MESSAGE_FIELDS}
+  ${CHECKPOINT_FIELDS}
+`;
+
+export const RUN_EVENTS = /* GraphQL */ `
+  subscription ConsoleRunEvents($runId: ID!, $after: Int) {
+    runEvents(runId: $runId, after: $after) {
+      __typename seq runId at
+      ... on RunStatusEvent { status errorCode errorMessage }
+      ... on TokenEvent { text messageId node }
+      ... on ToolCallEvent { toolCallId name args }
+      ... on ToolResultEvent { toolCallId name content isError }
+      ... on CheckpointEvent { checkpoint { ...ConsoleCheckpoint } }
+      ... on ReplayGapEvent { fromSeq toSeq }
+    }
+  }
+  ${CHECKPOINT_FIELDS}
+`;
+
+// Each mutation asks for the refusal's code and message (... on Error): the
+// console shows them as they come.
+export const START_RUN = /* GraphQL */ `
+  mutation ConsoleStartRun($conversationId: ID, $message: String!) {
+    startRun(input: { conversationId: $conversationId, message: $message }) {
+      __typename
+      ... on StartRunSuccess { run { id status kind input startedAt } conversation { id title } }
+      ... on Error { code message }
+    }
+  }
+`;
+
+export const RESUME_RUN = /* GraphQL */ `
+  mutation ConsoleResumeRun($conversationId: ID!) {
+    resumeRun(input: { conversationId: $conversationId }) {
+      __typename
+      ... on ResumeRunSuccess { run { id status kind input startedAt } }
+      ... on Error { code message }
+    }
+  }
+`;
+
+export const CANCEL_RUN = /* GraphQL */ `
+  mutation ConsoleCancelRun($runId: ID!) {
+    cancelRun(input: { runId: $runId }) {
+      __typename
+      ... on CancelRunSuccess { run { id status } }
+      ... on Error { code message }
+    }
+  }
+`;
+
+export const RENAME_CONVERSATION = /* GraphQL */ `
+  mutation ConsoleRenameConversation($conversationId: ID!, $title: String!) {
+    renameConversation(input: { conversationId: $conversationId, title: $title }) {
+      __typename
+      ... on RenameConversationSuccess { conversation { id title updatedAt } }
+      ... on Error { code message }
+    }
+  }
+`;
+
+export const DELETE_CONVERSATION = /* GraphQL */ `
+  mutation ConsoleDeleteConversation($conversationId: ID!) {
+    deleteConversation(input: { conversationId: $conversationId }) {
+      __typename
+      ... on DeleteConversationSuccess { conversationId }
+      ... on Error { code message }
+    }
+  }
+`;

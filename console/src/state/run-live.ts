@@ -1,0 +1,71 @@
+// What one run has streamed so far, built from its runEvents. Events are
+// applied in seq order and at most once: a replay after a reconnection (the
+// WebSocket client resubscribes with the variables it started with) sends
+// events the console already has, and those are dropped by seq.
+import type { CheckpointSummary, RunEvent, RunStatus } from "../api/types.ts";
+
+export type LiveItem =
+  | { kind: "text"; key: string; messageId: string | null; text: string }
+  | { kind: "tool"; key: string; toolCallId: string; name: string; args: unknown; result: { content: string; isError: boolean } | null }
+  | { kind: "gap"; key: string; fromSeq: number; toSeq: number };
+
+export interface LiveRun {
+  runId: string;
+  /** The last seq applied; resubscribe with after: lastSeq. */
+  lastSeq: number;
+  status: RunStatus | null;
+  errorCode: string | null;
+  errorMessage: string | null;
+  /** When the terminal status event was sent: the run's end until the snapshot has finishedAt. */
+  endedAt: string | null;
+  items: LiveItem[];
+  checkpoints: CheckpointSummary[];
+}
+
+export function emptyLiveRun(runId: string): LiveRun {
+  return { runId, lastSeq: 0, status: null, errorCode: null, errorMessage: null, endedAt: null, items: [], checkpoints: [] };
+}
+
+/** Any status but RUNNING ends a run (a status added later, such as one waiting for approval, too). */
+export function isEnded(status: RunStatus | null | undefined): boolean {
+  return status != null && status !== "RUNNING";
+}
+
+export function applyEvent(run: LiveRun, event: RunEvent): LiveRun {
+  if (event.runId !== run.runId || event.seq <= run.lastSeq) return run;
+  const next: LiveRun = { ...run, lastSeq: event.seq };
+  switch (event.__typename) {
+    case "RunStatusEvent":
+      return { ...next, status: event.status, errorCode: event.errorCode, errorMessage: event.errorMessage, endedAt: isEnded(event.status) ? event.at : null };
+    case "TokenEvent": {
+      const last = run.items.at(-1);
+      if (last?.kind === "text" && last.messageId === event.messageId) {
+        return { ...next, items: [...run.items.slice(0, -1), { ...last, text: last.text + event.text }] };
+      }
+      return { ...next, items: [...run.items, { kind: "text", key: `t${event.seq}`, messageId: event.messageId, text: event.text }] };
+    }
+    case "ToolCallEvent":
+      return {
+        ...next,
+        items: [...run.items, { kind: "tool", key: `c${event.seq}`, toolCallId: event.toolCallId, name: event.name, args: event.args, result: null }],
+      };
+    case "ToolResultEvent": {
+      const result = { content: event.content, isError: event.isError };
+      const index = run.items.findIndex((item) => item.kind === "tool" && item.toolCallId === event.toolCallId);
+      if (index < 0) {
+        // The call itself was not retained (a replay gap): show the result on its own.
+        return { ...next, items: [...run.items, { kind: "tool", key: `r${event.seq}`, toolCallId: event.toolCallId, name: event.name, args: null, result }] };
+      }
+      const items = run.items.slice();
+      items[index] = { ...(items[index] as Extract<LiveItem, { kind: "tool" }>), result };
+      return { ...next, items };
+    }
+    case "CheckpointEvent":
+      return run.checkpoints.some((c) => c.id === event.checkpoint.id) ? next : { ...next, checkpoints: [...run.checkpoints, event.checkpoint] };
+    case "ReplayGapEvent":
+      return { ...next, items: [...run.items, { kind: "gap", key: `g${event.seq}`, fromSeq: event.fromSeq, toSeq: event.toSeq }] };
+    default:
+      // An event type this console does not know yet: counted, not shown.
+      return next;
+  }
+}

@@ -1,0 +1,165 @@
+// The console's frame: the API token, the connection, the selected
+// conversation (kept in the URL's fragment so a reload returns to it) and the
+// three panes.
+import { useCallback, useEffect, useState } from "preact/hooks";
+import { Api } from "../api/client.ts";
+import type { StartedRun } from "../state/conversation-view.ts";
+import { ConnectionBadge } from "./bits.tsx";
+import { ConversationList } from "./ConversationList.tsx";
+import { ConversationPane, NewConversationPane } from "./ConversationPane.tsx";
+import { useConnection, useConversationList } from "./hooks.ts";
+import { conversationHref, NEW_CONVERSATION_HREF, readSelection, type Selection } from "./routes.ts";
+
+const TOKEN_KEY = "runledger.apiToken";
+
+function readToken(): string | null {
+  try {
+    return sessionStorage.getItem(TOKEN_KEY);
+  } catch {
+    return null; // storage disabled: the token lives only as long as the page
+  }
+}
+
+function storeToken(token: string | null): void {
+  try {
+    if (token === null) sessionStorage.removeItem(TOKEN_KEY);
+    else sessionStorage.setItem(TOKEN_KEY, token);
+  } catch {
+    // As above: nothing to keep it in.
+  }
+}
+
+export function App() {
+  const [token, setToken] = useState<string | null>(readToken);
+  const [api, setApi] = useState<Api | null>(null);
+
+  useEffect(() => {
+    const next = new Api(token);
+    setApi(next);
+    return () => next.dispose();
+  }, [token]);
+
+  const changeToken = useCallback((next: string | null) => {
+    // A new token is kept once the server accepts it (see Connected); forgetting one is immediate.
+    if (next === null) storeToken(null);
+    setToken(next);
+  }, []);
+
+  if (!api || api.token !== token) return null;
+  return <Connected key={api.id} api={api} onToken={changeToken} />;
+}
+
+function Connected({ api, onToken }: { api: Api; onToken: (token: string | null) => void }) {
+  const connection = useConnection(api);
+  // The panes appear once the server has accepted the connection: a server
+  // that needs a token gets the token form instead of an empty console.
+  const [accepted, setAccepted] = useState(false);
+  useEffect(() => {
+    if (connection.status !== "connected") return;
+    setAccepted(true);
+    if (api.token) storeToken(api.token);
+  }, [connection.status, api]);
+
+  if (connection.status === "unauthorized") return <TokenForm hadToken={api.token !== null} onSubmit={onToken} />;
+  if (!accepted) {
+    return (
+      <div class="splash">
+        <h1>runledger console</h1>
+        <p>
+          Connecting to the server: <ConnectionBadge status={connection.status} />
+        </p>
+      </div>
+    );
+  }
+  return <Console api={api} reconnects={connection.reconnects} status={connection.status} onForgetToken={api.token ? () => onToken(null) : null} />;
+}
+
+function TokenForm({ hadToken, onSubmit }: { hadToken: boolean; onSubmit: (token: string) => void }) {
+  const [value, setValue] = useState("");
+  return (
+    <div class="splash">
+      <h1>runledger console</h1>
+      <form
+        aria-label="API token"
+        class="token-form"
+        onSubmit={(event) => {
+          event.preventDefault();
+          if (value.trim()) onSubmit(value.trim());
+        }}
+      >
+        {hadToken ? (
+          <p role="alert">The server refused this token. Check it and try again.</p>
+        ) : (
+          <p>This server needs its API token (the API_TOKEN it was started with).</p>
+        )}
+        <label>
+          API token
+          <input type="password" name="token" autocomplete="off" required value={value} onInput={(e) => setValue(e.currentTarget.value)} />
+        </label>
+        <button type="submit">Connect</button>
+        <p class="hint">The token stays in this browser tab (session storage) and is sent only to this server.</p>
+      </form>
+    </div>
+  );
+}
+
+function Console({ api, reconnects, status, onForgetToken }: { api: Api; reconnects: number; status: ReturnType<typeof useConnection>["status"]; onForgetToken: (() => void) | null }) {
+  const { list, error, loadMore, loadingMore } = useConversationList(api, reconnects);
+  const [selection, setSelection] = useState<Selection>(readSelection);
+  // The run a new conversation's first message started, handed to that conversation's pane.
+  const [handoff, setHandoff] = useState<{ conversationId: string; run: StartedRun } | null>(null);
+
+  useEffect(() => {
+    const onHash = () => setSelection(readSelection());
+    addEventListener("hashchange", onHash);
+    return () => removeEventListener("hashchange", onHash);
+  }, []);
+
+  const selectedId = selection.kind === "conversation" ? selection.id : null;
+  const row = selectedId ? list.rows.find((r) => r.id === selectedId) : undefined;
+
+  return (
+    <div class="console">
+      <header class="topbar">
+        <h1>runledger console</h1>
+        <ConnectionBadge status={status} />
+        {status !== "connected" && <span class="hint">Live updates are paused; the console catches up once it is connected again.</span>}
+        {onForgetToken && (
+          <button type="button" class="link" onClick={onForgetToken}>
+            Forget token
+          </button>
+        )}
+      </header>
+      <ConversationList list={list} error={error} selectedId={selectedId} onLoadMore={loadMore} loadingMore={loadingMore} />
+      {selection.kind === "new" && (
+        <NewConversationPane
+          api={api}
+          connected={status === "connected"}
+          onStarted={(conversationId, run) => {
+            setHandoff({ conversationId, run });
+            location.hash = conversationHref(conversationId);
+          }}
+        />
+      )}
+      {selectedId && (
+        <ConversationPane
+          key={selectedId}
+          api={api}
+          id={selectedId}
+          row={row}
+          deleted={list.deleted.has(selectedId)}
+          reconnects={reconnects}
+          connected={status === "connected"}
+          handoff={handoff?.conversationId === selectedId ? handoff.run : null}
+        />
+      )}
+      {selection.kind === "none" && (
+        <main class="chat empty" aria-label="Conversation">
+          <p>
+            Pick a conversation, or <a href={NEW_CONVERSATION_HREF}>start a new one</a>.
+          </p>
+        </main>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,235 @@
+// The console's data: the connection's state, the conversation list and one
+// conversation, each kept current by subscriptions (never by polling).
+import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import type { Api, ConnectionState, Outcome } from "../api/client.ts";
+import { CONVERSATION, CONVERSATIONS, CONVERSATIONS_CHANGED, RUN_EVENTS } from "../api/documents.ts";
+import type { ConversationDetails, ConversationRow, RunEvent } from "../api/types.ts";
+import { appendPage, applyNotice, emptyList, replaceWithFirstPage, type ListState, type Page } from "../state/conversation-list.ts";
+import { applyEvent, emptyLiveRun, isEnded, type LiveRun } from "../state/run-live.ts";
+import type { StartedRun } from "../state/conversation-view.ts";
+
+const LIST_PAGE = 50;
+// A conversation's latest runs and checkpoints; older ones are summarized. Each
+// snapshot reads every listed run's messages, which costs in proportion.
+const RUN_PAGE = 20;
+const CHECKPOINT_PAGE = 50;
+
+export function useConnection(api: Api): ConnectionState {
+  const [state, setState] = useState(api.getState());
+  useEffect(() => {
+    setState(api.getState());
+    return api.onState(() => setState(api.getState()));
+  }, [api]);
+  return state;
+}
+
+/** The current time, updated while `active` (a running run's duration ticks). */
+export function useNow(active: boolean, intervalMs = 200): number {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    if (!active) return;
+    setNow(Date.now());
+    const timer = setInterval(() => setNow(Date.now()), intervalMs);
+    return () => clearInterval(timer);
+  }, [active, intervalMs]);
+  return now;
+}
+
+interface ConversationsData {
+  conversations: { pageInfo: { hasNextPage: boolean; endCursor: string | null }; edges: { node: ConversationRow }[] };
+}
+
+function toPage(data: ConversationsData): Page {
+  return {
+    rows: data.conversations.edges.map((e) => e.node),
+    hasNextPage: data.conversations.pageInfo.hasNextPage,
+    endCursor: data.conversations.pageInfo.endCursor,
+  };
+}
+
+/**
+ * The conversation list: conversationsChanged first, then the first page (on
+ * mount and after each reconnection), merged; more pages on request.
+ */
+export function useConversationList(api: Api, reconnects: number) {
+  const [list, setList] = useState<ListState>(emptyList);
+  const [error, setError] = useState<string | null>(null);
+  const [loadingMore, setLoadingMore] = useState(false);
+  // Ids noticed while a first page is being read, so the page cannot undo them.
+  const noticedMeanwhile = useRef<Set<string> | null>(null);
+
+  useEffect(
+    () =>
+      api.subscribe<{ conversationsChanged: ConversationRow }>(CONVERSATIONS_CHANGED, {}, {
+        next: ({ conversationsChanged: row }) => {
+          noticedMeanwhile.current?.add(row.id);
+          setList((state) => applyNotice(state, row));
+        },
+        error: (message) => setError(`Live list updates stopped: ${message}`),
+      }),
+    [api],
+  );
+
+  useEffect(() => {
+    let current = true;
+    const noticed = new Set<string>();
+    noticedMeanwhile.current = noticed;
+    api.query<ConversationsData>(CONVERSATIONS, { first: LIST_PAGE }).then(
+      (data) => {
+        if (!current) return;
+        setList((state) => replaceWithFirstPage(state, toPage(data), noticed));
+        setError(null);
+      },
+      (e: Error) => current && setError(`Could not read the conversations: ${e.message}`),
+    );
+    return () => {
+      current = false;
+    };
+  }, [api, reconnects]);
+
+  const loadMore = useCallback(() => {
+    if (!list.endCursor) return;
+    setLoadingMore(true);
+    api
+      .query<ConversationsData>(CONVERSATIONS, { first: LIST_PAGE, after: list.endCursor })
+      .then(
+        (data) => setList((state) => appendPage(state, toPage(data))),
+        (e: Error) => setError(`Could not read more conversations: ${e.message}`),
+      )
+      .finally(() => setLoadingMore(false));
+  }, [api, list.endCursor]);
+
+  return { list, error, loadMore, loadingMore };
+}
+
+export interface Notice {
+  id: number;
+  text: string;
+}
+
+/**
+ * One conversation: its snapshot (re-read whenever the list is told it changed,
+ * when one of its runs ends, and after a reconnection) and the live events of
+ * its running runs (runEvents, replayed from the last seq the console has).
+ */
+export function useConversation(api: Api, id: string, row: ConversationRow | undefined, reconnects: number, handoff: StartedRun | null) {
+  const [details, setDetails] = useState<ConversationDetails | null>(null);
+  const [missing, setMissing] = useState(false);
+  const [notices, setNotices] = useState<Notice[]>([]);
+  const [live, setLive] = useState<ReadonlyMap<string, LiveRun>>(new Map());
+  const [started, setStarted] = useState<StartedRun[]>(handoff ? [handoff] : []);
+  const liveRef = useRef(live);
+  liveRef.current = live;
+  const following = useRef(new Map<string, () => void>());
+  const readState = useRef({ busy: false, again: false });
+  const noticeIds = useRef(0);
+
+  const notify = useCallback((text: string) => setNotices((list) => [...list, { id: ++noticeIds.current, text }]), []);
+  const dismiss = useCallback((noticeId: number) => setNotices((list) => list.filter((n) => n.id !== noticeId)), []);
+
+  // One read at a time, and one more if asked meanwhile: urql shares a query
+  // with an identical one in flight, so a read asked for after a change could
+  // otherwise be answered by one that started before it.
+  const refetch = useCallback(() => {
+    const reads = readState.current;
+    if (reads.busy) {
+      reads.again = true;
+      return;
+    }
+    reads.busy = true;
+    const read = () => {
+      reads.again = false;
+      api
+        .query<{ conversation: ConversationDetails | null }>(CONVERSATION, { id, runs: RUN_PAGE, checkpoints: CHECKPOINT_PAGE })
+        .then(
+          (data) => {
+            setDetails(data.conversation);
+            setMissing(data.conversation === null);
+          },
+          (e: Error) => notify(`Could not read the conversation: ${e.message}`),
+        )
+        .finally(() => {
+          if (reads.again) read();
+          else reads.busy = false;
+        });
+    };
+    read();
+  }, [api, id, notify]);
+
+  const follow = useCallback(
+    (runId: string) => {
+      if (following.current.has(runId)) return;
+      const known = liveRef.current.get(runId);
+      if (known && isEnded(known.status)) return;
+      const stop = api.subscribe<{ runEvents: RunEvent }>(RUN_EVENTS, { runId, after: known?.lastSeq ?? 0 }, {
+        next: ({ runEvents: event }) => {
+          setLive((previous) => {
+            const run = previous.get(runId) ?? emptyLiveRun(runId);
+            const next = applyEvent(run, event);
+            return next === run ? previous : new Map(previous).set(runId, next);
+          });
+          if (event.__typename === "RunStatusEvent" && isEnded(event.status)) {
+            following.current.get(runId)?.();
+            following.current.delete(runId);
+            refetch();
+          }
+        },
+        error: (message) => {
+          following.current.delete(runId);
+          notify(`Live events of a run stopped: ${message}`);
+          refetch();
+        },
+      });
+      following.current.set(runId, stop);
+    },
+    [api, notify, refetch],
+  );
+
+  // Stop following when the conversation is left.
+  useEffect(
+    () => () => {
+      for (const stop of following.current.values()) stop();
+      following.current.clear();
+    },
+    [],
+  );
+
+  useEffect(() => {
+    if (handoff) follow(handoff.id);
+  }, [handoff, follow]);
+
+  // Every notice about this conversation (run started or ended, renamed) means the snapshot is stale.
+  useEffect(() => {
+    if (row?.activeRun) follow(row.activeRun.id);
+    refetch();
+  }, [row, follow, refetch]);
+
+  useEffect(() => {
+    if (reconnects > 0) refetch();
+  }, [reconnects, refetch]);
+
+  useEffect(() => {
+    if (details?.activeRun) follow(details.activeRun.id);
+  }, [details, follow]);
+
+  /** A run started from this page: shown at once and followed before the snapshot has it. */
+  const track = useCallback(
+    (run: StartedRun) => {
+      setStarted((list) => [...list, run]);
+      follow(run.id);
+      refetch();
+    },
+    [follow, refetch],
+  );
+
+  /** Reports a refusal or failure of an action; true when it succeeded. */
+  const report = useCallback(
+    <T>(action: string, outcome: Outcome<T>): outcome is { ok: true; value: T } => {
+      if (!outcome.ok) notify(`${action}: ${outcome.refusal.code} — ${outcome.refusal.message}`);
+      return outcome.ok;
+    },
+    [notify],
+  );
+
+  return { details, missing, live, started, notices, dismiss, notify, report, refetch, track };
+}

@@ -1,0 +1,565 @@
+// The console (GET /console) in a real browser: Debian's Chromium through
+// playwright-core, against runledger started in this process with the fake
+// Ollama, over real HTTP and graphql-ws. Screenshots of key moments go to
+// test-results/console/.
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import path from "node:path";
+import http from "node:http";
+import zlib from "node:zlib";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { Browser, Page, WebSocketRoute } from "playwright-core";
+import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
+import { ROOT, startTestApp, waitForRun } from "./support/app.ts";
+import { gql, gqlOk, START_RUN } from "./support/graphql.ts";
+import { until } from "./support/streaming.ts";
+import { eventually, launchChromium, openPage, screenshot, type BrowserPage } from "./support/browser.ts";
+import { applyNotice, emptyList, replaceWithFirstPage } from "../console/src/state/conversation-list.ts";
+import { applyEvent, emptyLiveRun } from "../console/src/state/run-live.ts";
+import { earlierMessages, runViews } from "../console/src/state/conversation-view.ts";
+import type { ConversationDetails, ConversationRow, Message, RunDetails, RunEvent } from "../console/src/api/types.ts";
+import type { App } from "../src/app.ts";
+
+const TOKEN = "console-spec-token";
+
+let fake: FakeOllama;
+let app: App;
+let browser: Browser;
+let typecheck: Promise<unknown>;
+let open: BrowserPage | undefined;
+
+beforeAll(async () => {
+  // The console's own type-check (it has DOM and JSX settings of its own) runs beside the browser tests.
+  typecheck = promisify(execFile)(process.execPath, [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-p", path.join(ROOT, "console")]);
+  typecheck.catch(() => {}); // reported by its own test
+  fake = await startFakeOllama();
+  app = await startTestApp({ ollamaUrl: fake.url });
+  browser = await launchChromium();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await app?.close();
+  await fake?.close();
+});
+
+afterEach(async () => {
+  const page = open;
+  open = undefined;
+  if (!page) return;
+  await page.close();
+  expect(page.pageErrors).toEqual([]);
+  // The next test may count the list subscribers of its own page.
+  await until(() => app.services.bus.stats().changeSubscribers === 0, "the closed page's subscriptions to end");
+});
+
+/** Opens the console (at a fragment such as #/new) and waits until it is connected. */
+async function openConsole(fragment = ""): Promise<Page> {
+  open = await openPage(browser, `${app.url}/console${fragment}`);
+  await connection(open.page).filter({ hasText: /^connected$/ }).waitFor();
+  return open.page;
+}
+
+const connection = (page: Page) => page.getByRole("status", { name: "Connection" });
+const conversationLinks = (page: Page) => page.getByRole("navigation", { name: "Conversations" }).getByRole("list").getByRole("link");
+const thread = (page: Page) => page.getByRole("log", { name: "Messages" });
+const runCard = (page: Page, n: number) => page.getByRole("article", { name: `Run ${n}`, exact: true });
+const checkpointTable = (page: Page) => page.getByRole("table", { name: "Checkpoints" });
+
+let titles = 0;
+/** A title no other test uses, so list lookups are unambiguous. */
+function unique(text: string): string {
+  return `${text} ${++titles}`;
+}
+
+async function startViaApi(message: string, conversationId?: string): Promise<{ runId: string; conversationId: string }> {
+  const { startRun } = await gqlOk(app.url, START_RUN, { message, conversationId });
+  expect(startRun.__typename).toBe("StartRunSuccess");
+  return { runId: startRun.run.id, conversationId: startRun.conversation.id };
+}
+
+async function send(page: Page, message: string): Promise<void> {
+  await page.getByRole("textbox", { name: "Message" }).fill(message);
+  await page.getByRole("button", { name: "Send" }).click();
+}
+
+const RUN_DETAILS = /* GraphQL */ `
+  query ($id: ID!) {
+    run(id: $id) { id status errorCode errorMessage partialOutput failedTasks { node message checkpoint { id step } } }
+  }
+`;
+
+describe("the console page and its bundle", () => {
+  it("serves the page without the token and the bundle compressed, cacheable and revalidatable", async () => {
+    const page = await fetch(`${app.url}/console`, { headers: { "accept-encoding": "identity" } });
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(page.headers.get("cache-control")).toBe("no-cache");
+    expect(page.headers.get("content-security-policy")).toContain("script-src 'self'");
+    const html = await page.text();
+    const script = /<script type="module" src="(\/console\/app-[A-Z0-9]+\.js)">/.exec(html)?.[1];
+    const style = /<link rel="stylesheet" href="(\/console\/app-[A-Z0-9]+\.css)"/.exec(html)?.[1];
+    expect(script).toBeDefined();
+    expect(style).toBeDefined();
+
+    const plain = await fetch(`${app.url}${script}`, { headers: { "accept-encoding": "identity" } });
+    const identity = Buffer.from(await plain.arrayBuffer());
+    expect(plain.headers.get("content-encoding")).toBeNull();
+    expect(identity.toString("utf8")).toContain("conversationsChanged");
+    const sizes: Record<string, number> = { identity: identity.length };
+    for (const [encoding, decode] of [
+      ["br", zlib.brotliDecompressSync],
+      ["gzip", zlib.gunzipSync],
+    ] as const) {
+      // Node's fetch would decode the body itself: read the bytes as sent.
+      const response = await rawGet(`${app.url}${script}`, { "accept-encoding": `${encoding}, identity;q=0.5` });
+      expect(response.headers["content-encoding"]).toBe(encoding);
+      expect(response.headers["vary"]).toContain("Accept-Encoding");
+      expect(response.headers["cache-control"]).toBe("public, max-age=31536000, immutable");
+      expect(response.headers["content-type"]).toBe("text/javascript; charset=utf-8");
+      expect(Number(response.headers["content-length"])).toBe(response.body.length);
+      expect(decode(response.body).equals(identity)).toBe(true);
+      expect(response.body.length).toBeLessThan(identity.length / 2);
+      sizes[encoding] = response.body.length;
+
+      const again = await rawGet(`${app.url}${script}`, { "accept-encoding": encoding, "if-none-match": String(response.headers.etag) });
+      expect(again.status).toBe(304);
+      expect(again.body.length).toBe(0);
+    }
+    console.info(`console bundle: ${sizes.identity} bytes, gzip ${sizes.gzip}, brotli ${sizes.br}`);
+
+    // The page revalidates; the source map names no server directory.
+    const pageAgain = await fetch(`${app.url}/console`, { headers: { "accept-encoding": "identity", "if-none-match": page.headers.get("etag")! } });
+    expect(pageAgain.status).toBe(304);
+    const mapPath = /\/\/# sourceMappingURL=(\/console\/app-[A-Z0-9]+\.js\.map)\s*$/.exec(identity.toString("utf8"))?.[1];
+    expect(mapPath).toBeDefined();
+    const map = (await (await fetch(`${app.url}${mapPath}`)).json()) as { sources: string[] };
+    expect(map.sources.length).toBeGreaterThan(10);
+    expect(map.sources.filter((source) => !/^(console\/src|node_modules)\//.test(source))).toEqual([]);
+
+    const head = await fetch(`${app.url}${style}`, { method: "HEAD" });
+    expect(head.status).toBe(200);
+    expect(head.headers.get("content-type")).toBe("text/css; charset=utf-8");
+    expect((await fetch(`${app.url}/console/app-NOSUCHFILE.js`)).status).toBe(404);
+    const post = await fetch(`${app.url}/console`, { method: "POST", body: "x" });
+    expect(post.status).toBe(405);
+
+    // What Chromium asks for and gets.
+    let bundle: Promise<import("playwright-core").Response> | undefined;
+    open = await openPage(browser, `${app.url}/console`, (page) => {
+      bundle = page.waitForResponse((response) => /\/console\/app-[A-Z0-9]+\.js$/.test(response.url()));
+    });
+    const response = await bundle!;
+    const request = await response.request().allHeaders();
+    const headers = await response.allHeaders();
+    expect(request["accept-encoding"]).toMatch(/gzip/);
+    expect(headers["content-encoding"]).toBe(chooseExpected(request["accept-encoding"]!));
+    await connection(open.page).filter({ hasText: /^connected$/ }).waitFor();
+  });
+});
+
+/** What the server should pick for the browser's Accept-Encoding: brotli when offered, else gzip. */
+function chooseExpected(acceptEncoding: string): string {
+  return /\bbr\b/.test(acceptEncoding) ? "br" : "gzip";
+}
+
+/** GET without decoding the body (Node's fetch decodes gzip and brotli by itself). */
+async function rawGet(url: string, headers: Record<string, string>): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, { headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (chunk: Buffer) => chunks.push(chunk));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+        res.on("error", reject);
+      })
+      .on("error", reject);
+  });
+}
+
+
+describe("the conversation list", () => {
+  it("follows conversationsChanged: a run started elsewhere appears and moves up, its status changes, a deletion elsewhere drops it", async () => {
+    const older = await startViaApi(unique("An older conversation"));
+    await waitForRun(app.url, older.runId);
+    const page = await openConsole();
+    const olderLink = conversationLinks(page).filter({ hasText: "An older conversation" });
+    await olderLink.filter({ hasText: "COMPLETED" }).waitFor();
+    await until(() => app.services.bus.stats().changeSubscribers === 1, "the page's conversationsChanged subscription");
+
+    fake.enqueue({ kind: "trickle", tokens: ["Slow ", "enough ", "to ", "be ", "seen ", "running."], delayMs: 150 });
+    const title = unique("Started elsewhere");
+    const elsewhere = await startViaApi(title);
+    const link = conversationLinks(page).filter({ hasText: title });
+    await link.filter({ hasText: "RUNNING" }).waitFor();
+    expect(await conversationLinks(page).first().textContent()).toContain(title);
+    await screenshot(page, "list-run-started-elsewhere");
+    await link.filter({ hasText: "COMPLETED" }).waitFor();
+
+    // A new run in the older conversation brings it back to the top.
+    const again = await startViaApi("once more", older.conversationId);
+    await eventually(async () => (await conversationLinks(page).first().textContent())?.includes("An older conversation") ?? false, "the older conversation on top");
+    await waitForRun(app.url, again.runId);
+
+    const deleted = await gqlOk(app.url, DELETE, { id: elsewhere.conversationId });
+    expect(deleted.deleteConversation.__typename).toBe("DeleteConversationSuccess");
+    await link.waitFor({ state: "detached" });
+  });
+});
+
+const DELETE = /* GraphQL */ `
+  mutation ($id: ID!) { deleteConversation(input: { conversationId: $id }) { __typename } }
+`;
+
+describe("the chat", () => {
+  it("sends a message and streams the answer token by token until the run is COMPLETED", async () => {
+    const page = await openConsole("#/new");
+    const tokens = ["Streaming ", "one ", "token ", "at ", "a ", "time ", "until ", "done."];
+    fake.enqueue({ kind: "trickle", tokens, delayMs: 200 });
+    const message = unique("Stream to me");
+    await send(page, message);
+
+    await thread(page).getByRole("article", { name: "You" }).filter({ hasText: message }).waitFor();
+    const answer = thread(page).getByRole("article", { name: "Assistant" }).last();
+    await answer.filter({ hasText: "Streaming" }).waitFor();
+    // Mid-stream: part of the answer is there, the run is still running.
+    expect(await answer.textContent()).not.toContain("done.");
+    expect(await runCard(page, 1).textContent()).toContain("RUNNING");
+    await screenshot(page, "chat-streaming");
+
+    await runCard(page, 1).filter({ hasText: "COMPLETED" }).waitFor();
+    await answer.filter({ hasText: "done." }).waitFor();
+    expect(await answer.textContent()).toBe(tokens.join(""));
+    expect(page.url()).toMatch(/#\/c\/[0-9a-f-]{36}$/);
+    await conversationLinks(page).filter({ hasText: message }).filter({ hasText: "COMPLETED" }).waitFor();
+    expect(await runCard(page, 1).textContent()).toMatch(/START/);
+    expect(await runCard(page, 1).textContent()).toMatch(/\d+(\.\d)? (ms|s)/);
+    await screenshot(page, "chat-completed");
+  });
+
+  it("shows a tool call with its arguments and its result as they stream, and keeps them once recorded", async () => {
+    const page = await openConsole("#/new");
+    fake.enqueue(
+      { kind: "toolCalls", calls: [{ name: "calculator", args: { expression: "17 * 3" } }] },
+      { kind: "trickle", tokens: ["The ", "res", "ult ", "is ", "5", "1."], delayMs: 250 },
+    );
+    await send(page, unique("Please calculate 17 * 3"));
+
+    const tool = thread(page).getByRole("group", { name: "Tool call calculator" });
+    await tool.filter({ hasText: "51" }).waitFor();
+    expect(await tool.textContent()).toContain('{"expression":"17 * 3"}');
+    // Shown live: the answer after the tool is still streaming.
+    expect(await runCard(page, 1).textContent()).toContain("RUNNING");
+    await screenshot(page, "chat-tool-call");
+
+    await runCard(page, 1).filter({ hasText: "COMPLETED" }).waitFor();
+    await thread(page).getByRole("article", { name: "Assistant" }).filter({ hasText: "The result is 51." }).waitFor();
+    // The recorded thread shows the same call and result.
+    expect(await tool.count()).toBe(1);
+    expect(await tool.textContent()).toMatch(/calculator.*17 \* 3.*51/s);
+  });
+
+  it("shows a failed run: FAILED with its code and message, what it streamed, and its failed task against its checkpoint", async () => {
+    const page = await openConsole("#/new");
+    // The model's connection drops mid-answer.
+    fake.enqueue({ kind: "dropMidStream", tokens: ["Half ", "an ", "answer "], delayMs: 20 });
+    await send(page, unique("This one will fail"));
+
+    await runCard(page, 1).filter({ hasText: "FAILED" }).waitFor();
+    const conversationId = /#\/c\/([0-9a-f-]{36})$/.exec(page.url())![1]!;
+    const { conversation } = await gqlOk(app.url, `query ($id: ID!) { conversation(id: $id) { runs(first: 1) { edges { node { id } } } } }`, { id: conversationId });
+    const { run } = await gqlOk(app.url, RUN_DETAILS, { id: conversation.runs.edges[0].node.id });
+    expect(run).toMatchObject({ status: "FAILED", errorCode: "MODEL_UNAVAILABLE", partialOutput: "Half an answer " });
+    expect(run.failedTasks).toHaveLength(1);
+    const [task] = run.failedTasks;
+
+    // In the runs panel.
+    const card = runCard(page, 1);
+    await card.filter({ hasText: "Failed tasks" }).waitFor();
+    const cardText = (await card.textContent())!;
+    expect(cardText).toContain("MODEL_UNAVAILABLE");
+    expect(cardText).toContain(run.errorMessage);
+    expect(cardText).toContain("Half an answer");
+    expect(cardText).toContain(`from checkpoint step ${task.checkpoint.step}`);
+
+    // In the thread, where it happened.
+    const outcome = thread(page).getByRole("article", { name: "Run 1 outcome" });
+    const outcomeText = (await outcome.textContent())!;
+    expect(outcomeText).toContain("MODEL_UNAVAILABLE");
+    expect(outcomeText).toContain(run.errorMessage);
+    expect(outcomeText).toContain("Half an answer");
+
+    // Against its checkpoint: the row of that step is marked, the failure follows it.
+    const failure = checkpointTable(page).getByRole("row").filter({ hasText: "failed from step" });
+    expect(await failure.count()).toBe(1);
+    const failureText = (await failure.textContent())!;
+    expect(failureText).toContain(`${task.node} failed from step ${task.checkpoint.step} in run #1`);
+    expect(failureText).toContain(task.message);
+    const checkpointRow = checkpointTable(page).getByRole("row").filter({ has: page.locator(`[title="${task.checkpoint.id}"]`) });
+    expect(await checkpointRow.count()).toBe(0); // the title sits on the row itself
+    expect(await page.locator(`tr[title="${task.checkpoint.id}"]`).getAttribute("class")).toBe("has-failure");
+
+    // The pending step can be resumed.
+    await page.getByRole("main").getByRole("button", { name: "Resume" }).waitFor();
+    await screenshot(page, "run-failed");
+  });
+});
+
+describe("actions", () => {
+  it("cancels a running run: CANCELLED, with what it streamed, and the step left to resume", async () => {
+    const page = await openConsole("#/new");
+    fake.enqueue({ kind: "silence", tokens: ["Thinking ", "about ", "it "] });
+    await send(page, unique("Take your time"));
+    await thread(page).getByRole("article", { name: "Assistant" }).filter({ hasText: "Thinking about it" }).waitFor();
+    await runCard(page, 1).filter({ hasText: "RUNNING" }).waitFor();
+
+    await runCard(page, 1).getByRole("button", { name: "Cancel run" }).click();
+    await runCard(page, 1).filter({ hasText: "CANCELLED" }).waitFor();
+    await runCard(page, 1).filter({ hasText: "Thinking about it" }).waitFor();
+    expect(await thread(page).getByRole("article", { name: "Run 1 outcome" }).textContent()).toContain("Thinking about it");
+    await page.getByRole("main").getByRole("button", { name: "Resume" }).waitFor();
+    expect(await runCard(page, 1).getByRole("button", { name: "Cancel run" }).count()).toBe(0);
+    await screenshot(page, "run-cancelled");
+  });
+
+  it("resumes a failed run: a RESUME run completes the pending step", async () => {
+    fake.enqueue({ kind: "errorLine", tokens: ["Par", "tial "], error: "the model fell over" });
+    const message = unique("Resume me");
+    const failed = await startViaApi(message);
+    expect((await waitForRun(app.url, failed.runId)).status).toBe("FAILED");
+
+    const page = await openConsole(`#/c/${failed.conversationId}`);
+    await runCard(page, 1).filter({ hasText: "MODEL_ERROR" }).waitFor();
+    const banner = page.getByRole("main").locator(".banner-pending");
+    expect(await banner.textContent()).toContain("agent");
+    await page.getByRole("main").getByRole("button", { name: "Resume" }).click();
+
+    await runCard(page, 2).filter({ hasText: "COMPLETED" }).waitFor();
+    expect(await runCard(page, 2).textContent()).toContain("RESUME");
+    await thread(page).getByRole("article", { name: "Assistant" }).filter({ hasText: `Echo: ${message}` }).waitFor();
+    await banner.waitFor({ state: "detached" });
+    // The failure stays on record beside the resume that completed it.
+    expect(await runCard(page, 1).textContent()).toContain("the model fell over");
+    await screenshot(page, "run-resumed");
+  });
+
+  it("renames a conversation, and shows the API's refusal of a blank title", async () => {
+    const created = await startViaApi(unique("Name me"));
+    await waitForRun(app.url, created.runId);
+    const page = await openConsole(`#/c/${created.conversationId}`);
+    const main = page.getByRole("main");
+    await main.getByRole("button", { name: "Rename" }).click();
+    const form = page.getByRole("form", { name: "Rename conversation" });
+    await form.getByRole("textbox", { name: "Title" }).fill("   ");
+    await form.getByRole("button", { name: "Save" }).click();
+    const refusal = main.getByRole("alert").filter({ hasText: "Could not rename: VALIDATION" });
+    await refusal.waitFor();
+    await screenshot(page, "rename-refused");
+
+    const title = unique("A better name");
+    await form.getByRole("textbox", { name: "Title" }).fill(title);
+    await form.getByRole("button", { name: "Save" }).click();
+    await main.getByRole("heading", { name: title, level: 2 }).waitFor();
+    await conversationLinks(page).filter({ hasText: title }).waitFor();
+    await form.waitFor({ state: "detached" });
+  });
+
+  it("deletes a conversation; while a run is active the API refuses and the console says so", async () => {
+    fake.enqueue({ kind: "silence", tokens: ["Still "] });
+    const title = unique("Delete me");
+    const running = await startViaApi(title);
+    const page = await openConsole(`#/c/${running.conversationId}`);
+    const main = page.getByRole("main");
+    await runCard(page, 1).filter({ hasText: "RUNNING" }).waitFor();
+
+    await main.getByRole("button", { name: "Delete" }).click();
+    await page.getByRole("group", { name: "Confirm deletion" }).getByRole("button", { name: "Delete for good" }).click();
+    await main.getByRole("alert").filter({ hasText: "Could not delete: RUN_IN_PROGRESS" }).waitFor();
+    await screenshot(page, "delete-refused");
+
+    await runCard(page, 1).getByRole("button", { name: "Cancel run" }).click();
+    await runCard(page, 1).filter({ hasText: "CANCELLED" }).waitFor();
+    await main.getByRole("button", { name: "Delete" }).click();
+    await page.getByRole("group", { name: "Confirm deletion" }).getByRole("button", { name: "Delete for good" }).click();
+    await main.filter({ hasText: "This conversation no longer exists" }).waitFor();
+    await conversationLinks(page).filter({ hasText: title }).waitFor({ state: "detached" });
+    expect((await gqlOk(app.url, `query ($id: ID!) { conversation(id: $id) { id } }`, { id: running.conversationId })).conversation).toBeNull();
+  });
+});
+
+describe("the connection", () => {
+  it("shows reconnecting while the WebSocket is down, then catches up with what changed meanwhile", async () => {
+    let refuse = false;
+    const sockets: { page: WebSocketRoute; server: WebSocketRoute }[] = [];
+    open = await openPage(browser, `${app.url}/console`, (page) =>
+      page.routeWebSocket(/\/graphql$/, (ws) => {
+        // While refused, each attempt is closed at once, as a restarting server would.
+        if (refuse) return void ws.close({ code: 1012, reason: "restarting" });
+        sockets.push({ page: ws, server: ws.connectToServer() });
+      }),
+    );
+    const page = open.page;
+    await connection(page).filter({ hasText: /^connected$/ }).waitFor();
+
+    refuse = true;
+    const socket = sockets.at(-1)!;
+    await socket.server.close({ code: 1000 });
+    await socket.page.close({ code: 1012, reason: "restarting" });
+    await connection(page).filter({ hasText: "reconnecting" }).waitFor();
+    await screenshot(page, "connection-reconnecting");
+
+    // Missed while away: the console reads the list again once back.
+    const title = unique("Started while the console was away");
+    await waitForRun(app.url, (await startViaApi(title)).runId);
+    refuse = false;
+    await connection(page).filter({ hasText: /^connected$/ }).waitFor();
+    await conversationLinks(page).filter({ hasText: title }).filter({ hasText: "COMPLETED" }).waitFor();
+  });
+});
+
+describe("with API_TOKEN set", () => {
+  let secured: App;
+  beforeAll(async () => {
+    secured = await startTestApp({ ollamaUrl: fake.url, env: { API_TOKEN: TOKEN } });
+  });
+  afterAll(async () => {
+    await secured?.close();
+  });
+
+  it("asks for the token, refuses a wrong one, then works with the right one (kept for the tab)", async () => {
+    // The page is open; the API is not.
+    expect((await fetch(`${secured.url}/console`)).status).toBe(200);
+    expect((await gql(secured.url, "{ __typename }")).errors?.[0]?.extensions?.code).toBe("UNAUTHENTICATED");
+
+    open = await openPage(browser, `${secured.url}/console`);
+    const page = open.page;
+    const form = page.getByRole("form", { name: "API token" });
+    await form.waitFor();
+    await screenshot(page, "token-form");
+    await form.getByLabel("API token").fill("not-the-token");
+    await form.getByRole("button", { name: "Connect" }).click();
+    await form.getByRole("alert").filter({ hasText: "refused this token" }).waitFor();
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0); // a refused token is not kept
+
+    await form.getByLabel("API token").fill(TOKEN);
+    await form.getByRole("button", { name: "Connect" }).click();
+    await connection(page).filter({ hasText: /^connected$/ }).waitFor();
+    await page.getByRole("link", { name: "New conversation" }).click();
+    const message = unique("Hello with a token");
+    await send(page, message);
+    await runCard(page, 1).filter({ hasText: "COMPLETED" }).waitFor();
+    await thread(page).getByRole("article", { name: "Assistant" }).filter({ hasText: `Echo: ${message}` }).waitFor();
+    await conversationLinks(page).filter({ hasText: message }).waitFor();
+    await screenshot(page, "token-accepted");
+
+    // A reload in the same tab keeps the token; forgetting it brings the form back.
+    await page.reload();
+    await connection(page).filter({ hasText: /^connected$/ }).waitFor();
+    await runCard(page, 1).filter({ hasText: "COMPLETED" }).waitFor();
+    await page.getByRole("button", { name: "Forget token" }).click();
+    await form.waitFor();
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+  });
+});
+
+describe("the console's state", () => {
+  const row = (id: string, updatedAt: string, extra: Partial<ConversationRow> = {}): ConversationRow => ({
+    id,
+    title: id,
+    createdAt: "2026-01-01T00:00:00.000Z",
+    updatedAt,
+    messageCount: 0,
+    deleted: false,
+    activeRun: null,
+    latestRun: null,
+    ...extra,
+  });
+
+  it("list: a notice upserts and re-sorts, a deletion drops for good, an older read never wins", () => {
+    let list = applyNotice(emptyList, row("a", "2026-01-01T00:00:01.000Z"));
+    list = applyNotice(list, row("b", "2026-01-01T00:00:02.000Z"));
+    expect(list.rows.map((r) => r.id)).toEqual(["b", "a"]);
+    list = applyNotice(list, row("a", "2026-01-01T00:00:03.000Z", { title: "renamed" }));
+    expect(list.rows.map((r) => [r.id, r.title])).toEqual([
+      ["a", "renamed"],
+      ["b", "b"],
+    ]);
+    // A notice older than what is listed (delivered late) changes nothing.
+    expect(applyNotice(list, row("a", "2026-01-01T00:00:02.500Z", { title: "stale" }))).toBe(list);
+
+    // A first page read before the rename and the deletion cannot undo them.
+    list = applyNotice(list, row("b", "2026-01-01T00:00:04.000Z", { deleted: true }));
+    const page = { rows: [row("a", "2026-01-01T00:00:01.000Z"), row("b", "2026-01-01T00:00:02.000Z")], hasNextPage: true, endCursor: "a" };
+    const replaced = replaceWithFirstPage(list, page, new Set(["a"]));
+    expect(replaced.rows.map((r) => [r.id, r.title])).toEqual([["a", "renamed"]]);
+    expect(replaced.hasMore).toBe(true);
+    expect(applyNotice(replaced, row("b", "2026-01-01T00:00:05.000Z")).rows).toHaveLength(1);
+  });
+
+  it("run events: applied once each in seq order, tokens joined per message, a tool result paired with its call", () => {
+    const at = "2026-01-01T00:00:00.000Z";
+    const events: RunEvent[] = [
+      { __typename: "RunStatusEvent", seq: 1, runId: "r", at, status: "RUNNING", errorCode: null, errorMessage: null },
+      { __typename: "ToolCallEvent", seq: 2, runId: "r", at, toolCallId: "c1", name: "calculator", args: { expression: "1+1" } },
+      { __typename: "ToolResultEvent", seq: 3, runId: "r", at, toolCallId: "c1", name: "calculator", content: "2", isError: false },
+      { __typename: "TokenEvent", seq: 4, runId: "r", at, text: "It is ", messageId: "m1", node: "agent" },
+      { __typename: "TokenEvent", seq: 5, runId: "r", at, text: "2.", messageId: "m1", node: "agent" },
+      { __typename: "RunStatusEvent", seq: 6, runId: "r", at, status: "COMPLETED", errorCode: null, errorMessage: null },
+    ];
+    // A reconnection replays from the start: the second pass changes nothing.
+    let run = emptyLiveRun("r");
+    for (const event of [...events.slice(0, 4), ...events]) run = applyEvent(run, event);
+    expect(run.lastSeq).toBe(6);
+    expect(run.status).toBe("COMPLETED");
+    expect(run.items).toEqual([
+      { kind: "tool", key: "c2", toolCallId: "c1", name: "calculator", args: { expression: "1+1" }, result: { content: "2", isError: false } },
+      { kind: "text", key: "t4", messageId: "m1", text: "It is 2." },
+    ]);
+  });
+
+  it("thread: messages before the listed runs come first; a running run's persisted messages never show twice", () => {
+    const message = (id: string, role: Message["role"] = "USER"): Message => ({ id, role, content: id, toolCalls: [], toolCallId: null, name: null });
+    const run = (id: string, status: string, messages: Message[]): RunDetails => ({
+      id,
+      kind: "START",
+      status,
+      input: null,
+      errorCode: null,
+      errorMessage: null,
+      partialOutput: null,
+      startedAt: "2026-01-01T00:00:00.000Z",
+      finishedAt: status === "RUNNING" ? null : "2026-01-01T00:00:01.000Z",
+      messages,
+      failedTasks: [],
+    });
+    const details = (messages: Message[], runs: RunDetails[], totalCount = runs.length): ConversationDetails => ({
+      id: "c",
+      title: "c",
+      createdAt: "2026-01-01T00:00:00.000Z",
+      updatedAt: "2026-01-01T00:00:00.000Z",
+      messageCount: messages.length,
+      next: [],
+      resumable: false,
+      messages,
+      activeRun: null,
+      runs: { totalCount, edges: runs.map((node) => ({ node })) },
+      checkpoints: { pageInfo: { hasPreviousPage: false }, edges: [] },
+    });
+    // Run 1 is older than the page; run 2 is listed.
+    const older = details([message("u1"), message("a1", "ASSISTANT"), message("u2"), message("a2", "ASSISTANT")], [run("r2", "COMPLETED", [message("u2"), message("a2", "ASSISTANT")])], 2);
+    const olderViews = runViews(older, new Map(), []);
+    expect(olderViews.map((v) => v.number)).toEqual([2]);
+    expect(earlierMessages(older, olderViews).map((m) => m.id)).toEqual(["u1", "a1"]);
+
+    // The snapshot was read while run 1 ran: the thread already holds its tool call, the run's own list not yet.
+    const racing = details([message("u1"), message("a1", "ASSISTANT")], [run("r1", "RUNNING", [])]);
+    const live = new Map([["r1", emptyLiveRun("r1")]]);
+    expect(earlierMessages(racing, runViews(racing, live, []))).toEqual([]);
+  });
+
+  it("type-checks (tsc -p console: DOM and JSX settings of its own; the root tsconfig leaves console/ out)", async () => {
+    await typecheck.catch((error: { stdout?: string; message: string }) => {
+      throw new Error(`tsc -p console failed:\n${error.stdout || error.message}`);
+    });
+  });
+});
