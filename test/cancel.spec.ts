@@ -20,7 +20,7 @@ const CANCEL_RUN = /* GraphQL */ `
       ... on CancelRunSuccess { run { id status errorCode errorMessage partialOutput finishedAt } }
       ... on Error { code message }
       ... on ValidationError { field }
-      ... on NotFoundError { entity id }
+      ... on NotFoundError { entity entityId }
       ... on RunNotActiveError { runId }
     }
   }
@@ -274,7 +274,7 @@ describe("cancelRun refusals change nothing", () => {
     expect((await gqlOk(app.url, RUN, { id: runId })).run).toEqual(finished);
 
     const unknown = "00000000-0000-4000-8000-000000000000";
-    expect(await cancel(unknown)).toMatchObject({ __typename: "NotFoundError", code: "NOT_FOUND", entity: "Run", id: unknown });
+    expect(await cancel(unknown)).toMatchObject({ __typename: "NotFoundError", code: "NOT_FOUND", entity: "Run", entityId: unknown });
 
     for (const bad of ["not-a-uuid", "", "'; DROP TABLE runs; --"]) {
       const result = await gql(app.url, CANCEL_RUN, { runId: bad });

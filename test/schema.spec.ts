@@ -3,7 +3,8 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { printSchemaSdl } from "../src/schema/index.ts";
+import { isInterfaceType, isObjectType } from "graphql";
+import { printSchemaSdl, schema } from "../src/schema/index.ts";
 import { ROOT } from "./support/app.ts";
 
 describe("schema.graphql", () => {
@@ -32,5 +33,22 @@ describe("schema.graphql", () => {
     ]) {
       expect(sdl).toContain(name);
     }
+  });
+
+  it("has a field id only on Node types, except ids that name no Node (Relay keys its store by id)", () => {
+    // Relay adds `id` to every selection on a type that has one and keys the
+    // record by it: a non-Node type whose `id` held a Node's id would overwrite
+    // that Node's record. Each exception holds an id of its own kind.
+    const notNodeIds: Record<string, string> = {
+      Message: "LangChain's message id",
+      ToolCall: "the model's tool call id",
+    };
+    const offenders: string[] = [];
+    for (const type of Object.values(schema.getTypeMap())) {
+      if (type.name.startsWith("__") || !(isObjectType(type) || isInterfaceType(type)) || !type.getFields().id) continue;
+      const isNode = type.name === "Node" || type.getInterfaces().some((i) => i.name === "Node");
+      if (!isNode && !(type.name in notNodeIds)) offenders.push(type.name);
+    }
+    expect(offenders).toEqual([]);
   });
 });

@@ -22,8 +22,15 @@ builder.objectType(ValidationError, {
 
 builder.objectType(NotFoundError, {
   name: "NotFoundError",
+  description: "No conversation or run has the id given.",
   interfaces: [ErrorInterface],
-  fields: (t) => ({ entity: t.exposeString("entity"), id: t.exposeID("id") }),
+  fields: (t) => ({
+    entity: t.exposeString("entity", { description: "What was looked for: Conversation or Run." }),
+    // Not `id`: Relay keys records by `id` and adds it to every selection on a
+    // type that has one, so this error would overwrite the record of the
+    // conversation it names. Only Node types have an `id`.
+    entityId: t.id({ description: "The id that names no conversation or run.", resolve: (e) => e.id }),
+  }),
 });
 
 builder.objectType(RunInProgressError, {
