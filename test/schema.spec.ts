@@ -5,6 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { isInterfaceType, isObjectType } from "graphql";
 import { printSchemaSdl, schema } from "../src/schema/index.ts";
+import { printPossibleTypes } from "../scripts/possible-types.ts";
 import { ROOT } from "./support/app.ts";
 
 describe("schema.graphql", () => {
@@ -13,14 +14,27 @@ describe("schema.graphql", () => {
     expect(committed).toBe(printSchemaSdl());
   });
 
-  it("schema:check passes on a current file and fails on a stale one", () => {
+  it("has possibleTypes.json beside it, every interface and union with its object types (for Apollo Client)", () => {
+    const committed = JSON.parse(fs.readFileSync(`${ROOT}/possibleTypes.json`, "utf8"));
+    expect(fs.readFileSync(`${ROOT}/possibleTypes.json`, "utf8")).toBe(printPossibleTypes(schema));
+    expect(committed.Error).toContain("NotFoundError");
+    expect(committed.RenameConversationResult).toEqual(["NotFoundError", "RenameConversationSuccess", "ValidationError"]);
+  });
+
+  it("schema:check passes on current files and fails on a stale schema.graphql or possibleTypes.json", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "runledger-schema-"));
     const file = path.join(dir, "schema.graphql");
+    const types = path.join(dir, "possibleTypes.json");
     const check = () => execFileSync("npm", ["run", "-s", "schema:check", "--", file], { cwd: ROOT, stdio: "pipe" }).toString();
     fs.writeFileSync(file, printSchemaSdl());
+    fs.writeFileSync(types, printPossibleTypes(schema));
     expect(check()).toContain("up to date");
     fs.writeFileSync(file, printSchemaSdl().replace("type Run implements Node {", "type Run implements Node {\n  stale: Int"));
-    expect(check).toThrow();
+    expect(check).toThrow(/schema.graphql is stale/);
+    fs.writeFileSync(file, printSchemaSdl());
+    fs.writeFileSync(types, printPossibleTypes(schema).replace('"NotFoundError",', ""));
+    expect(check).toThrow(/possibleTypes.json is stale/);
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 
   it("keeps the contract's names", () => {
