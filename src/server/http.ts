@@ -42,7 +42,7 @@ function isOpen(req: http.IncomingMessage, path: string): boolean {
 
 export async function startHttpServer({ config, services, logger, readiness, routes = [] }: HttpServerOptions): Promise<HttpServer> {
   const authorized = createTokenCheck(config.apiToken);
-  const cors = createCorsPolicy(config.corsOrigins);
+  const cors = createCorsPolicy(config.corsOrigins, { logger });
   const yoga = createYogaServer({ config, services, logger, readiness });
 
   const server = http.createServer(async (req, res) => {
