@@ -4,6 +4,7 @@
 import { ConfigError, describeDatabase, loadConfig } from "./config.ts";
 import { createLogger } from "./logger.ts";
 import { startApp } from "./app.ts";
+import { reportModelAtStartup } from "./server/readiness.ts";
 
 function refuse(error: unknown): never {
   if (error instanceof ConfigError) {
@@ -28,7 +29,12 @@ logger.info("runledger listening", {
   events: config.redisUrl ? "redis" : "memory",
   ollama: config.ollamaHost,
   model: config.ollamaModel,
+  // The process a supervisor signals (SIGTERM, SIGINT) to stop it gracefully.
+  pid: process.pid,
 });
+// Once, after listening and without delaying it: an Ollama that cannot serve the
+// model is said now rather than at the first run's failure.
+void reportModelAtStartup({ ollamaHost: config.ollamaHost, ollamaModel: config.ollamaModel }, logger);
 
 let stopping = false;
 const stop = (signal: string) => {

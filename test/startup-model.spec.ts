@@ -1,0 +1,82 @@
+// At start-up the server checks once, after it listens and without waiting for
+// the answer, whether Ollama serves OLLAMA_MODEL, and says in the log what is
+// wrong (and which variable to look at) rather than leaving it to the first run.
+import net from "node:net";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
+import { closedPort, PROCESS_TEST_TIMEOUT_MS, tempDatabaseUrl, trackedServerProcesses, type ServerProcess } from "./support/app.ts";
+
+const startServer = trackedServerProcesses();
+let withModel: FakeOllama;
+let withoutModel: FakeOllama;
+/** Accepts connections and never answers: an Ollama that hangs. */
+let silent: net.Server;
+const held: net.Socket[] = [];
+
+beforeAll(async () => {
+  withModel = await startFakeOllama({ models: ["qwen3"] });
+  withoutModel = await startFakeOllama({ models: ["llama3.2"] });
+  silent = net.createServer((socket) => held.push(socket));
+  await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+});
+afterAll(async () => {
+  await withModel?.close();
+  await withoutModel?.close();
+  for (const socket of held) socket.destroy();
+  await new Promise((resolve) => silent?.close(resolve));
+});
+
+const lines = (server: ServerProcess) =>
+  server
+    .output()
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+const about = (server: ServerProcess) => lines(server).filter((l) => /Ollama/.test(String(l.msg)));
+
+function serve(ollamaHost: string): Promise<ServerProcess> {
+  return startServer({ DATABASE_URL: tempDatabaseUrl("runledger-startup-").url, OLLAMA_HOST: ollamaHost, OLLAMA_MODEL: "qwen3" });
+}
+
+describe("start-up says whether Ollama serves the model", () => {
+  it(
+    "warns when Ollama is unreachable (OLLAMA_HOST) or lacks the model (OLLAMA_MODEL), and says so when it serves it",
+    async () => {
+      const [unreachable, notPulled, fine] = await Promise.all([serve(`http://127.0.0.1:${await closedPort()}`), serve(withoutModel.url), serve(withModel.url)]);
+
+      await vi.waitFor(() => expect(about(unreachable)).toHaveLength(1), { timeout: 10_000 });
+      const [down] = about(unreachable);
+      expect(down).toMatchObject({ level: "warn", OLLAMA_HOST: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/), OLLAMA_MODEL: "qwen3" });
+      expect(down!.msg).toMatch(/cannot be reached at OLLAMA_HOST .*ECONNREFUSED.*MODEL_UNAVAILABLE/);
+
+      await vi.waitFor(() => expect(about(notPulled)).toHaveLength(1), { timeout: 10_000 });
+      const [missing] = about(notPulled);
+      expect(missing).toMatchObject({ level: "warn", OLLAMA_HOST: withoutModel.url, OLLAMA_MODEL: "qwen3" });
+      expect(missing!.msg).toMatch(/OLLAMA_MODEL=qwen3.*MODEL_NOT_FOUND.*`ollama pull qwen3`/);
+
+      await vi.waitFor(() => expect(about(fine)).toHaveLength(1), { timeout: 10_000 });
+      expect(about(fine)[0]).toMatchObject({ level: "info", msg: "Ollama serves the model" });
+
+      // Each said after "runledger listening": the check never held start-up back.
+      for (const server of [unreachable, notPulled, fine]) {
+        const messages = lines(server).map((l) => l.msg);
+        expect(messages.indexOf("runledger listening")).toBeLessThan(messages.findIndex((m) => /Ollama/.test(String(m))));
+      }
+    },
+    PROCESS_TEST_TIMEOUT_MS,
+  );
+
+  it(
+    "does not wait for an Ollama that never answers: the server serves at once and warns after the check times out",
+    async () => {
+      const address = silent.address() as net.AddressInfo;
+      const server = await serve(`http://127.0.0.1:${address.port}`);
+      expect(about(server)).toEqual([]);
+      expect((await fetch(`${server.url}/health`)).status).toBe(200);
+      await vi.waitFor(() => expect(about(server)).toHaveLength(1), { timeout: 10_000 });
+      expect(about(server)[0]).toMatchObject({ level: "warn" });
+      expect(about(server)[0]!.msg).toMatch(/cannot be reached at OLLAMA_HOST .*(timeout|aborted)/i);
+    },
+    PROCESS_TEST_TIMEOUT_MS,
+  );
+});
