@@ -61,7 +61,7 @@ export async function reportModelAtStartup(probe: Pick<ReadinessProbe, "ollamaHo
     logger.info("Ollama serves the model", fields);
   } else if (check.status === "unreachable") {
     logger.warn(
-      `Ollama cannot be reached at OLLAMA_HOST (${check.message.replace(/^error: Ollama unreachable /, "")}); runs will fail with MODEL_UNAVAILABLE until it answers: start Ollama, or set OLLAMA_HOST to where it listens`,
+      `Ollama cannot be reached at OLLAMA_HOST (${check.message.replace(/^error: Ollama unreachable \((.*)\)$/, "$1")}); runs will fail with MODEL_UNAVAILABLE until it answers: start Ollama, or set OLLAMA_HOST to where it listens`,
       fields,
     );
   } else if (check.status === "notPulled") {
