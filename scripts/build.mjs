@@ -1,0 +1,53 @@
+#!/usr/bin/env node
+// npm run build: src/main.ts → dist/main.js, one ES module for Node (plain
+// JavaScript, with a source map), every package left to node_modules. Run it
+// with `node dist/main.js` from the package folder's copy of dist/, beside
+// console/, prisma/ and node_modules/.
+//
+// A source file's import.meta.url names that file, and the server finds its
+// files from there (the console's sources, the migrations). In the bundle it
+// would name dist/main.js instead, so each source file's import.meta.url is
+// rewritten to the URL its file has, relative to the bundle: the same paths
+// resolve from dist/ as from src/.
+import fs from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import * as esbuild from "esbuild";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const SRC = path.join(ROOT, "src") + path.sep;
+const OUTDIR = path.join(ROOT, "dist");
+const OUTFILE = path.join(OUTDIR, "main.js");
+
+/** @type {esbuild.Plugin} */
+const sourceFileUrls = {
+  name: "source-file-urls",
+  setup(build) {
+    build.onLoad({ filter: /\.ts$/ }, async (args) => {
+      if (!args.path.startsWith(SRC)) return undefined;
+      const text = await fs.readFile(args.path, "utf8");
+      if (!text.includes("import.meta.url")) return undefined;
+      const fromBundle = path.relative(OUTDIR, args.path).split(path.sep).join("/");
+      return { contents: text.replaceAll("import.meta.url", `new URL(${JSON.stringify(fromBundle)}, import.meta.url).href`), loader: "ts" };
+    });
+  },
+};
+
+await fs.rm(OUTDIR, { recursive: true, force: true });
+const result = await esbuild.build({
+  absWorkingDir: ROOT,
+  entryPoints: [path.join(ROOT, "src", "main.ts")],
+  outfile: OUTFILE,
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node20.19",
+  packages: "external",
+  sourcemap: "linked",
+  tsconfig: path.join(ROOT, "tsconfig.json"),
+  plugins: [sourceFileUrls],
+  logLevel: "warning",
+  metafile: true,
+});
+const bytes = result.metafile.outputs[path.relative(ROOT, OUTFILE)]?.bytes ?? 0;
+process.stdout.write(`wrote ${path.relative(ROOT, OUTFILE)} (${Math.round(bytes / 1024)} KiB)\n`);

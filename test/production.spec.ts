@@ -1,0 +1,151 @@
+// The production entry point: `npm run build` writes dist/main.js, and
+// `node dist/main.js` is the server's own process, so a supervisor's SIGTERM
+// reaches it: active runs are recorded INTERRUPTED and it exits 0. `npm start`
+// is not that: SIGTERM to npm's pid leaves the server running without it. And
+// the same build on Node 22.
+import { execFileSync } from "node:child_process";
+import path from "node:path";
+import Database from "better-sqlite3";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { defaultResponder, startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
+import { tempDatabaseUrl, waitForRun } from "./support/app.ts";
+import { gqlOk, RUN, START_RUN } from "./support/graphql.ts";
+import { buildServer, DIST_MAIN, isAlive, node22, NODE22_VERSION, startListening, type ProcessServer } from "./support/built.ts";
+
+let fake: FakeOllama;
+const started: ProcessServer[] = [];
+const groups: number[] = [];
+
+beforeAll(async () => {
+  await buildServer();
+  fake = await startFakeOllama();
+  // "slow ..." streams one token and then stalls, like a model still thinking.
+  fake.setResponder((request) =>
+    request.messages.findLast((m) => m.role === "user")?.content.startsWith("slow") ? { kind: "silence", tokens: ["Partial "] } : defaultResponder(request),
+  );
+}, 60_000);
+afterAll(async () => {
+  for (const group of groups) killGroup(group);
+  for (const server of started) if (isAlive(server.pid)) process.kill(server.pid, "SIGKILL");
+  await fake?.close();
+});
+
+function killGroup(pgid: number): void {
+  try {
+    process.kill(-pgid, "SIGKILL");
+  } catch {
+    // already gone
+  }
+}
+
+const env = (databaseUrl: string) => ({ DATABASE_URL: databaseUrl, OLLAMA_HOST: fake.url, MODEL_IDLE_TIMEOUT_MS: "600000", SHUTDOWN_TIMEOUT_MS: "5000" });
+
+async function start(url: string, message: string): Promise<string> {
+  const { startRun } = await gqlOk(url, START_RUN, { message });
+  if (startRun.__typename !== "StartRunSuccess") throw new Error(JSON.stringify(startRun));
+  return startRun.run.id;
+}
+
+/** Starts a run the fake model stalls, and waits until the model has been asked. */
+async function startStalledRun(url: string, message: string): Promise<string> {
+  const runId = await start(url, message);
+  await vi.waitFor(() => expect(fake.requests.some((r) => r.messages.at(-1)?.content === message)).toBe(true));
+  return runId;
+}
+
+function statuses(file: string): Record<string, { status: string; error_code: string | null }> {
+  const db = new Database(file, { readonly: true });
+  try {
+    const rows = db.prepare("SELECT id, status, error_code FROM runs").all() as { id: string; status: string; error_code: string | null }[];
+    return Object.fromEntries(rows.map((r) => [r.id, { status: r.status, error_code: r.error_code }]));
+  } finally {
+    db.close();
+  }
+}
+
+/** One completed run, one active when the signal goes to the server's pid; the exit code and what was recorded. */
+async function runThenSignal(server: ProcessServer, file: string, signal: NodeJS.Signals, tag: string) {
+  const done = await start(server.url, `answered on ${tag}`);
+  expect((await waitForRun(server.url, done)).status).toBe("COMPLETED");
+  const active = await startStalledRun(server.url, `slow on ${tag}`);
+  process.kill(server.pid, signal);
+  const code = await server.exited;
+  return { code, runs: statuses(file), done, active };
+}
+
+describe("node dist/main.js (npm run build)", () => {
+  it("is the server's own process: SIGTERM to it records the active run INTERRUPTED and exits 0", async () => {
+    const db = tempDatabaseUrl("runledger-built-");
+    const server = await startListening(process.execPath, [DIST_MAIN], env(db.url));
+    started.push(server);
+    expect(server.pid).toBe(server.child.pid);
+    // The build finds its files from dist/: the migrations (the database above is new) and the console's sources.
+    const consolePage = await fetch(`${server.url}/console`);
+    expect(consolePage.status).toBe(200);
+    expect(await consolePage.text()).toContain("<script");
+
+    const { code, runs, done, active } = await runThenSignal(server, db.file, "SIGTERM", "node 20");
+    expect(code).toBe(0);
+    expect(runs[done]).toEqual({ status: "completed", error_code: null });
+    expect(runs[active]).toEqual({ status: "interrupted", error_code: "INTERRUPTED" });
+    expect(server.output()).toContain('"signal":"SIGTERM"');
+  });
+
+  it("SIGINT likewise", async () => {
+    const db = tempDatabaseUrl("runledger-built-");
+    const server = await startListening(process.execPath, [DIST_MAIN], env(db.url));
+    started.push(server);
+    const { code, runs, active } = await runThenSignal(server, db.file, "SIGINT", "sigint");
+    expect(code).toBe(0);
+    expect(runs[active]).toEqual({ status: "interrupted", error_code: "INTERRUPTED" });
+  });
+});
+
+describe("npm start (development)", () => {
+  it(
+    "is not a supervisor: SIGTERM to npm's pid ends npm and leaves the server running, its run still active",
+    async () => {
+      const db = tempDatabaseUrl("runledger-npm-start-");
+      // Its own process group, so everything it starts can be cleaned up after.
+      const server = await startListening("npm", ["start"], env(db.url), { detached: true });
+      groups.push(server.child.pid!);
+      started.push(server);
+      expect(server.pid).not.toBe(server.child.pid);
+      const active = await startStalledRun(server.url, "slow under npm");
+
+      process.kill(server.child.pid!, "SIGTERM");
+      await server.exited;
+      // npm is gone; the server never heard of it.
+      expect(isAlive(server.pid)).toBe(true);
+      expect((await gqlOk(server.url, RUN, { id: active })).run.status).toBe("RUNNING");
+      expect(server.output()).not.toContain("shutting down");
+      expect(statuses(db.file)[active]!.status).toBe("running");
+
+      // Signalled at its own pid, it stops as it should.
+      process.kill(server.pid, "SIGTERM");
+      await vi.waitFor(() => expect(isAlive(server.pid)).toBe(false), { timeout: 20_000 });
+      expect(statuses(db.file)[active]).toEqual({ status: "interrupted", error_code: "INTERRUPTED" });
+    },
+    90_000,
+  );
+});
+
+describe(`Node ${NODE22_VERSION}`, () => {
+  it(
+    "runs the built server: a run with the model, SIGTERM, the active run INTERRUPTED, exit 0",
+    async () => {
+      // Downloaded and prepared once per checkout (.cache/), then reused.
+      const { node, app } = await node22();
+      expect(execFileSync(node, ["--version"], { encoding: "utf8" }).trim()).toBe(`v${NODE22_VERSION}`);
+      const db = tempDatabaseUrl("runledger-node22-");
+      const server = await startListening(node, [path.join(app, "dist", "main.js")], env(db.url), { cwd: app });
+      started.push(server);
+      const { code, runs, done, active } = await runThenSignal(server, db.file, "SIGTERM", "node 22");
+      expect(code).toBe(0);
+      expect(runs[done]).toEqual({ status: "completed", error_code: null });
+      expect(runs[active]).toEqual({ status: "interrupted", error_code: "INTERRUPTED" });
+    },
+    // The first run downloads Node 22 and compiles better-sqlite3 for it.
+    600_000,
+  );
+});
