@@ -14,6 +14,7 @@ import { ConversationService } from "./runs/conversations.ts";
 import { startHttpServer, type HttpServer } from "./server/http.ts";
 import { exportRoute } from "./server/routes/export.ts";
 import { consoleRoute } from "./server/routes/console.ts";
+import { labRoute } from "./server/routes/lab.ts";
 import type { Services } from "./context.ts";
 
 export interface App {
@@ -84,12 +85,17 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
   const conversations = new ConversationService(store, bus);
   const services: Services = { runs, conversations, agent, bus, store, conversationList: storage.conversationList, checkpointReads: storage.checkpointReads };
 
+  const reads = { runs: store, conversationList: storage.conversationList, checkpointReads: storage.checkpointReads, states: agent };
   const http = await startHttpServer({
     config,
     services,
     logger,
     readiness: { database: () => storage.ping(), ollamaHost: config.ollamaHost, ollamaModel: config.ollamaModel },
-    routes: [exportRoute({ runs: store, conversationList: storage.conversationList, checkpointReads: storage.checkpointReads, states: agent }), consoleRoute({ logger })],
+    routes: [
+      exportRoute(reads),
+      labRoute({ runs, bus, reads, logger, maxBodyBytes: config.limits.requestBytes }),
+      consoleRoute({ logger }),
+    ],
   });
   ownership.start(() => runs.abortRunsEndedElsewhere());
 
