@@ -1,33 +1,166 @@
-// The document GraphiQL opens with: start a run, follow it, inspect it.
-export const GRAPHIQL_DEFAULT_DOCUMENT = `# runledger: start a run, follow it, inspect it.
-# 1. Run StartRun. Copy run.id and conversation.id from the answer.
-# 2. Run FollowRun with {"runId": "<run id>"}: tokens stream, then the terminal status.
-# 3. Run Inspect with {"id": "<conversation id>"}.
+// GraphiQL at GET /graphql (a browser asking for text/html): what it opens
+// with, and how its page is served.
+//
+// The page is yoga's, with GraphiQL's scripts and styles inlined so it works
+// without a CDN: about 9 MB. It is rendered once, and compressed once per
+// encoding a browser asks for (brotli or gzip, by Accept-Encoding), off the
+// event loop; later requests get the kept bytes, or 304 for a matching ETag.
+import crypto from "node:crypto";
+import zlib from "node:zlib";
+import { promisify } from "node:util";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { chooseEncoding } from "./routes/console.ts";
 
-mutation StartRun {
-  startRun(input: { message: "Please calculate 17 * 3" }) {
+/** The tabs GraphiQL opens with (until the browser has tabs of its own saved): start a run, follow it, inspect it. */
+export const GRAPHIQL_TABS: { query: string; variables: string }[] = [
+  {
+    query: `# 1. Run StartRun (▶): a new conversation, titled
+#    after the message. Copy run.id for the FollowRun
+#    tab, conversation.id for the Inspect tab. To go on
+#    with a conversation, set "conversationId" in the
+#    variables.
+mutation StartRun(
+  $message: String! = "Please calculate 17 * 3"
+  $conversationId: ID
+) {
+  startRun(
+    input: { message: $message, conversationId: $conversationId }
+  ) {
     __typename
-    ... on StartRunSuccess { run { id status } conversation { id title } }
+    ... on StartRunSuccess {
+      run { id status }
+      conversation { id title }
+    }
     ... on Error { code message }
   }
 }
-
-subscription FollowRun($runId: ID!) {
-  runEvents(runId: $runId) {
+`,
+    variables: JSON.stringify({ message: "Please calculate 17 * 3" }, null, 2),
+  },
+  {
+    query: `# 2. Paste run.id into the variables ("runId") and
+#    run FollowRun. Each event shows as it arrives over
+#    the WebSocket: RUNNING, tokens, tool calls and
+#    results, checkpoints, then the final status, and
+#    the subscription completes. A finished run replays
+#    its events; "after": n skips those up to seq n.
+subscription FollowRun($runId: ID!, $after: Int) {
+  runEvents(runId: $runId, after: $after) {
     __typename
     seq
     ... on TokenEvent { text }
     ... on ToolCallEvent { name args }
-    ... on ToolResultEvent { content }
+    ... on ToolResultEvent { name content isError }
+    ... on CheckpointEvent { checkpointId }
     ... on RunStatusEvent { status errorCode errorMessage }
   }
 }
-
+`,
+    variables: JSON.stringify({ runId: "paste run.id from tab 1" }, null, 2),
+  },
+  {
+    query: `# 3. Paste conversation.id into the variables ("id")
+#    and run Inspect: messages and next come from the
+#    latest LangGraph checkpoint, each run says what the
+#    user was told, each checkpoint names its run. After
+#    a failure next is non-empty and resumable true:
+#    ResumeRun continues the pending step.
 query Inspect($id: ID!) {
   conversation(id: $id) {
     title messageCount next resumable
-    messages { role content }
-    runs { edges { node { id kind status errorCode startedAt finishedAt } } }
+    messages { role content toolCalls { name args } }
+    runs(first: 20) {
+      edges { node { id kind status errorCode errorMessage startedAt finishedAt } }
+    }
+    checkpoints(last: 20) {
+      edges { node { id step source next run { id } } }
+    }
   }
 }
-`;
+
+mutation ResumeRun($id: ID!) {
+  resumeRun(input: { conversationId: $id }) {
+    __typename
+    ... on ResumeRunSuccess { run { id kind status } }
+    ... on Error { code message }
+  }
+}
+`,
+    variables: JSON.stringify({ id: "paste conversation.id from tab 1" }, null, 2),
+  },
+];
+
+/** What GraphiQL opens a new tab with: every operation of the tabs, in one document. */
+export const GRAPHIQL_DEFAULT_DOCUMENT = GRAPHIQL_TABS.map((tab) => tab.query).join("\n");
+
+/** The requests yoga answers with GraphiQL: a GET whose Accept names text/html. */
+export function isGraphiQLRequest(req: IncomingMessage, pathname: string): boolean {
+  return pathname === "/graphql" && req.method === "GET" && (req.headers.accept ?? "").includes("text/html");
+}
+
+const brotli = promisify(zlib.brotliCompress);
+const gzip = promisify(zlib.gzip);
+
+// Brotli's top quality takes about 18 s of CPU on this page; 9 takes one and
+// loses 8% in size.
+const BROTLI_QUALITY = 9;
+
+interface Page {
+  contentType: string;
+  etag: string;
+  identity: Buffer;
+  encoded: Map<"br" | "gzip", Promise<Buffer>>;
+}
+
+/**
+ * Serves the GraphiQL page compressed. `render` produces yoga's page (a Response
+ * to a GET of /graphql asking for HTML); it is called once.
+ */
+export function graphiqlRoute(render: () => Promise<Response>): (req: IncomingMessage, res: ServerResponse) => Promise<boolean> {
+  let page: Promise<Page> | undefined;
+  const load = () => {
+    page ??= (async () => {
+      const response = await render();
+      if (!response.ok) throw new Error(`GraphiQL page: HTTP ${response.status}`);
+      const identity = Buffer.from(await response.arrayBuffer());
+      const etag = `"${crypto.createHash("sha256").update(identity).digest("base64url").slice(0, 16)}"`;
+      return { contentType: response.headers.get("content-type") ?? "text/html; charset=utf-8", etag, identity, encoded: new Map() };
+    })().catch((error: unknown) => {
+      page = undefined;
+      throw error;
+    });
+    return page;
+  };
+  const encode = (p: Page, encoding: "br" | "gzip") => {
+    let body = p.encoded.get(encoding);
+    if (!body) {
+      body =
+        encoding === "br"
+          ? brotli(p.identity, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: p.identity.length } })
+          : gzip(p.identity, { level: 9 });
+      p.encoded.set(encoding, body);
+    }
+    return body;
+  };
+
+  return async (req, res) => {
+    if (!isGraphiQLRequest(req, (req.url ?? "/").split("?")[0]!)) return false;
+    const found = await load();
+    const encoding = chooseEncoding(req.headers["accept-encoding"]);
+    const etag = encoding === "identity" ? found.etag : `${found.etag.slice(0, -1)}-${encoding}"`;
+    const existing = res.getHeader("vary");
+    res.setHeader("vary", existing ? `${String(existing)}, Accept-Encoding` : "Accept-Encoding");
+    res.setHeader("etag", etag);
+    res.setHeader("cache-control", "no-cache");
+    if ((req.headers["if-none-match"] ?? "").split(",").some((tag) => tag.trim().replace(/^W\//, "") === etag)) {
+      res.writeHead(304).end();
+      return true;
+    }
+    const body = encoding === "identity" ? found.identity : await encode(found, encoding);
+    res.setHeader("content-type", found.contentType);
+    if (encoding !== "identity") res.setHeader("content-encoding", encoding);
+    res.setHeader("content-length", body.length);
+    res.writeHead(200).end(body);
+    return true;
+  };
+}

@@ -1,5 +1,5 @@
 // The HTTP server: origin checks and the API token first, then the plain-HTTP
-// routes, then yoga (GraphQL over HTTP and SSE, GraphiQL, /health, /ready);
+// routes, GraphiQL's page (compressed), then yoga (GraphQL over HTTP and SSE, /health, /ready);
 // WebSockets upgrade on the same port and path (ws.ts). close() is the ordered
 // shutdown of all of it.
 import http from "node:http";
@@ -15,6 +15,7 @@ import { createYogaServer } from "./yoga.ts";
 import { attachWebSocketServer } from "./ws.ts";
 import type { ReadinessProbe } from "./readiness.ts";
 import { isConsoleRequest } from "./routes/console.ts";
+import { graphiqlRoute, isGraphiQLRequest } from "./graphiql.ts";
 
 export type Route = (req: http.IncomingMessage, res: http.ServerResponse) => Promise<boolean> | boolean;
 
@@ -37,13 +38,14 @@ export interface HttpServer {
 /** Paths that answer without the API token: liveness, readiness, the GraphiQL page and the console's files (which execute nothing). */
 function isOpen(req: http.IncomingMessage, path: string): boolean {
   if (path === "/health" || path === "/ready" || isConsoleRequest(req.method, path)) return true;
-  return path === "/graphql" && req.method === "GET" && (req.headers.accept ?? "").includes("text/html");
+  return isGraphiQLRequest(req, path);
 }
 
 export async function startHttpServer({ config, services, logger, readiness, routes = [] }: HttpServerOptions): Promise<HttpServer> {
   const authorized = createTokenCheck(config.apiToken);
   const cors = createCorsPolicy(config.corsOrigins, { logger });
   const yoga = createYogaServer({ config, services, logger, readiness });
+  const graphiql = graphiqlRoute(async () => yoga.fetch("http://localhost/graphql", { headers: { accept: "text/html" } }));
 
   const server = http.createServer(async (req, res) => {
     try {
@@ -55,6 +57,7 @@ export async function startHttpServer({ config, services, logger, readiness, rou
       }
       closeWhenStalled(res, config.writeStallTimeoutMs);
       for (const route of routes) if (await route(req, res)) return;
+      if (await graphiql(req, res)) return;
       await yoga.requestListener(req, res);
     } catch (error) {
       logger.error("request failed", { error });
