@@ -13,12 +13,30 @@ let withoutModel: FakeOllama;
 let silent: net.Server;
 const held: net.Socket[] = [];
 
+let unreachable: ServerProcess;
+let notPulled: ServerProcess;
+let fine: ServerProcess;
+let hanging: ServerProcess;
+/** Whether the hanging server had said anything about Ollama when it started listening. */
+let hangingSaidAtStart: Record<string, unknown>[] = [];
+
 beforeAll(async () => {
   withModel = await startFakeOllama({ models: ["qwen3"] });
   withoutModel = await startFakeOllama({ models: ["llama3.2"] });
   silent = net.createServer((socket) => held.push(socket));
   await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
-});
+  // The four start together: a process start is the slow part.
+  const silentPort = (silent.address() as net.AddressInfo).port;
+  [unreachable, notPulled, fine, hanging] = await Promise.all([
+    serve(`http://127.0.0.1:${await closedPort()}`),
+    serve(withoutModel.url),
+    serve(withModel.url),
+    serve(`http://127.0.0.1:${silentPort}`).then((server) => {
+      hangingSaidAtStart = about(server);
+      return server;
+    }),
+  ]);
+}, PROCESS_TEST_TIMEOUT_MS);
 afterAll(async () => {
   await withModel?.close();
   await withoutModel?.close();
@@ -42,8 +60,6 @@ describe("start-up says whether Ollama serves the model", () => {
   it(
     "warns when Ollama is unreachable (OLLAMA_HOST) or lacks the model (OLLAMA_MODEL), and says so when it serves it",
     async () => {
-      const [unreachable, notPulled, fine] = await Promise.all([serve(`http://127.0.0.1:${await closedPort()}`), serve(withoutModel.url), serve(withModel.url)]);
-
       await vi.waitFor(() => expect(about(unreachable)).toHaveLength(1), { timeout: 10_000 });
       const [down] = about(unreachable);
       expect(down).toMatchObject({ level: "warn", OLLAMA_HOST: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/), OLLAMA_MODEL: "qwen3" });
@@ -69,13 +85,11 @@ describe("start-up says whether Ollama serves the model", () => {
   it(
     "does not wait for an Ollama that never answers: the server serves at once and warns after the check times out",
     async () => {
-      const address = silent.address() as net.AddressInfo;
-      const server = await serve(`http://127.0.0.1:${address.port}`);
-      expect(about(server)).toEqual([]);
-      expect((await fetch(`${server.url}/health`)).status).toBe(200);
-      await vi.waitFor(() => expect(about(server)).toHaveLength(1), { timeout: 10_000 });
-      expect(about(server)[0]).toMatchObject({ level: "warn" });
-      expect(about(server)[0]!.msg).toMatch(/cannot be reached at OLLAMA_HOST .*(timeout|aborted)/i);
+      expect(hangingSaidAtStart).toEqual([]);
+      expect((await fetch(`${hanging.url}/health`)).status).toBe(200);
+      await vi.waitFor(() => expect(about(hanging)).toHaveLength(1), { timeout: 10_000 });
+      expect(about(hanging)[0]).toMatchObject({ level: "warn" });
+      expect(about(hanging)[0]!.msg).toMatch(/cannot be reached at OLLAMA_HOST .*(timeout|aborted)/i);
     },
     PROCESS_TEST_TIMEOUT_MS,
   );
