@@ -239,7 +239,7 @@ describe("cross-origin access", () => {
       expect(response.status).toBe(204);
       expect(response.headers.get("access-control-allow-origin")).toBe(ALLOWED);
       expect(response.headers.get("access-control-allow-methods")).toBe("GET, POST, OPTIONS");
-      expect(response.headers.get("access-control-allow-headers")).toBe("authorization, content-type, accept");
+      expect(response.headers.get("access-control-allow-headers")).toBe("authorization, content-type, accept, last-event-id");
     });
 
     it("serves a listed origin with its CORS header, on GraphQL and on plain routes", async () => {
