@@ -126,8 +126,9 @@ async function compileBetterSqlite3(node: string, target: string): Promise<void>
   const source = path.join(ROOT, "node_modules", "better-sqlite3");
   fs.mkdirSync(target);
   for (const name of ["binding.gyp", "deps", "lib", "src", "package.json"]) fs.cpSync(path.join(source, name), path.join(target, name), { recursive: true });
+  // npm's own node-gyp: npm names it when it runs the tests, else it sits in npm's folder.
   const nodeGyp =
-    process.env.npm_config_node_gyp ?? path.join(path.dirname(fs.realpathSync(process.env.npm_execpath ?? "/usr/lib/node_modules/npm/bin/npm-cli.js")), "..", "node_modules", "node-gyp", "bin", "node-gyp.js");
+    process.env.npm_config_node_gyp ?? path.join((await run("npm", ["root", "-g"])).stdout.trim(), "npm", "node_modules", "node-gyp", "bin", "node-gyp.js");
   const nodedir = path.resolve(node, "..", "..");
   const sqliteLibrary = path.join(source, "build", "Release", "obj.target", "deps", "sqlite3.a");
   // npm passes its configuration on as npm_config_* variables, which node-gyp
