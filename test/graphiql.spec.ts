@@ -4,7 +4,9 @@
 import http from "node:http";
 import zlib from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
+import type { Page } from "playwright-core";
+import { defaultResponder, splitTokens, startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
+import { eventually, launchChromium, PAGE_TIMEOUT_MS } from "./support/browser.ts";
 import { startTestApp } from "./support/app.ts";
 import { collect, gqlOk, wsClient } from "./support/graphql.ts";
 import { GRAPHIQL_DEFAULT_DOCUMENT, GRAPHIQL_TABS, graphiqlRoute } from "../src/server/graphiql.ts";
@@ -14,6 +16,12 @@ let app: Awaited<ReturnType<typeof startTestApp>>;
 
 beforeAll(async () => {
   fake = await startFakeOllama();
+  // "slowly ..." answers a token every 150 ms, so a subscription can be watched as it streams.
+  fake.setResponder((request) =>
+    request.messages.findLast((m) => m.role === "user")?.content.startsWith("slowly")
+      ? { kind: "trickle", tokens: splitTokens("one two three four five six seven eight"), delayMs: 150 }
+      : defaultResponder(request),
+  );
   app = await startTestApp({ ollamaUrl: fake.url, env: { API_TOKEN: "page-token" } });
 });
 afterAll(async () => {
@@ -115,4 +123,80 @@ describe("the GraphiQL page", () => {
     expect(inspected.data.conversation.messages.at(-1).content).toBe("The result is 51.");
     expect((await post("ResumeRun", { id: started.data.startRun.conversation.id })).data.resumeRun.__typename).toBe("NothingToResumeError");
   });
+});
+
+describe("GraphiQL in Chromium", () => {
+  const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
+
+  // Monaco draws spaces as no-break spaces.
+  const plain = (text: string | null) => (text ?? "").replace(/\u00a0/g, " ");
+  async function response(page: Page): Promise<string> {
+    return plain(await page.locator(".graphiql-response").first().textContent());
+  }
+
+  /** Chooses a tab and pastes `variables` into its variables editor, as a person would. */
+  async function openTab(page: Page, name: string, variables: Record<string, unknown>): Promise<void> {
+    await page.locator(".graphiql-tab-button", { hasText: name }).dispatchEvent("click");
+    await eventually(async () => (await page.locator(".graphiql-tab[aria-selected=true]").innerText()).includes(name), `the ${name} tab`);
+    await page.locator(".graphiql-editor-tool .graphiql-editor").first().click();
+    await page.evaluate((text) => navigator.clipboard.writeText(text), JSON.stringify(variables));
+    await page.keyboard.press("Control+A");
+    await page.keyboard.press("Control+V");
+  }
+
+  it(
+    "runs the three tabs as written: StartRun with its variables, FollowRun showing each event as it streams, Inspect",
+    async () => {
+      // A server without API_TOKEN: GraphiQL's WebSocket would need the token in its connection_init.
+      const open = await startTestApp({ ollamaUrl: fake.url });
+      const browser = await launchChromium();
+      try {
+        const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+        context.setDefaultTimeout(PAGE_TIMEOUT_MS);
+        await context.grantPermissions(["clipboard-read", "clipboard-write"]);
+        const page = await context.newPage();
+        await page.goto(`${open.url}/graphql`);
+
+        // The StartRun tab opens with its variables in the editor; the message is ours for this test.
+        await eventually(async () => plain(await page.locator(".graphiql-editor-tool .graphiql-editor").first().textContent()).includes("Please calculate 17 * 3"), "the prefilled variables");
+        await page.locator(".graphiql-editor-tool .graphiql-editor").first().click();
+        await page.evaluate((text) => navigator.clipboard.writeText(text), JSON.stringify({ message: "slowly please" }));
+        await page.keyboard.press("Control+A");
+        await page.keyboard.press("Control+V");
+        await page.click(".graphiql-execute-button");
+        await eventually(async () => (await response(page)).includes("StartRunSuccess"), "StartRunSuccess");
+        const [runId, conversationId] = (await response(page)).match(UUID)!;
+
+        await openTab(page, "FollowRun", { runId });
+        await page.click(".graphiql-execute-button");
+        const seqs: number[] = [];
+        await eventually(
+          async () => {
+            const shown = await response(page);
+            const seq = Number(/"seq":\s*(\d+)/.exec(shown)?.[1] ?? NaN);
+            if (Number.isInteger(seq) && seqs.at(-1) !== seq) seqs.push(seq);
+            return shown.includes('"COMPLETED"');
+          },
+          "the run's last event",
+          20_000,
+        );
+        // One event at a time, newest last: several were seen on their way, in order.
+        expect(seqs.length).toBeGreaterThanOrEqual(4);
+        expect([...seqs].sort((a, b) => a - b)).toEqual(seqs);
+        expect(await response(page)).toContain("RunStatusEvent");
+
+        await openTab(page, "Inspect", { id: conversationId });
+        await page.click(".graphiql-execute-button");
+        // The tab holds Inspect and ResumeRun: GraphiQL asks which to run.
+        await page.getByRole("menuitem", { name: "Inspect" }).click();
+        // The editor draws only the lines in view: the top of the answer.
+        await eventually(async () => (await response(page)).includes('"title": "slowly please"'), "the conversation");
+        expect(await response(page)).toMatch(/"messageCount": 2,\s*"next": \[\],\s*"resumable": false/);
+      } finally {
+        await browser.close();
+        await open.close();
+      }
+    },
+    60_000,
+  );
 });

@@ -9,6 +9,7 @@ import crypto from "node:crypto";
 import zlib from "node:zlib";
 import { promisify } from "node:util";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { GraphiQLOptions } from "graphql-yoga";
 import { chooseEncoding } from "./routes/console.ts";
 
 /** The tabs GraphiQL opens with (until the browser has tabs of its own saved): start a run, follow it, inspect it. */
@@ -56,7 +57,7 @@ subscription FollowRun($runId: ID!, $after: Int) {
   }
 }
 `,
-    variables: JSON.stringify({ runId: "paste run.id from tab 1" }, null, 2),
+    variables: JSON.stringify({ runId: "paste run.id from StartRun" }, null, 2),
   },
   {
     query: `# 3. Paste conversation.id into the variables ("id")
@@ -86,12 +87,28 @@ mutation ResumeRun($id: ID!) {
   }
 }
 `,
-    variables: JSON.stringify({ id: "paste conversation.id from tab 1" }, null, 2),
+    variables: JSON.stringify({ id: "paste conversation.id from StartRun" }, null, 2),
   },
 ];
 
 /** What GraphiQL opens a new tab with: every operation of the tabs, in one document. */
 export const GRAPHIQL_DEFAULT_DOCUMENT = GRAPHIQL_TABS.map((tab) => tab.query).join("\n");
+
+/**
+ * What yoga renders GraphiQL with. GraphiQL fills the variables editor of the
+ * tab it opens on from `variables` (yoga passes it on as initialVariables; its
+ * type does not list it), not from that tab's own variables; the other tabs
+ * bring theirs when chosen.
+ */
+const graphiqlOptions = {
+  subscriptionsProtocol: "WS" as const,
+  defaultQuery: GRAPHIQL_DEFAULT_DOCUMENT,
+  defaultTabs: GRAPHIQL_TABS,
+  variables: GRAPHIQL_TABS[0]!.variables,
+  defaultEditorToolsVisibility: "variables" as const,
+  title: "runledger",
+};
+export const GRAPHIQL_OPTIONS: GraphiQLOptions = graphiqlOptions;
 
 /** The requests yoga answers with GraphiQL: a GET whose Accept names text/html. */
 export function isGraphiQLRequest(req: IncomingMessage, pathname: string): boolean {

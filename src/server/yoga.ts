@@ -8,7 +8,7 @@ import type { Config } from "../config.ts";
 import type { Logger } from "../logger.ts";
 import { schema } from "../schema/index.ts";
 import { createContext, type Context, type Services } from "../context.ts";
-import { GRAPHIQL_DEFAULT_DOCUMENT, GRAPHIQL_TABS } from "./graphiql.ts";
+import { GRAPHIQL_OPTIONS } from "./graphiql.ts";
 import { useReadiness, type ReadinessProbe } from "./readiness.ts";
 import { useJsonBodiesOnly } from "./plugins/content-type.ts";
 import { useOperationLimits } from "./plugins/operation-limits.ts";
@@ -27,13 +27,7 @@ export function createYogaServer(options: { config: Config; services: Services; 
     schema,
     graphqlEndpoint: "/graphql",
     context: () => createContext(services),
-    graphiql: {
-      subscriptionsProtocol: "WS",
-      defaultQuery: GRAPHIQL_DEFAULT_DOCUMENT,
-      defaultTabs: GRAPHIQL_TABS,
-      defaultEditorToolsVisibility: "variables",
-      title: "runledger",
-    },
+    graphiql: GRAPHIQL_OPTIONS,
     // GraphiQL's scripts and styles inlined in the page: it works without access to
     // a CDN. http.ts serves the page compressed (graphiql.ts).
     renderGraphiQL,
