@@ -8,6 +8,9 @@ import { MemoryEventBus } from "./storage/event-bus/memory.ts";
 import type { EventBus } from "./storage/event-bus/types.ts";
 import { AgentRuntime } from "./agent/runtime.ts";
 import { builtinTools } from "./agent/tools.ts";
+import { agentDefaultsFrom, loadAgentDefinitions } from "./agent/definitions.ts";
+import { loadGraphAgents } from "./agent/graph-module.ts";
+import { McpSupervisor } from "./agent/mcp/index.ts";
 import { RunOwnership } from "./runs/ownership.ts";
 import { RunService } from "./runs/service.ts";
 import { ConversationService } from "./runs/conversations.ts";
@@ -51,6 +54,14 @@ async function checkClock(storage: Storage, config: Config, logger: Logger): Pro
 }
 
 export async function startApp(config: Config, logger: Logger, overrides: AppOverrides = {}): Promise<App> {
+  // The agents first: a bad configuration file stops start-up before anything is opened.
+  const definitions = loadAgentDefinitions(config.agentsFile, agentDefaultsFrom(config));
+  const builtins = overrides.tools ?? builtinTools();
+  if (overrides.tools && !config.agentsFile) {
+    const only = definitions[0]!;
+    if (only.type === "chat") only.tools = builtins.map((t) => t.name);
+  }
+  const graphs = await loadGraphAgents(definitions);
   const storage = await openStorage(config);
   if (storage.migrated.length) logger.info("database migrated", { applied: storage.migrated, database: describeDatabase(config) });
   await checkClock(storage, config, logger).catch(async (error: unknown) => {
@@ -73,14 +84,27 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
   const recovered = await ownership.recover();
   if (recovered.length) logger.info("recovered runs left running by a stopped process", { runs: recovered.map((r) => r.id) });
 
+  // MCP servers start with the server; one that does not come up costs its agents those tools, not the start.
+  const mcp = new McpSupervisor(definitions, { logger });
+  await mcp.start();
   const agent = new AgentRuntime({
     checkpointer: storage.saver,
-    model: { baseUrl: config.ollamaHost, model: config.ollamaModel, think: config.ollamaThink, idleTimeoutMs: config.modelIdleTimeoutMs },
-    tools: overrides.tools ?? builtinTools(),
-    systemPrompt: config.systemPrompt,
-    recursionLimit: config.recursionLimit,
+    agents: definitions,
+    graphs,
+    mcp,
+    builtins,
+    ollama: { baseUrl: config.ollamaHost, idleTimeoutMs: config.modelIdleTimeoutMs },
   });
-  const runs = new RunService({ store, bus, agent, ownerId: ownership.id, maxMessageChars: config.maxMessageChars, maxClockSkewMs: config.maxClockSkewMs, logger });
+  const runs = new RunService({
+    store,
+    checkpointReads: storage.checkpointReads,
+    bus,
+    agent,
+    ownerId: ownership.id,
+    maxMessageChars: config.maxMessageChars,
+    maxClockSkewMs: config.maxClockSkewMs,
+    logger,
+  });
   const conversations = new ConversationService(store, bus);
   const services: Services = { runs, conversations, agent, bus, store, conversationList: storage.conversationList, checkpointReads: storage.checkpointReads };
 
@@ -103,6 +127,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     close() {
       closing ??= (async () => {
         await runs.shutdown(config.shutdownTimeoutMs);
+        await mcp.close();
         await bus.close();
         await http.close();
         await ownership.stop();

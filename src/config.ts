@@ -18,6 +18,8 @@ export interface Config {
   databaseKind: "sqlite" | "postgres";
   /** Absolute path of the SQLite file derived from `databaseUrl`; empty for PostgreSQL. */
   databasePath: string;
+  /** `RUNLEDGER_CONFIG`: the JSON file declaring the agents (src/agent/definitions.ts); unset: the one built-in agent, `default`. */
+  agentsFile: string | undefined;
   /** `REDIS_URL` (`redis://host:port`): carries live events between instances. Unset: events stay in this process. */
   redisUrl: string | undefined;
   /**
@@ -223,6 +225,7 @@ export function loadConfig(env: Env = process.env, readFile: (p: string) => stri
     databaseUrl: databaseKind === "postgres" ? postgresUrl(databaseUrl) : databaseUrl,
     databaseKind,
     databasePath: databaseKind === "postgres" ? "" : databasePathFromUrl(databaseUrl),
+    agentsFile: (env.RUNLEDGER_CONFIG ?? "").trim() || undefined,
     redisUrl: redisUrlVar(env),
     maxClockSkewMs: intVar(env, "MAX_CLOCK_SKEW_MS", 1_000, 0, 60_000),
     ollamaHost: urlVar(env, "OLLAMA_HOST", "http://127.0.0.1:11434"),

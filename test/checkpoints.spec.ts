@@ -9,8 +9,8 @@ import { AIMessage } from "@langchain/core/messages";
 import { startFakeOllama, defaultResponder, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp, waitForRun } from "./support/app.ts";
 import { collect, gql, gqlOk, sseClient, START_RUN, wsClient } from "./support/graphql.ts";
-import { buildAgentGraph, threadConfig } from "../src/agent/graph.ts";
-import { builtinTools } from "../src/agent/tools.ts";
+import { buildChatGraph } from "../src/agent/chat-graph.ts";
+import { threadConfig } from "../src/agent/runtime.ts";
 import type { App } from "../src/app.ts";
 import { openSqlite } from "../src/storage/sqlite/database.ts";
 import { formatSqliteDate } from "../src/storage/sqlite/rows.ts";
@@ -37,7 +37,7 @@ async function turn(message: string, conversationId?: string) {
 
 /** Appends a message the way an operator would: a LangGraph state update, outside any run. */
 async function updateStateOutsideRuns(conversationId: string, text: string) {
-  const graph = buildAgentGraph({ callModel: () => Promise.reject(new Error("no model here")), tools: builtinTools(), checkpointer: app.storage.saver });
+  const graph = buildChatGraph({ systemPrompt: "", requireApproval: [], checkpointer: app.storage.saver });
   const config = await graph.updateState(threadConfig(conversationId), { messages: [new AIMessage({ content: text })] }, "agent");
   return String(config.configurable?.checkpoint_id);
 }

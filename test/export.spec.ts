@@ -7,8 +7,8 @@ import { AIMessage } from "@langchain/core/messages";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp, waitForRun } from "./support/app.ts";
 import { gqlOk, RESUME_RUN, START_RUN } from "./support/graphql.ts";
-import { buildAgentGraph, threadConfig } from "../src/agent/graph.ts";
-import { builtinTools } from "../src/agent/tools.ts";
+import { buildChatGraph } from "../src/agent/chat-graph.ts";
+import { threadConfig } from "../src/agent/runtime.ts";
 import type { App } from "../src/app.ts";
 
 let fake: FakeOllama;
@@ -29,7 +29,7 @@ beforeAll(async () => {
   const third = await gqlOk(app.url, RESUME_RUN, { conversationId });
   await waitForRun(app.url, third.resumeRun.run.id);
   runIds = [first.startRun.run.id, second.startRun.run.id, third.resumeRun.run.id];
-  const graph = buildAgentGraph({ callModel: () => Promise.reject(new Error("no model here")), tools: builtinTools(), checkpointer: app.storage.saver });
+  const graph = buildChatGraph({ systemPrompt: "", requireApproval: [], checkpointer: app.storage.saver });
   await graph.updateState(threadConfig(conversationId), { messages: [new AIMessage({ content: "Reviewed by the finance team." })] }, "agent");
 });
 afterAll(async () => {

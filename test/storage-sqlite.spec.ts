@@ -8,6 +8,7 @@ import { openSqliteStorage, type SqliteStorage } from "../src/storage/sqlite/ind
 import { openSqlite, type SqliteDatabase } from "../src/storage/sqlite/database.ts";
 import { formatSqliteDate, parseSqliteDate } from "../src/storage/sqlite/rows.ts";
 import { CHECKPOINTS_IN_WINDOWS_SQL } from "../src/storage/checkpoint-reads/sqlite.ts";
+import { conversation as newConversation, OUTCOME_EXTRAS } from "./conformance/records.ts";
 
 let storage: SqliteStorage;
 let db: SqliteDatabase;
@@ -19,8 +20,8 @@ beforeAll(async () => {
   db = openSqlite(file, { readonly: true });
   for (let i = 0; i < 20; i++) {
     const { conversation } = await storage.runs.startRun(
-      { id: randomUUID(), conversationId: randomUUID(), kind: "start", input: "x", startedAt: new Date(Date.UTC(2026, 10, 30, 14, 2, 0, i * 7)), startMark: `s${i}`, ownerId: "o" },
-      { title: `c${i}` },
+      { id: randomUUID(), conversationId: randomUUID(), kind: "start", input: "x", startedAt: new Date(Date.UTC(2026, 10, 30, 14, 2, 0, i * 7)), startMark: `s${i}`, ownerId: "o", startCheckpointId: null },
+      newConversation(`c${i}`),
     );
     ids.push(conversation.id);
   }
@@ -33,8 +34,8 @@ afterAll(async () => {
 describe("stored dates", () => {
   it("are written as earlier versions wrote them (ISO text with +00:00), so text order is time order", async () => {
     const at = new Date("2026-11-30T14:02:00.123Z");
-    const { run } = await storage.runs.startRun({ id: randomUUID(), conversationId: randomUUID(), kind: "start", input: "hi", startedAt: at, startMark: "m", ownerId: "o" }, { title: "A" });
-    await storage.runs.finishRun(run.id, { status: "failed", errorCode: "MODEL_ERROR", errorMessage: "x", partialOutput: "p", finishedAt: new Date(at.getTime() + 5), endMark: "e", lastEventSeq: 4, messageCount: 3 });
+    const { run } = await storage.runs.startRun({ id: randomUUID(), conversationId: randomUUID(), kind: "start", input: "hi", startedAt: at, startMark: "m", ownerId: "o", startCheckpointId: null }, newConversation("A"));
+    await storage.runs.finishRun(run.id, { status: "failed", errorCode: "MODEL_ERROR", errorMessage: "x", partialOutput: "p", finishedAt: new Date(at.getTime() + 5), endMark: "e", lastEventSeq: 4, messageCount: 3, ...OUTCOME_EXTRAS });
     expect(db.prepare("SELECT started_at, finished_at FROM runs WHERE id = ?").get(run.id)).toEqual({ started_at: "2026-11-30T14:02:00.123+00:00", finished_at: "2026-11-30T14:02:00.128+00:00" });
     expect(db.prepare("SELECT created_at, updated_at FROM conversations WHERE id = ?").get(run.conversationId)).toEqual({
       created_at: "2026-11-30T14:02:00.123+00:00",

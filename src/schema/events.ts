@@ -7,7 +7,7 @@ import { SubscriberOverflowError } from "../storage/event-bus/subscriber.ts";
 import { followRun, mapStream } from "../read/event-streams.ts";
 import { builder } from "./builder.ts";
 import { RunErrorCode, RunStatus } from "./enums.ts";
-import { Checkpoint, Conversation, RunEventInterface, type ConversationShape } from "./refs.ts";
+import { Checkpoint, Conversation, Interrupt, RunEventInterface, type ConversationShape } from "./refs.ts";
 
 type Of<T extends RunEvent["type"]> = Extract<RunEvent, { type: T }>;
 
@@ -21,6 +21,8 @@ RunEventInterface.implement({
       toolResult: "ToolResultEvent",
       checkpoint: "CheckpointEvent",
       replayGap: "ReplayGapEvent",
+      custom: "CustomEvent",
+      interrupt: "InterruptEvent",
     })[e.type],
   fields: (t) => ({
     seq: t.exposeInt("seq"),
@@ -81,6 +83,26 @@ builder.objectRef<Of<"checkpoint">>("CheckpointEvent").implement({
         if (!checkpoint) throw new GraphQLError(`Checkpoint ${event.checkpointId} no longer exists`, { extensions: { code: "NOT_FOUND" } });
         return checkpoint;
       },
+    }),
+  }),
+});
+
+builder.objectRef<Of<"custom">>("CustomEvent").implement({
+  description: "What a graph emitted through LangGraph's custom stream writer (config.writer({name, data})).",
+  interfaces: [RunEventInterface],
+  fields: (t) => ({
+    name: t.exposeString("name"),
+    data: t.field({ type: "JSON", nullable: true, resolve: (e) => e.data }),
+  }),
+});
+
+builder.objectRef<Of<"interrupt">>("InterruptEvent").implement({
+  description: "The run paused on an interrupt; the terminal RunStatusEvent WAITING follows.",
+  interfaces: [RunEventInterface],
+  fields: (t) => ({
+    interrupt: t.field({
+      type: Interrupt,
+      resolve: (e) => ({ ...e.interrupt, answeredByRunId: null, answer: null, answeredAt: null }),
     }),
   }),
 });
