@@ -160,6 +160,12 @@ function lastLines(text, count = 2) {
   return text.trim().split("\n").filter((l) => l.trim()).slice(-count).join("; ");
 }
 
+/** A program's error lines (or its last lines when none says error). */
+function errorLines(text) {
+  const errors = text.split("\n").filter((l) => /error|fatal|panic/i.test(l));
+  return errors.length ? errors.slice(0, 2).join("; ") : lastLines(text);
+}
+
 function writeJson(file, value) {
   const temporary = `${file}.${process.pid}.tmp`;
   fs.writeFileSync(temporary, JSON.stringify(value));
@@ -288,6 +294,7 @@ export function prepareDir(dir) {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "runledger-services-"));
   } else {
     dir = path.resolve(dir);
+    if (fs.existsSync(dir) && !fs.statSync(dir).isDirectory()) throw new ServiceError(`${dir} exists and is not a folder`);
     fs.mkdirSync(dir, { recursive: true });
     const entries = fs.readdirSync(dir);
     if (entries.length) throw new ServiceError(`${dir} is not empty: give a new or empty folder`);
@@ -338,7 +345,10 @@ export async function startPostgres(dir, { port: wanted } = {}) {
     fs.chownSync(log, user.uid, user.gid);
   }
   const init = await asUser(user, path.join(bin, "initdb"), ["-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"]);
-  if (init.code !== 0) throw new ServiceError(`initdb failed: ${lastLines(init.output)}`);
+  if (init.code !== 0) {
+    const hint = user && /Permission denied/.test(init.output) ? ` (PostgreSQL runs as the user postgres, who cannot reach ${data}: choose a folder under ${os.tmpdir()})` : "";
+    throw new ServiceError(`initdb failed: ${errorLines(init.output)}${hint}`);
+  }
   const conf = path.join(data, "postgresql.conf");
   fs.appendFileSync(
     conf,
@@ -365,7 +375,7 @@ export async function startPostgres(dir, { port: wanted } = {}) {
     }
     const serverLog = fs.readFileSync(log, "utf8");
     if (attempt < 3 && /Address already in use|could not bind/i.test(serverLog)) continue; // the port was taken meanwhile
-    throw new ServiceError(`PostgreSQL did not start: ${lastLines(serverLog || started.output)}`);
+    throw new ServiceError(`PostgreSQL did not start: ${errorLines(serverLog || started.output)}`);
   }
 }
 
