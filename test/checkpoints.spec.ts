@@ -91,12 +91,13 @@ describe("checkpoint fields", () => {
       expect(Date.parse(node.createdAt)).toBeLessThanOrEqual(Date.parse(run.finishedAt));
     }
     expect([...nodes].map((n: any) => n.id).sort()).toEqual(nodes.map((n: any) => n.id));
-    // The writes of a checkpoint are what its tasks produced: the input, the model's reply and route, the tool's message.
+    // The writes of a checkpoint are what its tasks produced: the input, the model's reply and
+    // the tool call it sends as a task of its own (LangGraph's __pregel_tasks), the tool's message.
     expect(nodes[0].writes.map((w: any) => w.channel)).toEqual(["messages", "branch:to:agent"]);
     expect(nodes[0].writes[0].value[0].kwargs.content).toBe("Please calculate 17 * 3");
     expect(nodes[1].writes.map((w: any) => [w.channel, w.idx])).toEqual([
       ["messages", 0],
-      ["branch:to:tools", 1],
+      ["__pregel_tasks", 1],
     ]);
     expect(nodes[4].writes).toEqual([]);
 
