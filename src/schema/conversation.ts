@@ -51,11 +51,12 @@ Conversation.implement({
       resolve: async (c, _a, ctx, info) => (await ctx.reads(info.rootValue).threadState(c.id)).next,
     }),
     resumable: t.boolean({
-      description: "True when next is non-empty and no run is active: resumeRun will continue the pending step.",
+      description:
+        "True when next is non-empty, no run is active and no interrupt waits for an answer: resumeRun (without responses) will continue the pending step. A thread that waits for answers lists them in pendingInterrupts.",
       resolve: async (c, _a, ctx, info) => {
         const reads = ctx.reads(info.rootValue);
         const [active, state] = await Promise.all([reads.activeRun(c.id), reads.threadState(c.id)]);
-        return active === null && state.next.length > 0;
+        return active === null && state.next.length > 0 && state.interrupts.length === 0;
       },
     }),
     activeRun: t.field({
