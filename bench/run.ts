@@ -12,7 +12,7 @@
 import os from "node:os";
 import { parseArgs } from "node:util";
 import { machine, markdownReport, writeResults, type ScenarioResult } from "./lib/report.ts";
-import { startFakeModelProcess } from "./lib/processes.ts";
+import { startFakeOllamaProcess } from "./lib/processes.ts";
 import { summarizeProfiles } from "./lib/profile.ts";
 import { updateReadme } from "./lib/readme.ts";
 import type { Scenario } from "./scenarios/scenario.ts";
@@ -49,7 +49,7 @@ if (reps !== undefined && !(Number.isInteger(reps) && reps > 0)) {
 }
 
 const log = (message: string) => process.stderr.write(`${message}\n`);
-const model = names.length ? await startFakeModelProcess() : null;
+const model = names.length ? await startFakeOllamaProcess() : null;
 const fresh: ScenarioResult[] = [];
 const failed: string[] = [];
 try {

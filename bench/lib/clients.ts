@@ -4,7 +4,7 @@
 import { createClient as createWsClient, type Client as WsClient } from "graphql-ws";
 import { createClient as createSseClient, type Client as SseClient } from "graphql-sse";
 import WebSocket from "ws";
-import { nowMs, readStamps } from "./clock.ts";
+import { nowMs, readStamps } from "../../test/support/clock.ts";
 
 export type Transport = "ws" | "sse";
 

@@ -1,7 +1,7 @@
 // Clients of the floor relay (floor-relay-main.ts): a plain WebSocket and a
 // plain SSE reader, timing tokens exactly as the raw GraphQL clients do.
 import WebSocket from "ws";
-import { nowMs } from "./clock.ts";
+import { nowMs } from "../../test/support/clock.ts";
 import { newLog, type TokenLog, type TokenSubscription } from "./clients.ts";
 import { readEventStream, readRaw } from "./raw-clients.ts";
 import { firstJsonLine, spawnTs, type Child } from "./processes.ts";

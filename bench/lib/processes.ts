@@ -93,8 +93,8 @@ export function firstJsonLine<T>(child: Child, timeoutMs = 20_000): Promise<T> {
   });
 }
 
-export async function startFakeModelProcess(): Promise<Child & { url: string }> {
-  const child = spawnTs("bench/lib/fake-model-main.ts");
+export async function startFakeOllamaProcess(): Promise<Child & { url: string }> {
+  const child = spawnTs("test/support/fake-ollama-main.ts");
   const { url } = await firstJsonLine<{ url: string }>(child);
   return Object.assign(child, { url });
 }

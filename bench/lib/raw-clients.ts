@@ -5,7 +5,7 @@
 // off the raw text. The floor relay's clients read the same way, so client
 // cost is the same on both sides of the comparison.
 import WebSocket from "ws";
-import { nowMs } from "./clock.ts";
+import { nowMs } from "../../test/support/clock.ts";
 import { newLog, noteToken, RUN_EVENTS, type TokenLog, type TokenSubscription } from "./clients.ts";
 
 const STATUS = /"status":"([A-Z]+)"/;

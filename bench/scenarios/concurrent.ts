@@ -6,10 +6,10 @@
 import { percentiles, type Percentiles } from "../lib/stats.ts";
 import { dist, scalar, type Row } from "../lib/report.ts";
 import { ask, startInstrumented, type LoopDelay } from "../lib/instrument.ts";
-import { nowMs } from "../lib/clock.ts";
+import { nowMs } from "../../test/support/clock.ts";
 import { gotEveryToken } from "../lib/clients.ts";
 import { relayThroughRunledger } from "../lib/relay-runs.ts";
-import { holdKey } from "../lib/fake-model.ts";
+import { holdKey } from "../../test/support/fake-ollama.ts";
 import { repetitions, sleep, type Scenario } from "./scenario.ts";
 
 const RUNS = 50;

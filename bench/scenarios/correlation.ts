@@ -13,7 +13,7 @@ import { dist, scalar, type Row } from "../lib/report.ts";
 import { tempDatabase } from "../lib/processes.ts";
 import { ask, startInstrumented, type StatementCount } from "../lib/instrument.ts";
 import { graphql } from "../lib/clients.ts";
-import { nowMs } from "../lib/clock.ts";
+import { nowMs } from "../../test/support/clock.ts";
 import { CHECKPOINTS_PER_RUN, seedConversation } from "../lib/seed.ts";
 import { openSqlite } from "../../src/storage/sqlite/database.ts";
 import { repetitions, type Scenario } from "./scenario.ts";

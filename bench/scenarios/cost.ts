@@ -9,7 +9,7 @@ import { cpuMs, startRunledger } from "../lib/processes.ts";
 import { consumeDirect } from "../lib/direct.ts";
 import { consumeThroughLangGraph } from "../lib/langgraph-floor.ts";
 import { createClient, gotEveryToken, graphql, startRun, subscribeTokens, type TokenLog } from "../lib/clients.ts";
-import { holdKey, planMessage, releaseStreams, waitForHeld, type StreamPlan } from "../lib/fake-model.ts";
+import { holdKey, planMessage, releaseStreams, waitForHeld, type StreamPlan } from "../../test/support/fake-ollama.ts";
 import { repetitions, sleep, type Scenario } from "./scenario.ts";
 
 const INTERVAL_MS = 1;

@@ -15,7 +15,7 @@ import { ask, startInstrumented } from "../lib/instrument.ts";
 import { gotEveryToken, startRun, type TokenSubscription, type Transport } from "../lib/clients.ts";
 import { rawSseSubscriber, rawWsSubscriber } from "../lib/raw-clients.ts";
 import { floorSseSubscriber, floorStream, floorWsSubscriber, startFloorProcess } from "../lib/floor-clients.ts";
-import { holdKey, planMessage, releaseStreams, waitForHeld, type StreamPlan } from "../lib/fake-model.ts";
+import { holdKey, planMessage, releaseStreams, waitForHeld, type StreamPlan } from "../../test/support/fake-ollama.ts";
 import { repetitions, sleep, type Scenario } from "./scenario.ts";
 
 const INTERVAL_MS = 20; // 50 tokens/s

@@ -9,7 +9,7 @@ import { dist, scalar, type Row } from "../lib/report.ts";
 import { cpuMs, startRunledger, type Child } from "../lib/processes.ts";
 import { graphql, sseClient, startRun, subscribeTokens } from "../lib/clients.ts";
 import { startFloorProcess } from "../lib/floor-clients.ts";
-import { planMessage } from "../lib/fake-model.ts";
+import { planMessage } from "../../test/support/fake-ollama.ts";
 import { repetitions, type Scenario } from "./scenario.ts";
 
 const CONNECTIONS = 50;

@@ -8,10 +8,10 @@
 import { percentiles, type Percentiles } from "../lib/stats.ts";
 import { dist, type Row } from "../lib/report.ts";
 import { startRunledger } from "../lib/processes.ts";
-import { nowMs } from "../lib/clock.ts";
+import { nowMs } from "../../test/support/clock.ts";
 import { connected, sseClient, startRun, subscribeTokens, wsClient, type TokenLog, type Transport } from "../lib/clients.ts";
 import { consumeDirect } from "../lib/direct.ts";
-import { planMessage, type StreamPlan } from "../lib/fake-model.ts";
+import { planMessage, type StreamPlan } from "../../test/support/fake-ollama.ts";
 import { repetitions, type Scenario } from "./scenario.ts";
 
 const PLAN: StreamPlan = { tokens: 3, intervalMs: 0, firstDelayMs: 0 };
