@@ -18,6 +18,8 @@ import {
   type FakeOllama,
 } from "./support/fake-ollama.ts";
 import { nowMs, readStamps, type TokenStamp } from "./support/clock.ts";
+import { startFakeOllamaProcess } from "./support/processes.ts";
+import { PROCESS_TEST_TIMEOUT_MS } from "./support/app.ts";
 
 const calculator = tool(async ({ expression }) => expression, {
   name: "calculator",
@@ -312,4 +314,17 @@ describe("stamped streams, as the benchmark plans them", () => {
       await quiet.close();
     }
   });
+});
+
+describe("in a process of its own (fake-ollama-main.ts)", () => {
+  it("prints its url, streams the plan in a message, and exits cleanly on SIGTERM", async () => {
+    const proc = await startFakeOllamaProcess();
+    try {
+      expect(proc.output()).toMatch(/^\{"url":"http:\/\/127\.0\.0\.1:\d+"\}\n/);
+      const reply = await new ChatOllama({ baseUrl: proc.url, model: "qwen3" }).invoke(planMessage({ tokens: 3, intervalMs: 1 }));
+      expect(readStamps(reply.content as string).map((s) => s.index)).toEqual([0, 1, 2]);
+    } finally {
+      expect(await proc.stop()).toBe(0);
+    }
+  }, PROCESS_TEST_TIMEOUT_MS);
 });

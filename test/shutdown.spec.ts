@@ -6,7 +6,8 @@ import fs from "node:fs";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import Database from "better-sqlite3";
 import { defaultResponder, startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { PROCESS_TEST_TIMEOUT_MS, startTestApp, tempDatabaseUrl, trackedServerProcesses, waitForRun, type ServerProcess } from "./support/app.ts";
+import { PROCESS_TEST_TIMEOUT_MS, startTestApp, tempDatabaseUrl, trackedServerProcesses, waitForRun } from "./support/app.ts";
+import type { ServerProcess } from "./support/processes.ts";
 import { CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS, START_RUN, collect, gqlOk, sseClient, wsClient } from "./support/graphql.ts";
 
 const SHUTDOWN_MESSAGE = "the server shut down while the run was active";

@@ -4,12 +4,11 @@ import WebSocket from "ws";
 import { nowMs } from "../../test/support/clock.ts";
 import { newLog, type TokenLog, type TokenSubscription } from "./clients.ts";
 import { readEventStream, readRaw } from "./raw-clients.ts";
-import { firstJsonLine, spawnTs, type Child } from "./processes.ts";
+import { startUrlProcess, type Child } from "../../test/support/processes.ts";
+import { KILL_AFTER_MS } from "./runledger.ts";
 
-export async function startFloorProcess(modelUrl: string): Promise<Child & { url: string }> {
-  const child = spawnTs("bench/lib/floor-relay-main.ts", { env: { OLLAMA_HOST: modelUrl }, exposeGc: true });
-  const { url } = await firstJsonLine<{ url: string }>(child);
-  return Object.assign(child, { url });
+export function startFloorProcess(modelUrl: string): Promise<Child & { url: string }> {
+  return startUrlProcess("bench/lib/floor-relay-main.ts", { env: { OLLAMA_HOST: modelUrl }, exposeGc: true, killAfterMs: KILL_AFTER_MS });
 }
 
 function liveSignal(): { live: Promise<void>; markLive: () => void } {

@@ -5,7 +5,7 @@
 //   runledger with one graphql-ws subscriber → with one SSE subscriber.
 import { medianOfReps, percentiles } from "../lib/stats.ts";
 import { scalar, type Row } from "../lib/report.ts";
-import { cpuMs, startRunledger } from "../lib/processes.ts";
+import { startRunledger } from "../lib/runledger.ts";
 import { consumeDirect } from "../lib/direct.ts";
 import { consumeThroughLangGraph } from "../lib/langgraph-floor.ts";
 import { createClient, gotEveryToken, graphql, startRun, subscribeTokens, type TokenLog } from "../lib/clients.ts";
@@ -62,12 +62,12 @@ export const cost: Scenario = {
           await sub?.live;
           await waitForHeld(options.modelUrl, key, 1);
           await sleep(200); // let the run's start settle: its CPU is not streaming
-          const serverBefore = cpuMs(server.pid);
+          const serverBefore = server.cpuMs();
           await releaseStreams(options.modelUrl, key);
           let log: TokenLog | null = null;
           if (sub) log = await sub.done;
           else await untilFinished(server.url, runId);
-          cpu.get(layers[i]!)!.push((cpuMs(server.pid) - serverBefore) / tokens);
+          cpu.get(layers[i]!)!.push((server.cpuMs() - serverBefore) / tokens);
           if (log && !gotEveryToken(log, tokens)) lost++;
           if (log) latency.get(layers[i]!)!.push(percentiles(log.latencies));
           await client?.dispose();

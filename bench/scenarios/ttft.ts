@@ -7,7 +7,7 @@
 // token's relay.
 import { percentiles, type Percentiles } from "../lib/stats.ts";
 import { dist, type Row } from "../lib/report.ts";
-import { startRunledger } from "../lib/processes.ts";
+import { startRunledger } from "../lib/runledger.ts";
 import { nowMs } from "../../test/support/clock.ts";
 import { connected, sseClient, startRun, subscribeTokens, wsClient, type TokenLog, type Transport } from "../lib/clients.ts";
 import { consumeDirect } from "../lib/direct.ts";
