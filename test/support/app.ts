@@ -5,7 +5,8 @@ import { loadConfig } from "../../src/config.ts";
 import { createLogger } from "../../src/logger.ts";
 import { startApp, type App } from "../../src/app.ts";
 import { afterAll } from "vitest";
-import { gqlOk, RUN } from "./graphql.ts";
+import { gqlOk } from "./graphql.ts";
+import { RUN } from "./documents.ts";
 import { killLeftovers, startServerProcess, tempDatabaseUrl } from "./processes.ts";
 
 // Specs and the conformance suites import these from here too.
