@@ -3,18 +3,12 @@
 import WebSocket from "ws";
 import { nowMs } from "../../test/support/clock.ts";
 import { newLog, type TokenLog, type TokenSubscription } from "./clients.ts";
-import { readEventStream, readRaw } from "./raw-clients.ts";
+import { liveSignal, readEventStream, readRaw } from "./raw-clients.ts";
 import { startUrlProcess, type Child } from "../../test/support/processes.ts";
 import { KILL_AFTER_MS } from "./runledger.ts";
 
 export function startFloorProcess(modelUrl: string): Promise<Child & { url: string }> {
   return startUrlProcess("bench/lib/floor-relay-main.ts", { env: { OLLAMA_HOST: modelUrl }, exposeGc: true, killAfterMs: KILL_AFTER_MS });
-}
-
-function liveSignal(): { live: Promise<void>; markLive: () => void } {
-  let markLive!: () => void;
-  const live = new Promise<void>((resolve) => (markLive = resolve));
-  return { live, markLive };
 }
 
 export function floorWsSubscriber(url: string): TokenSubscription {

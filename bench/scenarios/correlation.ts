@@ -12,7 +12,7 @@ import { percentiles, type Percentiles } from "../lib/stats.ts";
 import { dist, scalar, type Row } from "../lib/report.ts";
 import { tempDatabaseUrl } from "../../test/support/processes.ts";
 import { ask, startRunledger } from "../lib/runledger.ts";
-import { graphql } from "../lib/clients.ts";
+import { gqlOk } from "../../test/support/graphql.ts";
 import { nowMs } from "../../test/support/clock.ts";
 import { CHECKPOINTS_PER_RUN, seedConversation } from "../lib/seed.ts";
 import { openSqlite } from "../../src/storage/sqlite/database.ts";
@@ -68,7 +68,7 @@ async function measureCase(options: { modelUrl: string; cpuProfile: boolean; qui
     env: { RUN_HEARTBEAT_MS: "600000", RUN_LEASE_MS: "1200000" },
   });
   try {
-    const run = (n: number) => graphql(server.url, QUERY, { id: conversationId, n });
+    const run = (n: number) => gqlOk(server.url, QUERY, { id: conversationId, n });
     // The answer must be the correlation, complete: every checkpoint of every run points back to it.
     const answer = await run(PAGE);
     const edges = answer.conversation.runs.edges as { node: { id: string; checkpoints: { run: { id: string } | null }[] } }[];

@@ -8,7 +8,9 @@ import { scalar, type Row } from "../lib/report.ts";
 import { startRunledger } from "../lib/runledger.ts";
 import { consumeDirect } from "../lib/direct.ts";
 import { consumeThroughLangGraph } from "../lib/langgraph-floor.ts";
-import { createClient, gotEveryToken, graphql, startRun, subscribeTokens, type TokenLog } from "../lib/clients.ts";
+import { gqlOk, startRun } from "../../test/support/graphql.ts";
+import { RUN_STATUS } from "../../test/support/documents.ts";
+import { createClient, gotEveryToken, subscribeTokens, type TokenLog } from "../lib/clients.ts";
 import { holdKey, planMessage, releaseStreams, waitForHeld, type StreamPlan } from "../../test/support/fake-ollama.ts";
 import { repetitions, sleep, type Scenario } from "./scenario.ts";
 
@@ -17,7 +19,7 @@ const INTERVAL_MS = 1;
 /** Polls the run's status (a subscription would itself cost the server per event). */
 async function untilFinished(url: string, runId: string): Promise<void> {
   for (;;) {
-    const { run } = await graphql(url, "query($id: ID!) { run(id: $id) { status } }", { id: runId });
+    const { run } = await gqlOk(url, RUN_STATUS, { id: runId });
     if (run.status !== "RUNNING") return;
     await sleep(250);
   }

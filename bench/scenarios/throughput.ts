@@ -8,7 +8,8 @@ import autocannon from "autocannon";
 import { dist, scalar, type Row } from "../lib/report.ts";
 import { type Child } from "../../test/support/processes.ts";
 import { startRunledger } from "../lib/runledger.ts";
-import { graphql, sseClient, startRun, subscribeTokens } from "../lib/clients.ts";
+import { gqlOk, sseClient, startRun } from "../../test/support/graphql.ts";
+import { subscribeTokens } from "../lib/clients.ts";
 import { startFloorProcess } from "../lib/floor-clients.ts";
 import { planMessage } from "../../test/support/fake-ollama.ts";
 import { repetitions, type Scenario } from "./scenario.ts";
@@ -93,7 +94,7 @@ export const throughput: Scenario = {
         }
       }
       // The data behind the page must be what was measured.
-      const { conversations } = await graphql(server.url, "{ conversations(first: 1) { totalCount } }");
+      const { conversations } = await gqlOk(server.url, "{ conversations(first: 1) { totalCount } }");
       if (conversations.totalCount < SEEDED_CONVERSATIONS) throw new Error(`expected ${SEEDED_CONVERSATIONS} conversations, found ${conversations.totalCount}`);
     } finally {
       await server.stop();
