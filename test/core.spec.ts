@@ -6,7 +6,7 @@ import Database from "better-sqlite3";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp, waitForRun } from "./support/app.ts";
 import { snapshotDatabase } from "./support/db-snapshot.ts";
-import { collect, gql, gqlOk, sseClient, wsClient, startRun } from "./support/graphql.ts";
+import { collect, gql, gqlOk, sseClient, startRun, wsClient } from "./support/graphql.ts";
 import { CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS, START_RUN } from "./support/documents.ts";
 import { titleFromMessage } from "../src/runs/service.ts";
 import type { App } from "../src/app.ts";

@@ -11,7 +11,7 @@ import { AIMessage, HumanMessage } from "@langchain/core/messages";
 import { attributeFailures, correlate, firstAppearances, runAt, type AttemptWindow } from "../src/correlation/index.ts";
 import { startFakeOllama, defaultResponder, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp } from "./support/app.ts";
-import { collect, gql, gqlOk, wsClient, startRun } from "./support/graphql.ts";
+import { collect, gql, gqlOk, startRun, wsClient } from "./support/graphql.ts";
 import { RESUME_RUN } from "./support/documents.ts";
 import type { App } from "../src/app.ts";
 

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { defaultResponder, startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { PROCESS_TEST_TIMEOUT_MS, tempDatabaseUrl, trackedServerProcesses, waitForRun } from "./support/app.ts";
-import { collect, gqlOk, wsClient, startRun } from "./support/graphql.ts";
+import { collect, gqlOk, startRun, wsClient } from "./support/graphql.ts";
 import { CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS } from "./support/documents.ts";
 
 let fake: FakeOllama;

@@ -8,7 +8,7 @@ import Database from "better-sqlite3";
 import { defaultResponder, startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { PROCESS_TEST_TIMEOUT_MS, startTestApp, tempDatabaseUrl, trackedServerProcesses, waitForRun } from "./support/app.ts";
 import type { ServerProcess } from "./support/processes.ts";
-import { collect, gqlOk, sseClient, wsClient, startRun } from "./support/graphql.ts";
+import { collect, gqlOk, sseClient, startRun, wsClient } from "./support/graphql.ts";
 import { CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS, START_RUN } from "./support/documents.ts";
 
 const SHUTDOWN_MESSAGE = "the server shut down while the run was active";

@@ -5,7 +5,7 @@ import { defaultResponder, startFakeOllama, type FakeOllama } from "./support/fa
 import { startTestApp, waitForRun } from "./support/app.ts";
 import { collect, gqlOk, startRun } from "./support/graphql.ts";
 import { range, seqs, TRANSPORTS, until } from "./support/streaming.ts";
-import { RUN_EVENTS, CONVERSATION_EVENTS, CONVERSATIONS_CHANGED, CONVERSATIONS_CHANGED_ROW } from "./support/documents.ts";
+import { CONVERSATION_EVENTS, CONVERSATIONS_CHANGED, CONVERSATIONS_CHANGED_ROW, RUN_EVENTS } from "./support/documents.ts";
 import { getNamedType, isLeafType, isNonNullType, type GraphQLObjectType } from "graphql";
 import { schema } from "../src/schema/index.ts";
 import type { App } from "../src/app.ts";

@@ -4,9 +4,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultResponder, startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp, waitForRun } from "./support/app.ts";
-import { collect, sseClient, wsClient, startRun } from "./support/graphql.ts";
+import { collect, sseClient, startRun, wsClient } from "./support/graphql.ts";
 import { range, rawSse, rawWs, seqs, sseResults, TRANSPORTS, until } from "./support/streaming.ts";
-import { RUN_EVENTS, CONVERSATIONS_CHANGED_ROW } from "./support/documents.ts";
+import { CONVERSATIONS_CHANGED_ROW, RUN_EVENTS } from "./support/documents.ts";
 import type { App } from "../src/app.ts";
 
 let fake: FakeOllama;
