@@ -11,7 +11,8 @@ import { AIMessage, HumanMessage } from "@langchain/core/messages";
 import { attributeFailures, correlate, firstAppearances, runAt, type AttemptWindow } from "../src/correlation/index.ts";
 import { startFakeOllama, defaultResponder, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp } from "./support/app.ts";
-import { collect, gql, gqlOk, RESUME_RUN, START_RUN, wsClient } from "./support/graphql.ts";
+import { collect, gql, gqlOk, startRun, wsClient } from "./support/graphql.ts";
+import { RESUME_RUN } from "./support/documents.ts";
 import type { App } from "../src/app.ts";
 
 const NODE = Uint8Array.from([1, 2, 3, 4, 5, 6]);
@@ -212,12 +213,6 @@ describe("the correlation against what each run really saved", () => {
     return { runId, saved, status: final.status as string, errorCode: final.errorCode as string | null };
   }
 
-  async function start(message: string, conversationId?: string) {
-    const { startRun } = await gqlOk(app.url, START_RUN, { message, conversationId });
-    expect(startRun.__typename).toBe("StartRunSuccess");
-    return startRun.run.id as string;
-  }
-
   async function resume(conversationId: string) {
     const { resumeRun } = await gqlOk(app.url, RESUME_RUN, { conversationId });
     expect(resumeRun.__typename).toBe("ResumeRunSuccess");
@@ -229,7 +224,7 @@ describe("the correlation against what each run really saved", () => {
     const followed: Awaited<ReturnType<typeof follow>>[] = [];
 
     // A start that goes through the tools loop.
-    const first = await start("Please calculate 6 * 7");
+    const { runId: first } = await startRun(app.url, "Please calculate 6 * 7");
     const { conversation } = await gqlOk(app.url, `query($id: ID!) { run(id: $id) { conversation { id } } }`, { id: first }).then((d) => d.run);
     const conversationId = conversation.id as string;
     followed.push(await follow(first));
@@ -237,14 +232,14 @@ describe("the correlation against what each run really saved", () => {
     // A start that fails (model not pulled), a resume that fails again on the same
     // pending step (an error line from the model), and a resume that completes it.
     fake.enqueue({ kind: "notFound" });
-    followed.push(await follow(await start("And now?", conversationId)));
+    followed.push(await follow((await startRun(app.url, "And now?", conversationId)).runId));
     fake.enqueue({ kind: "errorLine", tokens: ["Par"], error: "model runner crashed" });
     followed.push(await follow(await resume(conversationId)));
     followed.push(await follow(await resume(conversationId)));
 
     // A start cancelled while the model is silent mid-answer, then resumed.
     fake.enqueue({ kind: "silence", tokens: ["Thinking"] });
-    const cancelled = await start("Take your time", conversationId);
+    const { runId: cancelled } = await startRun(app.url, "Take your time", conversationId);
     followed.push(
       await follow(cancelled, async (events) => {
         while (!events.some((e) => e.runEvents.__typename === "TokenEvent")) await new Promise((r) => setTimeout(r, 10));
@@ -256,8 +251,8 @@ describe("the correlation against what each run really saved", () => {
 
     // A start whose model connection drops mid-stream, superseded by a new message.
     fake.enqueue({ kind: "dropMidStream", tokens: ["Half"] });
-    followed.push(await follow(await start("Tell me more", conversationId)));
-    followed.push(await follow(await start("Never mind, calculate 2 + 2", conversationId)));
+    followed.push(await follow((await startRun(app.url, "Tell me more", conversationId)).runId));
+    followed.push(await follow((await startRun(app.url, "Never mind, calculate 2 + 2", conversationId)).runId));
 
     // Back to back: each run starts the moment the previous one is recorded.
     const backToBack: string[] = [];

@@ -5,8 +5,10 @@
 import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { closedPort, startServerProcess, tempDatabaseUrl, waitForRun, type ServerProcess } from "./support/app.ts";
-import { CONVERSATION, RESUME_RUN, START_RUN, gqlOk } from "./support/graphql.ts";
+import { closedPort, tempDatabaseUrl, waitForRun } from "./support/app.ts";
+import { startServerProcess, type ServerProcess } from "./support/processes.ts";
+import { gqlOk } from "./support/graphql.ts";
+import { CONVERSATION, RESUME_RUN, START_RUN } from "./support/documents.ts";
 
 function sqlite(file: string, sql: string, mode: "-json" | "-column" = "-json"): any {
   const out = execFileSync("sqlite3", mode === "-json" ? ["-json", file, sql] : ["-header", "-column", file, sql], { encoding: "utf8" });

@@ -4,8 +4,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp } from "./support/app.ts";
-import { collect, gqlOk, RUN_EVENTS, START_RUN } from "./support/graphql.ts";
-import { CONVERSATION_EVENTS, CONVERSATIONS_CHANGED_ROW, range, rawSse, rawWs, TRANSPORTS, until } from "./support/streaming.ts";
+import { collect, gqlOk } from "./support/graphql.ts";
+import { range, rawSse, rawWs, TRANSPORTS, until } from "./support/streaming.ts";
+import { CONVERSATION_EVENTS, CONVERSATIONS_CHANGED_ROW, RUN_EVENTS, START_RUN } from "./support/documents.ts";
 import { GRAPHIQL_DEFAULT_DOCUMENT } from "../src/server/graphiql.ts";
 import type { App } from "../src/app.ts";
 

@@ -3,16 +3,16 @@
 // the state and carry the events. Every mutation, status and event type of the
 // contract appears here, so a new backend is held to all of them.
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { defaultResponder, startFakeOllama, type FakeOllama } from "../support/fake-ollama.ts";
-import { startTestApp, waitForRun } from "../support/app.ts";
-import { collect, gql, gqlOk, RESUME_RUN, RUN_EVENTS, START_RUN, CONVERSATION } from "../support/graphql.ts";
-import { CONVERSATIONS_CHANGED, TRANSPORTS, until } from "../support/streaming.ts";
-import type { App } from "../../src/app.ts";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { ROOT } from "../support/app.ts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { defaultResponder, startFakeOllama, type FakeOllama } from "../support/fake-ollama.ts";
+import { ROOT, startTestApp, waitForRun } from "../support/app.ts";
+import { collect, gql, gqlOk, startRun } from "../support/graphql.ts";
+import { CANCEL_RUN, CONVERSATION, CONVERSATIONS_CHANGED, RESUME_RUN, RUN_EVENTS, START_RUN } from "../support/documents.ts";
+import { TRANSPORTS, until } from "../support/streaming.ts";
+import type { App } from "../../src/app.ts";
 
 /**
  * The agents every deployment serves: today's default; "careful", whose
@@ -48,11 +48,6 @@ export interface Deployment {
   env(): Promise<{ env: Record<string, string>; cleanup(): Promise<void> }>;
 }
 
-const CANCEL_RUN = /* GraphQL */ `
-  mutation Cancel($runId: ID!) {
-    cancelRun(input: { runId: $runId }) { __typename ... on CancelRunSuccess { run { id status errorCode } } ... on Error { code message } }
-  }
-`;
 const RENAME = /* GraphQL */ `
   mutation Rename($id: ID!, $title: String!) {
     renameConversation(input: { conversationId: $id, title: $title }) { __typename ... on RenameConversationSuccess { conversation { id title } } ... on Error { code } }
@@ -147,11 +142,7 @@ export function describeApiConformance(deployment: Deployment) {
       await fake?.close();
     });
 
-    const start = async (message: string, conversationId?: string) => {
-      const { startRun } = await gqlOk(app.url, START_RUN, { message, conversationId });
-      expect(startRun.__typename).toBe("StartRunSuccess");
-      return { runId: startRun.run.id as string, conversationId: startRun.conversation.id as string };
-    };
+    const start = (message: string, conversationId?: string) => startRun(app.url, message, conversationId);
 
     it("streams a run with a tool call to subscribers on both transports, then answers queries from what it stored", async () => {
       const { runId, conversationId } = await start("Please calculate 17 * 3");

@@ -1,9 +1,10 @@
-// One clock for every process of a benchmark. process.hrtime reads Linux's
-// CLOCK_MONOTONIC, which is system-wide: a stamp taken in the fake model's
-// process and a reading taken in a client process are directly comparable,
-// with nanosecond resolution and no wall-clock steps. (Date.now() has only
-// millisecond resolution; performance.timeOrigin + performance.now() mixes in
-// each process's own estimate of the wall clock at start-up.)
+// One clock for every process of a benchmark, and for the fake Ollama's stamped
+// tokens. process.hrtime reads Linux's CLOCK_MONOTONIC, which is system-wide: a
+// stamp taken in the fake Ollama's process and a reading taken in a client
+// process are directly comparable, with nanosecond resolution and no
+// wall-clock steps. (Date.now() has only millisecond resolution;
+// performance.timeOrigin + performance.now() mixes in each process's own
+// estimate of the wall clock at start-up.)
 
 /** Milliseconds on the shared monotonic clock, with sub-millisecond precision. */
 export function nowMs(): number {
@@ -11,9 +12,9 @@ export function nowMs(): number {
 }
 
 export interface TokenStamp {
-  /** When the fake model wrote this chunk. */
+  /** When the fake Ollama wrote this chunk. */
   sentAt: number;
-  /** When the fake model received the chat request that produced it. */
+  /** When the fake Ollama received the chat request that produced it. */
   requestAt: number;
   /** 0-based position of the chunk in its stream. */
   index: number;
