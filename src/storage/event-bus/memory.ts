@@ -1,0 +1,172 @@
+// The event bus for one process: every run's log lives in this process's memory,
+// and delivery is a synchronous push into each subscriber's bounded queue. It is
+// the default backend and the reference the conformance suite was written from.
+import type { ConversationChange, RunEvent, RunEventBody } from "../../domain/events.ts";
+import { isTerminalEvent } from "../../domain/events.ts";
+import { createSubscriber, type Subscriber } from "./subscriber.ts";
+import type { BusStats, EventBus, EventBusOptions, RunPublisher } from "./types.ts";
+
+interface RunLog {
+  readonly conversationId: string;
+  /** The retained events, oldest first: at most `retention`. */
+  events: RunEvent[];
+  /** seq of events[0]. */
+  firstSeq: number;
+  nextSeq: number;
+  finished: boolean;
+  /**
+   * Subscribers not yet released, each with the seq it asked to follow (only
+   * later events reach it). A finished log's subscribers stay here until they
+   * have read what is queued, so stats() counts every subscriber still held.
+   */
+  subscribers: Map<Subscriber<RunEvent>, number>;
+  dropTimer?: NodeJS.Timeout;
+}
+
+export class MemoryEventBus implements EventBus {
+  readonly #logs = new Map<string, RunLog>();
+  readonly #conversationSubs = new Map<string, Set<Subscriber<RunEvent>>>();
+  readonly #changeSubs = new Set<Subscriber<ConversationChange>>();
+  readonly #cancelListeners = new Set<(runId: string) => void>();
+  readonly #options: Required<EventBusOptions>;
+  #closed = false;
+
+  constructor(options: EventBusOptions) {
+    this.#options = { now: () => new Date(), ...options };
+  }
+
+  openRun(runId: string, conversationId: string): RunPublisher {
+    this.#assertOpen();
+    if (this.#logs.has(runId)) throw new Error(`run ${runId} already has an event log`);
+    const log: RunLog = { conversationId, events: [], firstSeq: 1, nextSeq: 1, finished: false, subscribers: new Map() };
+    this.#logs.set(runId, log);
+    return {
+      runId,
+      conversationId,
+      publish: (body) => this.#publish(runId, log, body),
+      flushed: () => Promise.resolve(),
+    };
+  }
+
+  #publish(runId: string, log: RunLog, body: RunEventBody): RunEvent {
+    if (log.finished) throw new Error(`run ${runId} has already published its terminal event`);
+    if (this.#logs.get(runId) !== log) throw new Error(`run ${runId}'s event log is closed`);
+    const event = { ...body, seq: log.nextSeq++, runId, conversationId: log.conversationId, at: this.#options.now() } as RunEvent;
+    log.events.push(event);
+    if (log.events.length > this.#options.retention) {
+      log.events.shift();
+      log.firstSeq += 1;
+    }
+    const terminal = isTerminalEvent(event);
+    for (const [sub, after] of log.subscribers) {
+      if (event.seq > after) sub.push(event);
+      if (terminal) sub.end();
+    }
+    const convSubs = this.#conversationSubs.get(log.conversationId);
+    if (convSubs) for (const sub of convSubs) sub.push(event);
+    if (terminal) {
+      log.finished = true;
+      log.dropTimer = setTimeout(() => {
+        if (this.#logs.get(runId) === log) this.#logs.delete(runId);
+      }, this.#options.graceMs);
+      log.dropTimer.unref();
+    }
+    return event;
+  }
+
+  async subscribeRun(runId: string, after = 0): Promise<Subscriber<RunEvent> | null> {
+    this.#assertOpen();
+    const log = this.#logs.get(runId);
+    if (!log) return null;
+    // Snapshot and registration happen in one synchronous step: no publish can
+    // fall between them, so replay and live meet with no gap and no duplicate.
+    const replay: RunEvent[] = [];
+    if (after + 1 < log.firstSeq) {
+      const toSeq = log.firstSeq - 1;
+      replay.push({ type: "replayGap", fromSeq: after + 1, toSeq, seq: toSeq, runId, conversationId: log.conversationId, at: this.#options.now() });
+    }
+    for (const event of log.events) if (event.seq > after) replay.push(event);
+    // The replay holds references to retained events, so it does not count
+    // against the queue limit: a late subscriber to a long run is not cut off.
+    const sub = createSubscriber<RunEvent>(this.#options.subscriberQueueLimit, () => log.subscribers.delete(sub), replay);
+    log.subscribers.set(sub, after);
+    if (log.finished) sub.end();
+    return sub;
+  }
+
+  async subscribeConversation(conversationId: string): Promise<Subscriber<RunEvent>> {
+    this.#assertOpen();
+    let set = this.#conversationSubs.get(conversationId);
+    if (!set) {
+      set = new Set();
+      this.#conversationSubs.set(conversationId, set);
+    }
+    const subs = set;
+    const sub = createSubscriber<RunEvent>(this.#options.subscriberQueueLimit, () => {
+      subs.delete(sub);
+      if (subs.size === 0 && this.#conversationSubs.get(conversationId) === subs) this.#conversationSubs.delete(conversationId);
+    });
+    subs.add(sub);
+    return sub;
+  }
+
+  async publishConversationChange(change: ConversationChange): Promise<void> {
+    this.#assertOpen();
+    for (const sub of this.#changeSubs) sub.push(change);
+  }
+
+  async subscribeConversationChanges(): Promise<Subscriber<ConversationChange>> {
+    this.#assertOpen();
+    const sub = createSubscriber<ConversationChange>(this.#options.subscriberQueueLimit, () => this.#changeSubs.delete(sub));
+    this.#changeSubs.add(sub);
+    return sub;
+  }
+
+  async requestCancel(runId: string): Promise<void> {
+    this.#assertOpen();
+    // A copy: a listener may unsubscribe itself while being called. One that
+    // throws does not keep the request from the others.
+    let failure: unknown = null;
+    for (const listener of [...this.#cancelListeners]) {
+      try {
+        listener(runId);
+      } catch (error) {
+        failure ??= error;
+      }
+    }
+    if (failure !== null) throw failure;
+  }
+
+  onCancelRequest(listener: (runId: string) => void): () => void {
+    // A fresh function per registration, so registering one listener twice
+    // needs two unsubscribes, as with any other subscription.
+    const entry = (runId: string) => listener(runId);
+    this.#cancelListeners.add(entry);
+    return () => this.#cancelListeners.delete(entry);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const log of this.#logs.values()) {
+      for (const sub of log.subscribers.keys()) sub.end();
+      if (log.dropTimer) clearTimeout(log.dropTimer);
+    }
+    this.#logs.clear();
+    for (const set of this.#conversationSubs.values()) for (const sub of set) sub.end();
+    for (const sub of this.#changeSubs) sub.end();
+    this.#cancelListeners.clear();
+  }
+
+  stats(): BusStats {
+    let runSubscribers = 0;
+    for (const log of this.#logs.values()) runSubscribers += log.subscribers.size;
+    let conversationSubscribers = 0;
+    for (const set of this.#conversationSubs.values()) conversationSubscribers += set.size;
+    return { runSubscribers, conversationSubscribers, changeSubscribers: this.#changeSubs.size, logs: this.#logs.size };
+  }
+
+  #assertOpen() {
+    if (this.#closed) throw new Error("the event bus is closed");
+  }
+}
