@@ -45,7 +45,11 @@ export interface BusStats {
 }
 
 export interface EventBus {
-  /** Opens the log of a run this instance executes. Opening a run twice is an error. */
+  /**
+   * Opens the log of a run this instance executes. Opening a run twice is an
+   * error. Subscribers on this instance see the log (and every event published
+   * to it) at once; on other instances, once the publisher's flushed() resolves.
+   */
   openRun(runId: string, conversationId: string): RunPublisher;
   /**
    * The retained events with seq > after, then live events until the terminal
