@@ -62,6 +62,15 @@ const MIN_OPEN_TTL_MS = 30_000;
 
 type Command = [name: string, ...args: (string | number)[]];
 type Reply = [error: Error | null, result: unknown];
+type OnReplies = (replies: Reply[], from: number, count: number) => void;
+
+/** Commands queued for the next pipeline, and who wants their replies. */
+interface Batch {
+  commands: Command[];
+  callbacks: { onReplies: OnReplies; from: number; count: number }[];
+  done: Promise<void>;
+  resolve: () => void;
+}
 type StreamEntry = [id: string, fields: string[]];
 
 /** A follower's position in a run: the seq it expects next. */
@@ -125,7 +134,7 @@ export class RedisEventBus implements EventBus {
   readonly #changeSubs = new Set<Subscriber<ConversationChange>>();
   readonly #cancelListeners = new Set<(runId: string) => void>();
 
-  #batch: { commands: Command[]; done: Promise<Reply[]>; resolve: (replies: Reply[]) => void } | null = null;
+  #batch: Batch | null = null;
   readonly #timers: NodeJS.Timeout[] = [];
   /** Where connection errors go: noted while connecting, then handed to onError. */
   #onConnectionError: (error: Error) => void = () => {};
@@ -223,20 +232,22 @@ export class RedisEventBus implements EventBus {
 
   /**
    * Queues commands on the command connection. Everything queued in one tick
-   * goes out as one pipeline, in call order. Resolves with the replies to these
-   * commands; never rejects.
+   * goes out as one pipeline, in call order. `onReplies` gets the batch's
+   * replies and where these commands' replies start. The promise (one per
+   * batch, so a burst of publishes makes no promise each) settles after every
+   * callback of the batch ran; it never rejects.
    */
-  #write(commands: Command[]): Promise<Reply[]> {
+  #write(commands: Command[], onReplies?: OnReplies): Promise<void> {
     if (!this.#batch) {
-      let resolve!: (replies: Reply[]) => void;
-      const done = new Promise<Reply[]>((r) => (resolve = r));
-      this.#batch = { commands: [], done, resolve };
+      let resolve!: () => void;
+      const done = new Promise<void>((r) => (resolve = r));
+      this.#batch = { commands: [], callbacks: [], done, resolve };
       queueMicrotask(() => this.#flushBatch());
     }
     const batch = this.#batch;
-    const from = batch.commands.length;
-    batch.commands.push(...commands);
-    return batch.done.then((replies) => replies.slice(from, from + commands.length));
+    if (onReplies) batch.callbacks.push({ onReplies, from: batch.commands.length, count: commands.length });
+    for (const command of commands) batch.commands.push(command);
+    return batch.done;
   }
 
   /** Sends the queued batch now (before a read that must see it). */
@@ -244,13 +255,23 @@ export class RedisEventBus implements EventBus {
     const batch = this.#batch;
     if (!batch) return;
     this.#batch = null;
+    const settle = (replies: Reply[]) => {
+      for (const { onReplies, from, count } of batch.callbacks) onReplies(replies, from, count);
+      batch.resolve();
+    };
     this.#command
       .pipeline(batch.commands)
       .exec()
       .then(
-        (replies) => batch.resolve((replies ?? []) as Reply[]),
-        (error: Error) => batch.resolve(batch.commands.map(() => [error, null])),
+        (replies) => settle((replies ?? []) as Reply[]),
+        (error: Error) => settle(batch.commands.map(() => [error, null])),
       );
+  }
+
+  /** Writes and resolves with these commands' replies. */
+  #writeForReplies(commands: Command[]): Promise<Reply[]> {
+    let mine: Reply[] = [];
+    return this.#write(commands, (replies, from, count) => (mine = replies.slice(from, from + count))).then(() => mine);
   }
 
   openRun(runId: string, conversationId: string): RunPublisher {
@@ -262,22 +283,21 @@ export class RedisEventBus implements EventBus {
     const channel = this.#conversationChannel(conversationId);
     let nextSeq = 1;
     let failure: Error | null = null;
-    let written: Promise<unknown> = Promise.resolve();
-    const track = (replies: Promise<Reply[]>) => {
-      written = replies.then((list) => {
-        for (const [error] of list) if (error) failure ??= error;
-      });
+    let written: Promise<void> = Promise.resolve();
+    const noteFailure: OnReplies = (replies, from, count) => {
+      for (let i = from; i < from + count; i++) failure ??= replies[i]![0];
     };
     // The log exists (empty) from now on, so a subscriber on any instance gets
     // a subscription rather than null, as with the memory bus. MKSTREAM creates
     // an empty stream; the group it needs is dropped at once.
     const group = `open-${this.#instanceId}`;
-    track(
-      this.#write([
+    written = this.#write(
+      [
         ["xgroup", "CREATE", key, group, "$", "MKSTREAM"],
         ["xgroup", "DESTROY", key, group],
         ["pexpire", key, this.#openTtlMs],
-      ]),
+      ],
+      noteFailure,
     );
     return {
       runId,
@@ -300,7 +320,8 @@ export class RedisEventBus implements EventBus {
           }, this.#options.graceMs);
           log.dropTimer.unref();
         }
-        track(this.#write(commands));
+        // Batches settle in order: awaiting the latest covers every earlier one.
+        written = this.#write(commands, noteFailure);
         return event;
       },
       flushed: async () => {
@@ -313,7 +334,7 @@ export class RedisEventBus implements EventBus {
   #renewOpenLogs() {
     const commands: Command[] = [];
     for (const [runId, log] of this.#logs) if (!log.finished) commands.push(["pexpire", this.#runKey(runId), this.#openTtlMs]);
-    if (commands.length) void this.#write(commands).then((replies) => this.#reportFirst(replies));
+    if (commands.length) void this.#writeForReplies(commands).then((replies) => this.#reportFirst(replies));
   }
 
   // ---- run subscriptions ----
@@ -426,7 +447,7 @@ export class RedisEventBus implements EventBus {
         new Redis(this.#url, this.#connectionOptions(`reader-${this.#readerCount}`, { maxRetriesPerRequest: null })),
         `${this.#prefix}wake:${this.#instanceId}:${this.#readerCount++}`,
         (f, entries) => this.#onEntries(f, entries),
-        (wakeKey) => this.#write([["xadd", wakeKey, "MAXLEN", 1, "*", "w", ""], ["pexpire", wakeKey, 60_000]]),
+        (wakeKey) => this.#writeForReplies([["xadd", wakeKey, "MAXLEN", 1, "*", "w", ""], ["pexpire", wakeKey, 60_000]]),
         (error) => this.#options.onError?.(error),
         Math.max(1, Math.min(MAX_READ_COUNT, Math.floor(this.#options.subscriberQueueLimit / 2))),
       );
@@ -478,7 +499,7 @@ export class RedisEventBus implements EventBus {
   #checkFeeds() {
     const feeds = [...this.#feeds.values()].filter((f) => f.reader && !f.ended);
     if (!feeds.length) return;
-    void this.#write(feeds.map((f) => ["exists", f.key])).then((replies) => {
+    void this.#writeForReplies(feeds.map((f) => ["exists", f.key])).then((replies) => {
       replies.forEach(([error, result], i) => {
         const feed = feeds[i]!;
         if (error) return this.#options.onError?.(error);
@@ -608,7 +629,7 @@ export class RedisEventBus implements EventBus {
   }
 
   async #writeOrThrow(commands: Command[]) {
-    for (const [error] of await this.#write(commands)) if (error) throw error;
+    for (const [error] of await this.#writeForReplies(commands)) if (error) throw error;
   }
 
   #reportFirst(replies: Reply[]) {
