@@ -39,6 +39,15 @@ async function busClients(keyPrefix: string): Promise<string[]> {
     .sort();
 }
 
+/** Rejects when `promise` has not settled within `ms`: a hang fails with a name instead of the test timeout. */
+function within<T>(promise: Promise<T>, what: string, ms = 10_000): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    promise.finally(() => clearTimeout(timer)),
+    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms))),
+  ]);
+}
+
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
     const server = net.createServer().listen(0, "127.0.0.1", () => {
@@ -184,11 +193,51 @@ describe("RedisEventBus", () => {
       const parked = sub.next();
       // What expiry does to the log of an instance that stopped renewing it.
       await admin.del(`${shared.keyPrefix}run:${run.runId}`);
-      const error = await parked.catch((e: unknown) => e);
+      const error = await within(parked, "the subscriber to fail").catch((e: unknown) => e);
       expect(error).toBeInstanceOf(RunLogLostError);
       expect(error).toMatchObject({ code: "RUN_LOG_LOST" });
       expect(b.stats().runSubscribers).toBe(0);
       expect(await b.subscribeRun(run.runId)).toBeNull();
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it("a run subscriber follows on without gap or duplicate when Redis cuts the bus's connections", async () => {
+    const shared = options();
+    const a = await connectRedisEventBus(url, shared);
+    const b = await connectRedisEventBus(url, shared);
+    try {
+      const run = a.openRun(randomUUID(), randomUUID());
+      run.publish(running);
+      await run.flushed();
+      const sub = (await b.subscribeRun(run.runId))!;
+      const seqs: number[] = [];
+      let reached!: () => void;
+      const live = new Promise<void>((resolve) => (reached = resolve));
+      const read = (async () => {
+        for await (const event of sub) {
+          seqs.push(event.seq);
+          if (event.seq === 51) reached();
+        }
+      })();
+      for (let i = 0; i < 50; i++) run.publish(token(`before ${i}`));
+      // Delivered live: B's reader is connected and following.
+      await within(live, "the first 51 events");
+      // Every connection of both instances: readers blocked in XREAD, the
+      // command connections, the pub/sub ones.
+      const list = (await admin.client("LIST")) as string;
+      const ids = list
+        .split("\n")
+        .filter((line) => line.includes(`name=${shared.keyPrefix}`))
+        .map((line) => /\bid=(\d+)/.exec(line)![1]!);
+      expect(ids.length).toBe(5);
+      for (const id of ids) await admin.client("KILL", "ID", id);
+      for (let i = 0; i < 50; i++) run.publish(token(`after ${i}`));
+      run.publish(completed);
+      await run.flushed();
+      await within(read, "the rest of the run");
+      expect(seqs).toEqual(Array.from({ length: 102 }, (_, i) => i + 1));
     } finally {
       await Promise.all([a.close(), b.close()]);
     }
