@@ -243,6 +243,41 @@ describe("RedisEventBus", () => {
     }
   });
 
+  it("a live subscriber that the trimming overtook gets a replayGap for what it missed, then the rest", async () => {
+    // Delivery is asynchronous here: a burst of more than `retention` events in
+    // one pipeline is trimmed before B's reader gets to it. (The memory bus
+    // hands events over as they are published, so it never gaps live.)
+    const shared = options({ retention: 5 });
+    const a = await connectRedisEventBus(url, shared);
+    const b = await connectRedisEventBus(url, shared);
+    try {
+      const run = a.openRun(randomUUID(), randomUUID());
+      run.publish(running);
+      await run.flushed();
+      const sub = (await b.subscribeRun(run.runId, 1))!;
+      for (let i = 0; i < 200; i++) run.publish(token(`t${i}`));
+      run.publish(completed);
+      const covered: number[] = [];
+      let gaps = 0;
+      await within(
+        (async () => {
+          for await (const event of sub) {
+            if (event.type === "replayGap") {
+              gaps += 1;
+              expect(event.seq).toBe(event.toSeq);
+              for (let seq = event.fromSeq; seq <= event.toSeq; seq++) covered.push(seq);
+            } else covered.push(event.seq);
+          }
+        })(),
+        "the run",
+      );
+      expect(gaps).toBeGreaterThanOrEqual(1);
+      expect(covered).toEqual(Array.from({ length: 201 }, (_, i) => i + 2));
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
   it("unsubscribes a conversation's channel when its last subscriber leaves, and keeps it while one stays", async () => {
     const shared = options();
     const bus = await connectRedisEventBus(url, shared);

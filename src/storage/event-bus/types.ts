@@ -54,9 +54,13 @@ export interface EventBus {
   /**
    * The retained events with seq > after, then live events until the terminal
    * one, then done. A ReplayGapEvent comes first when events the subscriber asks
-   * for are no longer retained. Null when no instance holds a log for the run
-   * (never opened, or finished longer than the grace period ago): the caller
-   * answers from the run store.
+   * for are no longer retained. (A backend that delivers asynchronously may
+   * also send one later: when a burst of more than `retention` events is
+   * trimmed before the subscriber's instance has read it.) Null when no
+   * instance holds a log for the run (never opened, or finished longer than the
+   * grace period ago): the caller answers from the run store. A Redis backend
+   * may also fail a subscriber whose log vanished before its terminal event
+   * (the executing instance died); resubscribing then answers null.
    */
   subscribeRun(runId: string, after?: number): Promise<Subscriber<RunEvent> | null>;
   /** Every event of every run of one conversation, from any instance, live (no replay), until unsubscribed. */
