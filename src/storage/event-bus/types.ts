@@ -58,9 +58,10 @@ export interface EventBus {
    * also send one later: when a burst of more than `retention` events is
    * trimmed before the subscriber's instance has read it.) Null when no
    * instance holds a log for the run (never opened, or finished longer than the
-   * grace period ago): the caller answers from the run store. A Redis backend
-   * may also fail a subscriber whose log vanished before its terminal event
-   * (the executing instance died); resubscribing then answers null.
+   * grace period ago): the caller answers from the run store. A backend shared
+   * by several instances may also fail a subscriber whose log vanished before
+   * its terminal event (the executing instance died); resubscribing then
+   * answers null.
    */
   subscribeRun(runId: string, after?: number): Promise<Subscriber<RunEvent> | null>;
   /** Every event of every run of one conversation, from any instance, live (no replay), until unsubscribed. */
