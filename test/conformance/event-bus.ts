@@ -98,6 +98,8 @@ export function describeEventBusConformance(name: string, backend: EventBusBacke
       const pair = await backend({ ...DEFAULTS, ...options });
       try {
         await fn(pair);
+        // Every test ends its subscribers: none may be left registered (a leak).
+        for (const bus of [pair.a, pair.b]) expect(bus.stats()).toMatchObject({ runSubscribers: 0, conversationSubscribers: 0, changeSubscribers: 0 });
       } finally {
         await pair.close();
       }
