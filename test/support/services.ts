@@ -52,6 +52,14 @@ function stopAtExit(child: ChildProcess, dir: string) {
     child.kill("SIGKILL");
     rmSync(dir, { recursive: true, force: true });
   });
+  // A test worker can also be ended by a signal, and then "exit" handlers do
+  // not run: a watchdog stops the server once this process is gone.
+  const watchdog = spawn(
+    "sh",
+    ["-c", 'while kill -0 "$1" 2>/dev/null && kill -0 "$2" 2>/dev/null; do sleep 0.5; done; kill -9 "$2" 2>/dev/null; rm -rf "$3"', "watchdog", String(process.pid), String(child.pid), dir],
+    { stdio: "ignore", detached: true },
+  );
+  watchdog.unref();
 }
 
 function freePort(): Promise<number> {
