@@ -157,6 +157,27 @@ describe("RedisEventBus", () => {
     }
   });
 
+  it("with no grace period, a live subscriber on another instance still gets the terminal event of a burst", async () => {
+    const shared = options({ graceMs: 0, livenessCheckMs: 100, retention: 10_000 });
+    const a = await connectRedisEventBus(url, shared);
+    const b = await connectRedisEventBus(url, shared);
+    try {
+      const run = a.openRun(randomUUID(), randomUUID());
+      run.publish(running);
+      await run.flushed();
+      const sub = (await b.subscribeRun(run.runId))!;
+      // More than one read's worth, so B's reader is still busy when the run finishes.
+      for (let i = 0; i < 3000; i++) run.publish(token(`t${i}`));
+      run.publish(completed);
+      const events = [];
+      for await (const event of sub) events.push(event);
+      expect(events.length).toBe(3002);
+      expect(events.at(-1)).toMatchObject({ type: "status", status: "completed", seq: 3002 });
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
   it("flushed() rejects when Redis refused an event: a second instance opening a run that has a log", async () => {
     const shared = options();
     const a = await connectRedisEventBus(url, shared);

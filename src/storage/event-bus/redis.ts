@@ -59,6 +59,12 @@ const MAX_READ_COUNT = 1000;
 const BLOCK_MS = 10_000;
 /** An open run's log lives at least this long without being renewed, whatever the grace period. */
 const MIN_OPEN_TTL_MS = 30_000;
+/**
+ * A finished run's log stays in Redis at least this long, whatever the grace
+ * period: readers on other instances that were busy when the run finished must
+ * still find its last events (the terminal one above all) when they read next.
+ */
+const MIN_FINISHED_TTL_MS = 1000;
 
 type Command = [name: string, ...args: (string | number)[]];
 type Reply = [error: Error | null, result: unknown];
@@ -314,7 +320,7 @@ export class RedisEventBus implements EventBus {
         ];
         if (isTerminalEvent(event)) {
           log.finished = true;
-          commands.push(["pexpire", key, this.#options.graceMs]);
+          commands.push(["pexpire", key, Math.max(this.#options.graceMs, MIN_FINISHED_TTL_MS)]);
           log.dropTimer = setTimeout(() => {
             if (this.#logs.get(runId) === log) this.#logs.delete(runId);
           }, this.#options.graceMs);
