@@ -6,7 +6,8 @@
 //   npx tsx bench/event-bus.ts --redis-url redis://127.0.0.1:6379
 //   npx tsx bench/event-bus.ts --reps 3 --paced 150 --burst 5000
 //
-// Cases: one run publishing at 50 events/s (paced), and one publishing a burst
+// Cases: one run publishing at 50 events/s (paced; with, as a floor, the same
+// pacing through raw ioredis XADD and XREAD), and one publishing a burst
 // as fast as it can (yielding to the event loop every 100 events, so replies
 // and deliveries interleave with it); each with 1 and with 10 subscribers on the
 // subscribing instance. CPU (bursts only) is process CPU time, user + system:
@@ -182,6 +183,57 @@ async function subscriberMain(url: string, keyPrefix: string) {
   await bus.close();
 }
 
+/**
+ * The floor for the paced Redis case: raw ioredis XADD here, a raw XREAD BLOCK
+ * loop in a child process, same pacing and payload size; no bus on either side.
+ */
+async function redisFloor(url: string, events: number): Promise<Percentiles> {
+  const key = `runledger-bench:floor:${randomUUID()}`;
+  const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url), "--floor", url, key], { stdio: ["ignore", "pipe", "inherit"] });
+  child.stdout!.setEncoding("utf8");
+  let output = "";
+  const ready = new Promise<void>((resolve) =>
+    child.stdout!.on("data", (chunk: string) => {
+      output += chunk;
+      if (output.startsWith("ready\n")) resolve();
+    }),
+  );
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  await ready;
+  const redis = new Redis(url);
+  const start = nowMs();
+  for (let i = 1; i <= events; i++) {
+    const wait = start + i * 20 - nowMs();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    void redis.xadd(key, "MAXLEN", BUS_OPTIONS.retention, `0-${i}`, "e", JSON.stringify({ ...stamped(), seq: i, runId: key, conversationId: key, at: new Date() }));
+  }
+  await redis.xadd(key, "MAXLEN", BUS_OPTIONS.retention, `0-${events + 1}`, "e", "end");
+  await exited;
+  await redis.del(key);
+  redis.disconnect();
+  return JSON.parse(output.slice("ready\n".length)) as Percentiles;
+}
+
+async function floorMain(url: string, key: string) {
+  const redis = new Redis(url);
+  const latencies: number[] = [];
+  let id = "0-0";
+  process.stdout.write("ready\n");
+  for (let done = false; !done; ) {
+    const reply = (await redis.xread("BLOCK", 10_000, "STREAMS", key, id)) as [string, [string, string[]][]][] | null;
+    const at = nowMs();
+    for (const [, entries] of reply ?? []) {
+      for (const [entryId, fields] of entries) {
+        id = entryId;
+        if (fields[1] === "end") done = true;
+        else latencies.push(at - Number.parseFloat((JSON.parse(fields[1]!) as { text: string }).text));
+      }
+    }
+  }
+  redis.disconnect();
+  process.stdout.write(JSON.stringify(percentiles(latencies)));
+}
+
 /** Redis server CPU per XADD with exact and with approximate trimming, in a steady state past the retention. */
 async function trimCost(admin: Redis) {
   const out: Record<string, number> = {};
@@ -258,6 +310,11 @@ async function main() {
     // connections) dwarf the bus's cost per event: CPU is shown for bursts only.
     const cpu = c.pacing === "burst";
     console.log(`  memory   latency ${fmt(lat(memory))}${cpu ? `; CPU per delivered event ${us(pick(memory, (x) => x.cpuPerDelivered))}` : ""}`);
+    if (c.pacing === "paced" && c.subscribers === 1) {
+      const floors = [];
+      for (let r = 0; r < reps; r++) floors.push(await redisFloor(url, c.events));
+      console.log(`  floor    latency ${fmt(lat(floors.map((latency) => ({ latency }))))}: raw ioredis XADD → XREAD BLOCK in another process, no bus`);
+    }
     console.log(
       `  redis    latency ${fmt(lat(redis))}` +
         (cpu
@@ -274,6 +331,7 @@ async function main() {
 
 const args = process.argv.slice(2);
 if (args[0] === "--subscriber") await subscriberMain(args[1]!, args[2]!);
+else if (args[0] === "--floor") await floorMain(args[1]!, args[2]!);
 else await main();
 
 

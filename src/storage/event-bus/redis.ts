@@ -738,6 +738,12 @@ class StreamReader {
         const feed = byKey.get(key);
         if (feed && this.feeds.has(feed)) this.onEntries(feed, entries);
       }
+      // Subscribers waiting for an event were resumed by the push, as
+      // microtasks queued before this one: they take it before the next XREAD
+      // is built and written, whose cost would otherwise come first and add to
+      // every event's latency. (Still in this tick, so the next read's round
+      // trip overlaps whatever the subscribers do after that.)
+      if (reply) await Promise.resolve();
     }
   }
 }
