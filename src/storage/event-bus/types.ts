@@ -45,14 +45,23 @@ export interface BusStats {
 }
 
 export interface EventBus {
-  /** Opens the log of a run this instance executes. Opening a run twice is an error. */
+  /**
+   * Opens the log of a run this instance executes. Opening a run twice is an
+   * error. Subscribers on this instance see the log (and every event published
+   * to it) at once; on other instances, once the publisher's flushed() resolves.
+   */
   openRun(runId: string, conversationId: string): RunPublisher;
   /**
    * The retained events with seq > after, then live events until the terminal
    * one, then done. A ReplayGapEvent comes first when events the subscriber asks
-   * for are no longer retained. Null when no instance holds a log for the run
-   * (never opened, or finished longer than the grace period ago): the caller
-   * answers from the run store.
+   * for are no longer retained. (A backend that delivers asynchronously may
+   * also send one later: when a burst of more than `retention` events is
+   * trimmed before the subscriber's instance has read it.) Null when no
+   * instance holds a log for the run (never opened, or finished longer than the
+   * grace period ago): the caller answers from the run store. A backend shared
+   * by several instances may also fail a subscriber whose log vanished before
+   * its terminal event (the executing instance died); resubscribing then
+   * answers null.
    */
   subscribeRun(runId: string, after?: number): Promise<Subscriber<RunEvent> | null>;
   /** Every event of every run of one conversation, from any instance, live (no replay), until unsubscribed. */
