@@ -25,7 +25,7 @@ import type { RunEventBody } from "../src/domain/events.ts";
 import { MemoryEventBus } from "../src/storage/event-bus/memory.ts";
 import { connectRedisEventBus } from "../src/storage/event-bus/redis.ts";
 import type { EventBus, EventBusOptions } from "../src/storage/event-bus/types.ts";
-import { nowMs } from "./lib/clock.ts";
+import { nowMs } from "../test/support/clock.ts";
 import { median, percentiles, type Percentiles } from "./lib/stats.ts";
 
 const BUS_OPTIONS: EventBusOptions = { retention: 10_000, graceMs: 60_000, subscriberQueueLimit: 10_000 };

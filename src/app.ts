@@ -35,6 +35,18 @@ export interface AppOverrides {
   tools?: StructuredToolInterface[];
 }
 
+/** The event bus REDIS_URL names (several instances), else the in-memory one; Redis's client loads only when used. */
+async function openEventBus(config: Config, logger: Logger): Promise<EventBus> {
+  const options = { retention: config.eventRetention, graceMs: config.eventGraceMs, subscriberQueueLimit: config.subscriberQueueLimit };
+  if (!config.redisUrl) return new MemoryEventBus(options);
+  const { connectRedisEventBus } = await import("./storage/event-bus/redis.ts");
+  try {
+    return await connectRedisEventBus(config.redisUrl, { ...options, keyPrefix: config.redisKeyPrefix, onError: (error) => logger.warn("event bus (Redis) error", { error }) });
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
+}
+
 /**
  * Correlation marks are minted from this host's clock and compared with marks
  * other instances minted: a host whose clock differs from the database's by more
@@ -69,10 +81,9 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     throw error;
   });
 
-  const bus: EventBus = new MemoryEventBus({
-    retention: config.eventRetention,
-    graceMs: config.eventGraceMs,
-    subscriberQueueLimit: config.subscriberQueueLimit,
+  const bus = await openEventBus(config, logger).catch(async (error: unknown) => {
+    await storage.close();
+    throw error;
   });
   const store = storage.runs;
   const ownership = new RunOwnership(store, {

@@ -466,7 +466,7 @@ export function describeEventBusConformance(name: string, backend: EventBusBacke
             kind: "deleted",
             conversationId,
             at: new Date(at.getTime() + 2),
-            snapshot: { id: conversationId, title: "Hello", createdAt: at, updatedAt: new Date(at.getTime() + 1), messageCount: 4 },
+            snapshot: { id: conversationId, title: "Hello", createdAt: at, updatedAt: new Date(at.getTime() + 1), messageCount: 4, agent: "planner", forkedFromConversationId: null, forkedFromCheckpointId: null },
           },
         ];
         await a.publishConversationChange(changes[0]!);

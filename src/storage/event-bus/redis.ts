@@ -20,7 +20,9 @@ import { Redis, type RedisOptions } from "ioredis";
 import type { ConversationChange, RunEvent, RunEventBody } from "../../domain/events.ts";
 import { isTerminalEvent } from "../../domain/events.ts";
 import { createSubscriber, SubscriberOverflowError, type Subscriber } from "./subscriber.ts";
-import type { BusStats, EventBus, EventBusOptions, RunPublisher } from "./types.ts";
+import { RunLogLostError, type BusStats, type EventBus, type EventBusOptions, type RunPublisher } from "./types.ts";
+
+export { RunLogLostError };
 
 export interface RedisEventBusOptions extends EventBusOptions {
   /** Prefix of every key and channel the bus uses (default `runledger:`); instances share events only when they share it. */
@@ -36,15 +38,6 @@ export interface RedisEventBusOptions extends EventBusOptions {
   livenessCheckMs?: number;
   /** Told about errors no caller is waiting for (a reader's failed XREAD, a lost connection); ioredis reconnects by itself. Default: ignored. */
   onError?: (error: Error) => void;
-}
-
-/** The log of a run a subscriber followed disappeared before its terminal event (the instance executing the run stopped). */
-export class RunLogLostError extends Error {
-  override name = "RunLogLostError";
-  readonly code = "RUN_LOG_LOST";
-  constructor(runId: string) {
-    super(`the event log of run ${runId} is gone before the run finished (its instance stopped); resubscribe to read the outcome`);
-  }
 }
 
 /** Runs one reader connection follows at once; past it, another connection opens. Keeps each XREAD's key list short. */

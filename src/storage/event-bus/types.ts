@@ -8,6 +8,15 @@
 import type { ConversationChange, RunEvent, RunEventBody } from "../../domain/events.ts";
 import type { Subscriber } from "./subscriber.ts";
 
+/** The log of a run a subscriber followed disappeared before its terminal event (the instance executing the run stopped). */
+export class RunLogLostError extends Error {
+  override name = "RunLogLostError";
+  readonly code = "RUN_LOG_LOST";
+  constructor(runId: string) {
+    super(`the event log of run ${runId} is gone before the run finished (its instance stopped); resubscribe to read the outcome`);
+  }
+}
+
 export interface EventBusOptions {
   /** Events kept per run for replay (`EVENT_RETENTION`); older ones are dropped and reported as a ReplayGapEvent. */
   retention: number;

@@ -1,6 +1,7 @@
-// The in-memory event bus and the streams built on it, without a server:
-// replay + live without gap or duplicate, the `after` filter, bounded queues,
-// and unsubscribing that takes effect at once.
+// The streams subscriptions are built on (src/read/event-streams.ts), over the
+// memory bus, without a server: unsubscribing takes effect at once, a cut-off
+// becomes one last item, and a run is followed from the store until its log
+// appears. The bus itself is held by test/conformance/event-bus.ts.
 import { describe, expect, it } from "vitest";
 import { MemoryEventBus } from "../src/storage/event-bus/memory.ts";
 import { SubscriberOverflowError } from "../src/storage/event-bus/subscriber.ts";
@@ -21,64 +22,6 @@ async function drain(stream: AsyncIterable<RunEvent>): Promise<RunEvent[]> {
 }
 
 const tick = () => new Promise((r) => setImmediate(r));
-
-describe("MemoryEventBus", () => {
-  it("gives every subscriber exactly the events after its seq, however publishing and subscribing interleave", async () => {
-    const b = bus();
-    const b_r = b.openRun("r", "c");
-    b_r.publish(status("running"));
-    const streams: { after: number; events: Promise<RunEvent[]> }[] = [];
-    const total = 300;
-    for (let i = 1; i <= total; i++) {
-      b_r.publish(token(`t${i}`));
-      // Subscribers join between publishes, asking for the start, the present and the future.
-      if (i % 7 === 0) for (const after of [0, Math.max(0, i - 3), i + 1, i + 5]) streams.push({ after, events: drain((await b.subscribeRun("r", after))!) });
-      if (i % 3 === 0) await tick();
-    }
-    const last = b_r.publish(status("completed"));
-    expect(last.seq).toBe(total + 2);
-    for (const { after, events } of streams) {
-      const seqs = (await events).map((e) => e.seq);
-      expect(seqs).toEqual(Array.from({ length: last.seq - after }, (_, k) => after + 1 + k));
-    }
-    expect(b.stats().runSubscribers).toBe(0);
-  });
-
-  it("does not count the replay against the queue limit, but cuts off a subscriber that falls behind live", async () => {
-    const b = bus({ subscriberQueueLimit: 3 });
-    const b_r = b.openRun("r", "c");
-    for (let i = 0; i < 10; i++) b_r.publish(token(`t${i}`));
-    const sub = (await b.subscribeRun("r", 0))!;
-    expect(sub.pending).toBe(10);
-    for (let i = 0; i < 3; i++) b_r.publish(token(`live${i}`));
-    expect(sub.closed).toBe(false);
-    b_r.publish(token("one too many"));
-    expect(sub.closed).toBe(true);
-    expect(b.stats().runSubscribers).toBe(0);
-    await expect(sub.next()).rejects.toBeInstanceOf(SubscriberOverflowError);
-  });
-
-  it("reports what it no longer retains as a ReplayGapEvent", async () => {
-    const b = bus({ retention: 4 });
-    const b_r = b.openRun("r", "c");
-    for (let i = 0; i < 10; i++) b_r.publish(token(`t${i}`));
-    b_r.publish(status("completed"));
-    const events = await drain((await b.subscribeRun("r", 2))!);
-    expect(events[0]).toMatchObject({ type: "replayGap", fromSeq: 3, toSeq: 7, seq: 7 });
-    expect(events.slice(1).map((e) => e.seq)).toEqual([8, 9, 10, 11]);
-  });
-
-  it("drops a finished run's log after the grace period", async () => {
-    const b = bus({ graceMs: 20 });
-    const b_r = b.openRun("r", "c");
-    b_r.publish(status("running"));
-    b_r.publish(status("completed"));
-    expect(await b.subscribeRun("r", 0)).not.toBeNull();
-    await new Promise((r) => setTimeout(r, 60));
-    expect(await b.subscribeRun("r", 0)).toBeNull();
-    expect(b.stats().logs).toBe(0);
-  });
-});
 
 describe("streams", () => {
   it("mapStream: return() while a next() waits ends both at once and releases the bus listener", async () => {
