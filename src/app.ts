@@ -90,6 +90,11 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     heartbeatMs: config.heartbeatMs,
     leaseMs: config.leaseMs,
     onError: (error) => logger.warn("heartbeat failed", { error }),
+    bus,
+    onRecovered: (run) => {
+      logger.info("recovered a run its stopped process left running", { runId: run.id });
+      bus.publishConversationChange({ conversationId: run.conversationId, kind: "updated", at: new Date() }).catch(() => {});
+    },
   });
   await ownership.register();
   const recovered = await ownership.recover();

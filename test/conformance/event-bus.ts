@@ -291,6 +291,25 @@ export function describeEventBusConformance(name: string, backend: EventBusBacke
         }
       }));
 
+    it("ends an abandoned run's log with a terminal event after its last, for subscribers on every instance", () =>
+      withPair({}, async ({ a, b }) => {
+        const { runId, conversationId } = ids();
+        const run = a.openRun(runId, conversationId);
+        run.publish(running);
+        run.publish(token("half"));
+        await run.flushed();
+        const onA = (await a.subscribeRun(runId))!;
+        const onB = (await b.subscribeRun(runId, 1))!;
+        const interrupted: RunEventBody = { type: "status", status: "interrupted", errorCode: "INTERRUPTED", errorMessage: "the process running this run stopped" };
+        // The instance that executed the run is gone: another one ends its log.
+        const ended = await b.endAbandonedRun(runId, conversationId, interrupted);
+        expect(ended).toMatchObject({ ...interrupted, seq: 3, runId, conversationId });
+        expect(seqs(await drain(onA))).toEqual([1, 2, 3]);
+        expect(await drain(onB)).toEqual([expect.objectContaining({ seq: 2 }), ended]);
+        expect(await b.endAbandonedRun(runId, conversationId, interrupted)).toBeNull();
+        expect(await a.endAbandonedRun(ids().runId, conversationId, interrupted)).toBeNull();
+      }));
+
     it("answers null for a run no instance opened, and for one finished longer than the grace period ago", () =>
       withPair({ graceMs: 300 }, async ({ a, b }) => {
         expect(await a.subscribeRun(randomUUID())).toBeNull();

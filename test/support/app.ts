@@ -37,7 +37,7 @@ export function trackedServerProcesses(): typeof startServerProcess {
   return startServerProcess;
 }
 
-const TERMINAL = new Set(["COMPLETED", "FAILED", "CANCELLED", "INTERRUPTED"]);
+const TERMINAL = new Set(["COMPLETED", "FAILED", "CANCELLED", "INTERRUPTED", "WAITING"]);
 
 /** Polls the API until the run is terminal. */
 export async function waitForRun(url: string, runId: string, timeoutMs = 20_000): Promise<any> {

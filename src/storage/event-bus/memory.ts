@@ -122,6 +122,12 @@ export class MemoryEventBus implements EventBus {
     return sub;
   }
 
+  async endAbandonedRun(runId: string, _conversationId: string, body: RunEventBody): Promise<RunEvent | null> {
+    const log = this.#logs.get(runId);
+    if (!log || log.finished) return null;
+    return this.#publish(runId, log, body);
+  }
+
   async requestCancel(runId: string): Promise<void> {
     this.#assertOpen();
     // A copy: a listener may unsubscribe itself while being called. One that

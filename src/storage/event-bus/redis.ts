@@ -553,6 +553,28 @@ export class RedisEventBus implements EventBus {
     return sub;
   }
 
+  async endAbandonedRun(runId: string, conversationId: string, body: RunEventBody): Promise<RunEvent | null> {
+    this.#assertOpen();
+    const key = this.#runKey(runId);
+    // The publisher is gone, so nothing appends meanwhile; XADD refuses an id at or below the last one anyway.
+    const [exists, last] = (await this.#command.multi().exists(key).xrevrange(key, "+", "-", "COUNT", 1).exec())!.map(([error, reply]) => {
+      if (error) throw error;
+      return reply;
+    }) as [number, [string, string[]][]];
+    if (!exists) return null;
+    const entry = last[0];
+    if (entry && isTerminalEvent(JSON.parse(entry[1][1]!) as RunEvent)) return null;
+    const seq = entry ? Number(entry[0].split("-")[1]) + 1 : 1;
+    const event = { ...body, seq, runId, conversationId, at: this.#options.now() } as RunEvent;
+    const json = JSON.stringify(event);
+    await this.#writeOrThrow([
+      ["xadd", key, "MAXLEN", this.#options.retention, `0-${seq}`, "e", json],
+      ["publish", this.#conversationChannel(conversationId), json],
+      ["pexpire", key, Math.max(this.#options.graceMs, MIN_FINISHED_TTL_MS)],
+    ]);
+    return event;
+  }
+
   async requestCancel(runId: string): Promise<void> {
     this.#assertOpen();
     await this.#writeOrThrow([["publish", this.#cancelChannel, runId]]);

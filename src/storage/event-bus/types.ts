@@ -78,6 +78,13 @@ export interface EventBus {
   /** Tells every instance's conversationsChanged subscribers. */
   publishConversationChange(change: ConversationChange): Promise<void>;
   subscribeConversationChanges(): Promise<Subscriber<ConversationChange>>;
+  /**
+   * Ends the log of a run whose publisher is gone (the instance executing it died
+   * and recovery recorded the run), with `body` (a terminal status) after the
+   * last event the log holds, so its subscribers on every instance get the
+   * outcome. Null when no log exists, or it has already ended.
+   */
+  endAbandonedRun(runId: string, conversationId: string, body: RunEventBody): Promise<RunEvent | null>;
   /** Asks whichever instance executes the run to stop it (cancelRun sent to another instance). */
   requestCancel(runId: string): Promise<void>;
   /** Called on every instance for every cancel request; the executing one acts on it. Returns the unsubscribe function. */
