@@ -74,17 +74,19 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     if (only.type === "chat") only.tools = builtins.map((t) => t.name);
   }
   const graphs = await loadGraphAgents(definitions);
-  const storage = await openStorage(config);
+  // Redis before the database: an unreachable one stops start-up before anything is migrated.
+  const bus = await openEventBus(config, logger);
+  const storage = await openStorage(config).catch(async (error: unknown) => {
+    await bus.close();
+    throw error;
+  });
   if (storage.migrated.length) logger.info("database migrated", { applied: storage.migrated, database: describeDatabase(config) });
   await checkClock(storage, config, logger).catch(async (error: unknown) => {
     await storage.close();
+    await bus.close();
     throw error;
   });
 
-  const bus = await openEventBus(config, logger).catch(async (error: unknown) => {
-    await storage.close();
-    throw error;
-  });
   const store = storage.runs;
   const ownership = new RunOwnership(store, {
     heartbeatMs: config.heartbeatMs,
