@@ -10,7 +10,7 @@ import { AgentRuntime } from "./agent/runtime.ts";
 import { builtinTools } from "./agent/tools.ts";
 import { agentDefaultsFrom, loadAgentDefinitions } from "./agent/definitions.ts";
 import { loadGraphAgents } from "./agent/graph-module.ts";
-import { McpSupervisor } from "./agent/mcp/index.ts";
+import type { McpSupervisor } from "./agent/mcp/index.ts";
 import { RunOwnership } from "./runs/ownership.ts";
 import { RunService } from "./runs/service.ts";
 import { ConversationService } from "./runs/conversations.ts";
@@ -103,8 +103,13 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
   if (recovered.length) logger.info("recovered runs left running by a stopped process", { runs: recovered.map((r) => r.id) });
 
   // MCP servers start with the server; one that does not come up costs its agents those tools, not the start.
-  const mcp = new McpSupervisor(definitions, { logger });
-  await mcp.start();
+  // The MCP client loads only when an agent has servers.
+  let mcp: McpSupervisor | undefined;
+  if (definitions.some((d) => d.type === "chat" && d.mcpServers.length > 0)) {
+    const { McpSupervisor } = await import("./agent/mcp/index.ts");
+    mcp = new McpSupervisor(definitions, { logger });
+    await mcp.start();
+  }
   const agent = new AgentRuntime({
     checkpointer: storage.saver,
     agents: definitions,
@@ -145,7 +150,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     close() {
       closing ??= (async () => {
         await runs.shutdown(config.shutdownTimeoutMs);
-        await mcp.close();
+        await mcp?.close();
         await bus.close();
         await http.close();
         await ownership.stop();

@@ -13,6 +13,7 @@ import type { CheckpointTuple, PendingWrite } from "@langchain/langgraph-checkpo
 import { mintCheckpointId } from "../correlation/marks.ts";
 import type { AgentDefinition } from "./definitions.ts";
 import { agentTools, toolInfo, type McpToolSource, type ToolInfo } from "./tool-info.ts";
+import type { McpServerStatus } from "./mcp/connection.ts";
 import type { AnyStateGraph } from "./graph-module.ts";
 import { buildChatGraph } from "./chat-graph.ts";
 import { createRunModel } from "./model.ts";
@@ -85,6 +86,13 @@ export interface Agent {
   definition: AgentDefinition;
   /** Its tools as the API shows them (chat agents; a graph's tools are its own). */
   tools(): ToolInfo[];
+  /** Its MCP servers as they are now. */
+  mcpServers(): McpServerStatus[];
+}
+
+/** Where the agents' MCP tools come from, and how their servers are doing (the McpSupervisor). */
+export interface McpTools extends McpToolSource {
+  status(agent: string): McpServerStatus[];
 }
 
 interface CompiledAgent {
@@ -99,7 +107,7 @@ export interface AgentRuntimeOptions {
   /** The uncompiled graphs of the graph agents, by agent name. */
   graphs: Map<string, AnyStateGraph>;
   /** The agents' MCP tools. */
-  mcp?: McpToolSource;
+  mcp?: McpTools;
   /** The built-in tools (runledger's own by default). */
   builtins?: StructuredToolInterface[];
   ollama: { baseUrl: string; idleTimeoutMs: number };
@@ -127,6 +135,7 @@ export class AgentRuntime {
     return [...this.#agents.values()].map(({ definition }) => ({
       definition,
       tools: () => (definition.type === "chat" ? agentTools(definition, this.#options.mcp, this.#options.builtins).map(toolInfo) : []),
+      mcpServers: () => this.#options.mcp?.status(definition.name) ?? [],
     }));
   }
 

@@ -1,7 +1,8 @@
 // Agent: what runledger serves (RUNLEDGER_CONFIG), with its tools; the agents query.
 import type { ToolInfo } from "../agent/tool-info.ts";
 import { builder } from "./builder.ts";
-import { AgentKind } from "./enums.ts";
+import { AgentKind, McpServerState } from "./enums.ts";
+import type { McpServerStatus } from "../agent/mcp/connection.ts";
 import { Agent } from "./refs.ts";
 
 const AgentTool = builder.objectRef<ToolInfo & { requiresApproval: boolean }>("AgentTool").implement({
@@ -15,6 +16,19 @@ const AgentTool = builder.objectRef<ToolInfo & { requiresApproval: boolean }>("A
   }),
 });
 
+const McpServer = builder.objectRef<McpServerStatus>("McpServer").implement({
+  description: "One of an agent's MCP servers, as it is now: runledger starts them with the server and restarts those that die.",
+  fields: (t) => ({
+    name: t.exposeString("server"),
+    transport: t.exposeString("transport", { description: "stdio or http." }),
+    state: t.field({ type: McpServerState, resolve: (s) => s.state }),
+    tools: t.exposeStringList("toolNames", { description: "The tools the agent gets from it (allow-list applied), from its last listing." }),
+    lastError: t.exposeString("lastError", { nullable: true, description: "Why it is down, or why it last went down." }),
+    restarts: t.exposeInt("restarts"),
+    retryAt: t.expose("retryAt", { type: "DateTime", nullable: true, description: "When a down server is tried again." }),
+  }),
+});
+
 Agent.implement({
   description: "An agent runledger serves. A conversation keeps the agent it started with.",
   fields: (t) => ({
@@ -22,6 +36,7 @@ Agent.implement({
     description: t.string({ resolve: (a) => a.definition.description }),
     kind: t.field({ type: AgentKind, resolve: (a) => a.definition.type }),
     model: t.string({ description: "The Ollama model its runs talk to.", resolve: (a) => a.definition.model }),
+    mcpServers: t.field({ type: [McpServer], resolve: (a) => a.mcpServers() }),
     tools: t.field({
       type: [AgentTool],
       description: "Its built-in and MCP tools as they are now (an MCP server that is down lists the tools it had). A graph agent's tools are its own: none are listed.",

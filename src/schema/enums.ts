@@ -54,6 +54,15 @@ export const AgentKind = builder.enumType("AgentKind", {
   } as const,
 });
 
+export const McpServerState = builder.enumType("McpServerState", {
+  values: {
+    STARTING: { value: "starting" },
+    READY: { value: "ready", description: "Connected; its tools are served." },
+    DOWN: { value: "down", description: "Not answering; calls give the model a tool error until it is back." },
+    STOPPED: { value: "stopped", description: "Stopped with the server." },
+  } as const,
+});
+
 export const InterruptState = builder.enumType("InterruptState", {
   values: {
     PENDING: { value: "pending", description: "The thread waits for an answer." },
