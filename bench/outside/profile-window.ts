@@ -1,0 +1,88 @@
+// Where a process's CPU went within a window of time: the V8 profile that
+// --cpu-prof writes is stamped in microseconds of CLOCK_MONOTONIC, the clock the
+// client's monoMs() reads, so the samples of one batch's run start can be cut
+// out of a profile that covers the whole benchmark.
+import fs from "node:fs";
+import path from "node:path";
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+}
+interface CpuProfile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+  startTime: number;
+  endTime: number;
+}
+
+/** The main thread's profile among a process's files: the busiest (tsx's loader thread writes one too). */
+export function mainProfile(dir: string): string | null {
+  if (!fs.existsSync(dir)) return null;
+  const files = fs.readdirSync(dir).filter((f) => f.endsWith(".cpuprofile"));
+  let best: { file: string; samples: number } | null = null;
+  for (const f of files) {
+    const p = JSON.parse(fs.readFileSync(path.join(dir, f), "utf8")) as CpuProfile;
+    if (!best || p.samples.length > best.samples) best = { file: path.join(dir, f), samples: p.samples.length };
+  }
+  return best?.file ?? null;
+}
+
+/** npm package, a file of the project, Node's internals, or V8 itself. */
+function origin(url: string, root: string): string {
+  if (!url) return "(native / V8)";
+  if (url.startsWith("node:")) return "node: internals";
+  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
+  if (pkg) return pkg[1]!;
+  const file = url.replace(/^file:\/\//, "");
+  return file.startsWith(root) ? path.relative(root, file).split("/").slice(0, 3).join("/") : file;
+}
+
+function table(map: Map<string, number>, busy: number, count: number): string[] {
+  return [...map.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, count)
+    .map(([name, us]) => `  ${((us / busy) * 100).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(1).padStart(7)} ms  ${name}`);
+}
+
+/** Self time by module and by function for the samples between fromMs and toMs (monotonic ms). */
+export function summarizeWindow(file: string, fromMs: number, toMs: number, root: string, count = 20): string {
+  const profile = JSON.parse(fs.readFileSync(file, "utf8")) as CpuProfile;
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const byFunction = new Map<string, number>();
+  const byOrigin = new Map<string, number>();
+  const from = fromMs * 1000;
+  const to = toMs * 1000;
+  let t = profile.startTime;
+  let busy = 0;
+  let idle = 0;
+  profile.samples.forEach((id, i) => {
+    t += profile.timeDeltas[i] ?? 0;
+    if (t < from || t > to) return;
+    // A sample's weight is the time until the next one.
+    const us = profile.timeDeltas[i + 1] ?? 0;
+    const { functionName, url, lineNumber } = byId.get(id)!.callFrame;
+    if (functionName === "(idle)") {
+      idle += us;
+      return;
+    }
+    busy += us;
+    if (functionName === "(program)" || functionName === "(garbage collector)") {
+      byOrigin.set(functionName, (byOrigin.get(functionName) ?? 0) + us);
+      byFunction.set(functionName, (byFunction.get(functionName) ?? 0) + us);
+      return;
+    }
+    const where = url ? ` ${url.replace(/^file:\/\//, "").replace(root, "")}:${lineNumber + 1}` : "";
+    const key = `${functionName || "(anonymous)"}${where}`;
+    byFunction.set(key, (byFunction.get(key) ?? 0) + us);
+    byOrigin.set(origin(url, root), (byOrigin.get(origin(url, root)) ?? 0) + us);
+  });
+  return [
+    `${path.basename(file)}, window of ${(toMs - fromMs).toFixed(0)} ms: ${(busy / 1000).toFixed(0)} ms on the CPU, ${(idle / 1000).toFixed(0)} ms idle (main thread; % of CPU time)`,
+    "self time by module:",
+    ...table(byOrigin, busy, 15),
+    "self time by function:",
+    ...table(byFunction, busy, count),
+  ].join("\n");
+}
