@@ -25,6 +25,8 @@ export interface RunResult {
   firstStamp: Stamp | null;
   /** Receive minus model send, per token, in arrival order (ms). */
   latencies: number[];
+  /** Each of those tokens' index in its stream. */
+  indexes: number[];
   /** Distinct token indexes received. */
   received: number;
   expected: number;
@@ -71,7 +73,7 @@ class TokenLog {
   result: RunResult;
   private seen = new Set<number>();
   constructor(requestAt: number, expected: number) {
-    this.result = { requestAt, firstAt: null, firstStamp: null, latencies: [], received: 0, expected };
+    this.result = { requestAt, firstAt: null, firstStamp: null, latencies: [], indexes: [], received: 0, expected };
   }
   note(text: string, receivedAt: number) {
     for (const stamp of readStamps(text)) {
@@ -84,6 +86,7 @@ class TokenLog {
         onFirstToken();
       }
       this.result.latencies.push(receivedAt - stamp.sentAt);
+      this.result.indexes.push(stamp.index);
       this.result.received++;
     }
   }

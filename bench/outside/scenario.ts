@@ -163,6 +163,15 @@ interface Tally {
   repP50: Record<System, number[]>;
   repP99: Record<System, number[]>;
   ttft: Record<System, number[]>;
+  /** Latencies of tokens 0-4 of each run (run start) and of the rest (steady streaming). */
+  early: Record<System, number[]>;
+  steady: Record<System, number[]>;
+  /** Request sent → the model received it (the stamp's requestAt), per run. */
+  toModel: Record<System, number[]>;
+  /** CPU of the client and the fake model over each system's steps, and the steps' wall time (ms). */
+  clientCpuMs: Record<System, number>;
+  modelCpuMs: Record<System, number>;
+  wallMs: Record<System, number>;
   /** Server CPU (ms) and tokens relayed, summed over repetitions. */
   cpuMs: Record<"runledger" | "peer", number>;
   relayed: Record<"runledger" | "peer", number>;
@@ -176,14 +185,25 @@ function tally(): Tally {
     repP50: per(() => []),
     repP99: per(() => []),
     ttft: per(() => []),
+    early: per(() => []),
+    steady: per(() => []),
+    toModel: per(() => []),
+    clientCpuMs: per(() => 0),
+    modelCpuMs: per(() => 0),
+    wallMs: per(() => 0),
     cpuMs: { runledger: 0, peer: 0 },
     relayed: { runledger: 0, peer: 0 },
     failures: per(() => []),
   };
 }
 
+/** The first tokens of a run: those the model sends while the run is still being set up behind it. */
+const EARLY = 5;
+
 function noteRun(t: Tally, system: System, r: RunResult) {
   if (r.error || r.received !== r.expected) t.failures[system].push(r.error ?? `${r.received}/${r.expected} tokens`);
+  r.latencies.forEach((l, i) => (r.indexes[i]! < EARLY ? t.early : t.steady)[system].push(l));
+  if (r.firstStamp) t.toModel[system].push(r.firstStamp.requestAt - r.requestAt);
 }
 
 /** The three systems in a different order each repetition, so none is always first after a pause or last before one. */
@@ -220,12 +240,21 @@ export const outside: Scenario = {
 
     const pidOf = (s: "runledger" | "peer") => (s === "runledger" ? runledger!.pid : peer!.pid);
     /** One step of `system`, with the server's CPU counted around it. */
-    const measured = async <T>(t: Tally | null, system: System, step: () => Promise<T>, tokens: (v: T) => number): Promise<T> => {
-      if (system === "floor" || !t) return step();
-      const before = treeCpuMs(pidOf(system));
+    let clientPid = 0;
+    let modelPid = 0;
+    const measured = async <T>(t: Tally, system: System, step: () => Promise<T>, tokens: (v: T) => number): Promise<T> => {
+      const server = system === "floor" ? 0 : treeCpuMs(pidOf(system));
+      const client = treeCpuMs(clientPid);
+      const model = treeCpuMs(modelPid);
+      const started = performance.now();
       const value = await step();
-      t.cpuMs[system] += treeCpuMs(pidOf(system)) - before;
-      t.relayed[system] += tokens(value);
+      t.wallMs[system] += performance.now() - started;
+      t.clientCpuMs[system] += treeCpuMs(clientPid) - client;
+      t.modelCpuMs[system] += treeCpuMs(modelPid) - model;
+      if (system !== "floor") {
+        t.cpuMs[system] += treeCpuMs(pidOf(system)) - server;
+        t.relayed[system] += tokens(value);
+      }
       return value;
     };
     const idleCpuRate = async (label: string) => {
@@ -239,6 +268,7 @@ export const outside: Scenario = {
     try {
       const model = await startModel();
       procs.push(model);
+      modelPid = model.pid;
       runledger = await startRunledger(model.url, dir, options.cpuProfile);
       procs.push(runledger);
       peer = await startPeer(model.url);
@@ -246,6 +276,7 @@ export const outside: Scenario = {
       peerCommand = peer.command;
       const clientProc = spawnNode(["--import", "tsx", "bench/outside/client.ts"], {}, true);
       procs.push(clientProc);
+      clientPid = clientProc.pid;
       const client = new ClientProcess(clientProc);
       skew = await client.ask({ op: "init", modelUrl: model.url, runledgerUrl: runledger.url, peerUrl: peer.url, peerSdk: PEER_SDK });
       log(`  model ${model.url}, runledger ${runledger.url} (pid ${runledger.pid}), peer ${peer.url} (pid ${peer.pid}); clock skew client ↔ model ${(skew.skewMs * 1000).toFixed(0)} µs`);
@@ -290,7 +321,7 @@ export const outside: Scenario = {
       loads.push(`TTFT phase start ${load()}`);
       for (let i = 0; i < ttftRuns; i++) {
         for (const system of order(i)) {
-          const r = await client.ask<RunResult>({ op: "one", system, plan: SHORT });
+          const r = await measured(ttft, system, () => client.ask<RunResult>({ op: "one", system, plan: SHORT }), (v) => v.received);
           noteRun(ttft, system, r);
           ttft.ttft[system].push(ttftOf(r));
         }
@@ -348,9 +379,15 @@ export const outside: Scenario = {
     };
 
     const oneCase = `1 run × ${STREAM.tokens} tokens at ${STREAM.intervalMs} ms`;
+    const busy = (t: Tally) =>
+      `CPU use while each system ran (of one core): ${SYSTEMS.map((s) => `${s}: client ${((100 * t.clientCpuMs[s]) / t.wallMs[s]).toFixed(0)}%, fake model ${((100 * t.modelCpuMs[s]) / t.wallMs[s]).toFixed(0)}%`).join("; ")}`;
     const tokenNotes = (t: Tally, key: "repP50" | "repP99") => [
       `floor ${f2(pct(t.tokens.floor, key === "repP50" ? 50 : 99))} ms, runledger ${f2(pct(t.tokens.runledger, key === "repP50" ? 50 : 99))} ms, peer ${f2(pct(t.tokens.peer, key === "repP50" ? 50 : 99))} ms, pooled over ${t.tokens.floor.length} / ${t.tokens.runledger.length} / ${t.tokens.peer.length} tokens`,
       `added per repetition (paired with that repetition's floor): runledger ${spread(t, key, "runledger")} ms, peer ${spread(t, key, "peer")} ms`,
+      `where the tail is, p50 / p99 of tokens 0-${EARLY - 1} of each run (the run is still starting) and of the rest: ${SYSTEMS.map(
+        (s) => `${s} ${f2(pct(t.early[s], 50))} / ${f2(pct(t.early[s], 99))} and ${f2(pct(t.steady[s], 50))} / ${f2(pct(t.steady[s], 99))} ms`,
+      ).join("; ")}`,
+      ...(key === "repP99" ? [busy(t)] : []),
       ...(fails(t) ?? []),
     ];
     const a50 = added(single, "runledger", 50);
@@ -361,6 +398,8 @@ export const outside: Scenario = {
     const ttftAdded = (s: System) => pct(ttft.ttft[s], 95) - pct(ttft.ttft.floor, 95);
     add("added time to first token, p95", `${ttftRuns} sequential runs × ${SHORT.tokens} tokens`, "ms", ttftAdded("runledger"), ttftAdded("peer"), { text: "≤ +10 ms", met: ttftAdded("runledger") <= 10 }, [
       `TTFT p50 / p95: ${SYSTEMS.map((s) => `${s} ${f2(pct(ttft.ttft[s], 50))} / ${f2(pct(ttft.ttft[s], 95))} ms`).join(", ")}`,
+      `of which request sent → model request, p50 / p95: ${SYSTEMS.map((s) => `${s} ${f2(pct(ttft.toModel[s], 50))} / ${f2(pct(ttft.toModel[s], 95))} ms`).join(", ")}`,
+      `server CPU per run (${SHORT.tokens} tokens): runledger ${(ttft.cpuMs.runledger / ttftRuns).toFixed(1)} ms, peer ${(ttft.cpuMs.peer / ttftRuns).toFixed(1)} ms`,
       ...(fails(ttft) ?? []),
     ]);
 
@@ -368,6 +407,8 @@ export const outside: Scenario = {
     const manyTtft = (s: System) => pct(many.ttft[s], 50) - pct(many.ttft.floor, 50);
     add("added time to first token, p50", manyCase, "ms", manyTtft("runledger"), manyTtft("peer"), { text: "≤ +150 ms", met: manyTtft("runledger") <= 150 }, [
       `TTFT p50 / p95: ${SYSTEMS.map((s) => `${s} ${f2(pct(many.ttft[s], 50))} / ${f2(pct(many.ttft[s], 95))} ms`).join(", ")}`,
+      `of which request sent → model request, p50 / p95: ${SYSTEMS.map((s) => `${s} ${f2(pct(many.toModel[s], 50))} / ${f2(pct(many.toModel[s], 95))} ms`).join(", ")}`,
+      busy(many),
       ...(fails(many) ?? []),
     ]);
     const m99 = added(many, "runledger", 99);
