@@ -17,14 +17,15 @@ interface CpuProfile {
   endTime: number;
 }
 
-/** The main thread's profile among a process's files: the busiest (tsx's loader thread writes one too). */
+/** The main thread's profile among a process's files: the one with the most CPU time (tsx's loader thread writes one too, mostly idle). */
 export function mainProfile(dir: string): string | null {
   if (!fs.existsSync(dir)) return null;
-  const files = fs.readdirSync(dir).filter((f) => f.endsWith(".cpuprofile"));
-  let best: { file: string; samples: number } | null = null;
-  for (const f of files) {
+  let best: { file: string; busy: number } | null = null;
+  for (const f of fs.readdirSync(dir).filter((f) => f.endsWith(".cpuprofile"))) {
     const p = JSON.parse(fs.readFileSync(path.join(dir, f), "utf8")) as CpuProfile;
-    if (!best || p.samples.length > best.samples) best = { file: path.join(dir, f), samples: p.samples.length };
+    const idle = new Set(p.nodes.filter((n) => n.callFrame.functionName === "(idle)").map((n) => n.id));
+    const busy = p.samples.reduce((sum, id, i) => sum + (idle.has(id) ? 0 : (p.timeDeltas[i] ?? 0)), 0);
+    if (!best || busy > best.busy) best = { file: path.join(dir, f), busy };
   }
   return best?.file ?? null;
 }
@@ -37,6 +38,14 @@ function origin(url: string, root: string): string {
   if (pkg) return pkg[1]!;
   const file = url.replace(/^file:\/\//, "");
   return file.startsWith(root) ? path.relative(root, file).split("/").slice(0, 3).join("/") : file;
+}
+
+/** A script's location without the machine's folders: from node_modules/ on, or relative to the project. */
+function shortUrl(url: string, root: string): string {
+  const file = url.replace(/^file:\/\//, "");
+  const at = file.lastIndexOf("node_modules/");
+  if (at >= 0) return file.slice(at + "node_modules/".length);
+  return file.startsWith(root) ? path.relative(root, file) : file;
 }
 
 function table(map: Map<string, number>, busy: number, count: number): string[] {
@@ -73,7 +82,7 @@ export function summarizeWindow(file: string, fromMs: number, toMs: number, root
       byFunction.set(functionName, (byFunction.get(functionName) ?? 0) + us);
       return;
     }
-    const where = url ? ` ${url.replace(/^file:\/\//, "").replace(root, "")}:${lineNumber + 1}` : "";
+    const where = url ? ` ${shortUrl(url, root)}:${lineNumber + 1}` : "";
     const key = `${functionName || "(anonymous)"}${where}`;
     byFunction.set(key, (byFunction.get(key) ?? 0) + us);
     byOrigin.set(origin(url, root), (byOrigin.get(origin(url, root)) ?? 0) + us);
@@ -85,4 +94,14 @@ export function summarizeWindow(file: string, fromMs: number, toMs: number, root
     "self time by function:",
     ...table(byFunction, busy, count),
   ].join("\n");
+}
+
+// node --import tsx bench/outside/profile-window.ts [dir]: summarizes a profiled run again from the window.json beside it.
+if (process.argv[1] && path.resolve(process.argv[1]).endsWith(path.join("bench", "outside", "profile-window.ts"))) {
+  const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
+  const dir = process.argv[2] ?? path.join(root, "bench", "results", "profiles", "outside-runledger");
+  const window = JSON.parse(fs.readFileSync(path.join(dir, "window.json"), "utf8")) as { from: number; to: number; end: number };
+  const file = mainProfile(dir);
+  if (!file) throw new Error(`no profile in ${dir}`);
+  process.stdout.write(`${summarizeWindow(file, window.from, window.to, root)}\n\nthe whole batch:\n${summarizeWindow(file, window.from, window.end, root, 10)}\n`);
 }

@@ -445,6 +445,8 @@ export const outside: Scenario = {
 
     // Where runledger's CPU went while the first measured batch of 50 runs started.
     if (options.cpuProfile && window) {
+      // The bounds stay beside the profile, so it can be summarized again.
+      fs.writeFileSync(path.join(PROFILE_DIR, "window.json"), `${JSON.stringify(window)}\n`);
       const file = mainProfile(PROFILE_DIR);
       if (file) {
         const start = summarizeWindow(file, window.from, window.to, ROOT);
