@@ -8,6 +8,7 @@ import path from "node:path";
 interface ProfileNode {
   id: number;
   callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
 }
 interface CpuProfile {
   nodes: ProfileNode[];
@@ -61,6 +62,19 @@ export function summarizeWindow(file: string, fromMs: number, toMs: number, root
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const byFunction = new Map<string, number>();
   const byOrigin = new Map<string, number>();
+  // Node's internals and V8's native code charged to the nearest package or project frame that called them
+  // (a socket's writev to the library that sent the frame), so the table says whose work it was.
+  const byCaller = new Map<string, number>();
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const caller = (id: number): string => {
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const { url } = byId.get(at)!.callFrame;
+      const o = origin(url, root);
+      if (o !== "(native / V8)" && o !== "node: internals") return o;
+    }
+    return origin(byId.get(id)!.callFrame.url, root);
+  };
   const from = fromMs * 1000;
   const to = toMs * 1000;
   let t = profile.startTime;
@@ -80,8 +94,10 @@ export function summarizeWindow(file: string, fromMs: number, toMs: number, root
     if (functionName === "(program)" || functionName === "(garbage collector)") {
       byOrigin.set(functionName, (byOrigin.get(functionName) ?? 0) + us);
       byFunction.set(functionName, (byFunction.get(functionName) ?? 0) + us);
+      byCaller.set(functionName, (byCaller.get(functionName) ?? 0) + us);
       return;
     }
+    byCaller.set(caller(id), (byCaller.get(caller(id)) ?? 0) + us);
     const where = url ? ` ${shortUrl(url, root)}:${lineNumber + 1}` : "";
     const key = `${functionName || "(anonymous)"}${where}`;
     byFunction.set(key, (byFunction.get(key) ?? 0) + us);
@@ -91,6 +107,8 @@ export function summarizeWindow(file: string, fromMs: number, toMs: number, root
     `${path.basename(file)}, window of ${(toMs - fromMs).toFixed(0)} ms: ${(busy / 1000).toFixed(0)} ms on the CPU, ${(idle / 1000).toFixed(0)} ms idle (main thread; % of CPU time)`,
     "self time by module:",
     ...table(byOrigin, busy, 15),
+    "by module, Node internals and native code charged to the package or project file that called them:",
+    ...table(byCaller, busy, 15),
     "self time by function:",
     ...table(byFunction, busy, count),
   ].join("\n");
