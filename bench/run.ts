@@ -24,8 +24,9 @@ import { correlation } from "./scenarios/correlation.ts";
 import { throughput } from "./scenarios/throughput.ts";
 import { concurrent } from "./scenarios/concurrent.ts";
 import { cost } from "./scenarios/cost.ts";
+import { outside } from "./outside/scenario.ts";
 
-const SCENARIOS: Scenario[] = [relay, ttft, fanout, correlation, throughput, concurrent, cost];
+const SCENARIOS: Scenario[] = [relay, ttft, fanout, correlation, throughput, concurrent, cost, outside];
 
 const { values } = parseArgs({
   options: {
