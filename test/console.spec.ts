@@ -17,8 +17,9 @@ import { until } from "./support/streaming.ts";
 import { eventually, launchChromium, openPage, screenshot, type BrowserPage } from "./support/browser.ts";
 import { applyNotice, emptyList, replaceWithFirstPage } from "../console/src/state/conversation-list.ts";
 import { applyEvent, emptyLiveRun } from "../console/src/state/run-live.ts";
-import { earlierMessages, runViews } from "../console/src/state/conversation-view.ts";
-import type { ConversationDetails, ConversationRow, Message, RunDetails, RunEvent } from "../console/src/api/types.ts";
+import { earlierMessages, pendingInterrupts, runViews } from "../console/src/state/conversation-view.ts";
+import { draftAnswer, initialDraft } from "../console/src/state/interrupts.ts";
+import type { ConversationDetails, ConversationRow, Interrupt, Message, RunDetails, RunEvent } from "../console/src/api/types.ts";
 import type { App } from "../src/app.ts";
 
 const TOKEN = "console-spec-token";
@@ -467,6 +468,7 @@ describe("the console's state", () => {
   const row = (id: string, updatedAt: string, extra: Partial<ConversationRow> = {}): ConversationRow => ({
     id,
     title: id,
+    agentName: "default",
     createdAt: "2026-01-01T00:00:00.000Z",
     updatedAt,
     messageCount: 0,
@@ -514,7 +516,7 @@ describe("the console's state", () => {
     expect(run.status).toBe("COMPLETED");
     expect(run.items).toEqual([
       { kind: "tool", key: "c2", toolCallId: "c1", name: "calculator", args: { expression: "1+1" }, result: { content: "2", isError: false } },
-      { kind: "text", key: "t4", messageId: "m1", text: "It is 2." },
+      { kind: "text", key: "t4", messageId: "m1", node: "agent", text: "It is 2." },
     ]);
   });
 
@@ -532,10 +534,18 @@ describe("the console's state", () => {
       finishedAt: status === "RUNNING" ? null : "2026-01-01T00:00:01.000Z",
       messages,
       failedTasks: [],
+      usage: null,
+      interrupts: [],
+      startCheckpoint: null,
     });
     const details = (messages: Message[], runs: RunDetails[], totalCount = runs.length): ConversationDetails => ({
       id: "c",
       title: "c",
+      agentName: "default",
+      agent: null,
+      forkedFrom: null,
+      usage: { inputTokens: 0, outputTokens: 0, modelCalls: 0, modelDurationMs: 0 },
+      pendingInterrupts: [],
       createdAt: "2026-01-01T00:00:00.000Z",
       updatedAt: "2026-01-01T00:00:00.000Z",
       messageCount: messages.length,
@@ -556,6 +566,43 @@ describe("the console's state", () => {
     const racing = details([message("u1"), message("a1", "ASSISTANT")], [run("r1", "RUNNING", [])]);
     const live = new Map([["r1", emptyLiveRun("r1")]]);
     expect(earlierMessages(racing, runViews(racing, live, []))).toEqual([]);
+  });
+
+  it("interrupts: a question streamed before the snapshot has it waits for an answer; a tool approval's answer needs a decision for every call", () => {
+    const at = "2026-01-01T00:00:00.000Z";
+    const asked: Interrupt = {
+      id: "i1",
+      node: "approve",
+      value: { type: "tool_approval", toolCalls: [{ id: "c1", name: "calculator", args: { expression: "1+1" } }, { id: "c2", name: "note", args: { text: "x" } }] },
+      state: "PENDING",
+      createdAt: at,
+      answer: null,
+      answeredAt: null,
+      answeredBy: null,
+      run: { id: "r" },
+    };
+    let live = emptyLiveRun("r");
+    for (const event of [
+      { __typename: "RunStatusEvent", seq: 1, runId: "r", at, status: "RUNNING", errorCode: null, errorMessage: null },
+      { __typename: "InterruptEvent", seq: 2, runId: "r", at, interrupt: asked },
+      { __typename: "RunStatusEvent", seq: 3, runId: "r", at, status: "WAITING", errorCode: null, errorMessage: null },
+    ] satisfies RunEvent[]) live = applyEvent(live, event);
+    const started = [{ id: "r", kind: "START", status: "RUNNING", input: "hi", startedAt: at }];
+    // The snapshot was read while the run ran: the live question counts.
+    expect(pendingInterrupts(null, runViews(null, new Map([["r", live]]), started)).map((i) => i.id)).toEqual(["i1"]);
+    // While a run runs (a resume), nothing waits.
+    expect(pendingInterrupts(null, runViews(null, new Map([["r", { ...live, status: "RUNNING" }]]), started))).toEqual([]);
+
+    const draft = initialDraft(asked);
+    expect(draftAnswer(asked, draft)).toEqual({ ok: false, problem: "calculator: approve, reject or edit it" });
+    draft.calls.c1 = { ...draft.calls.c1!, decision: "approve" };
+    draft.calls.c2 = { ...draft.calls.c2!, decision: "edit", argsText: "[1]" };
+    expect(draftAnswer(asked, draft)).toEqual({ ok: false, problem: "note: the arguments must be a JSON object" });
+    draft.calls.c2 = { ...draft.calls.c2, decision: "reject", reason: "  " };
+    expect(draftAnswer(asked, draft)).toEqual({ ok: true, value: { toolCalls: [{ id: "c1", decision: "approve" }, { id: "c2", decision: "reject" }] } });
+    // Any other question is answered with the JSON typed.
+    const custom = { ...asked, value: { question: "who?" } };
+    expect(draftAnswer(custom, { ...initialDraft(custom), text: '{"name": "Ada"}' })).toEqual({ ok: true, value: { name: "Ada" } });
   });
 
   it("type-checks (tsc -p console: DOM and JSX settings of its own; the root tsconfig leaves console/ out)", async () => {
