@@ -193,9 +193,10 @@ export class AgentRuntime {
    * and itself, oldest first) from one thread to another, under new checkpoint
    * ids, with each checkpoint's pending writes: the new thread's history is the
    * source's up to that point. Through the saver's own API, so it works on every
-   * backend. Returns the copy's head (the new id of `checkpointId`).
+   * backend. Returns the copy's head (the new id of `checkpointId`) and how many
+   * messages the copy holds.
    */
-  async copyThread(sourceThreadId: string, checkpointId: string, targetThreadId: string, agentName: string): Promise<string> {
+  async copyThread(sourceThreadId: string, checkpointId: string, targetThreadId: string, agentName: string): Promise<{ head: string; messageCount: number }> {
     const saver = this.#options.checkpointer;
     const chain: CheckpointTuple[] = [];
     let at: RunnableConfig | undefined = { configurable: { thread_id: sourceThreadId, checkpoint_ns: "", checkpoint_id: checkpointId } };
@@ -217,7 +218,7 @@ export class AgentRuntime {
     // Read back through the agent's graph: the copy is a thread it can continue.
     const copied = await this.readThread(targetThreadId, agentName);
     if (copied.checkpointId !== parent) throw new Error(`the copy of thread ${sourceThreadId} reads back at ${copied.checkpointId}, not ${parent}`);
-    return parent!;
+    return { head: parent!, messageCount: copied.messages.length };
   }
 
   /** The thread's latest state; never calls a model. */

@@ -127,6 +127,8 @@ export interface NewConversation {
   title: string;
   agent: string;
   forkedFrom?: { conversationId: string; checkpointId: string };
+  /** The messages its thread already holds: a fork's copied history; 0 when omitted. */
+  messageCount?: number;
 }
 
 /** What finishing a run writes, in one transaction with the conversation's updatedAt and messageCount. */

@@ -203,8 +203,8 @@ export class RunService {
     const agent = this.#requireAgent(source.agent, source);
     const conversationId = randomUUID();
     // The copy first: a crash before the row leaves an unreferenced thread, never a conversation without its history.
-    const head = await this.options.agent.copyThread(source.id, checkpoint.id, conversationId, agent);
-    const fork = { title: forkTitle(source.title), agent, forkedFrom: { conversationId: source.id, checkpointId: checkpoint.id } };
+    const { head, messageCount } = await this.options.agent.copyThread(source.id, checkpoint.id, conversationId, agent);
+    const fork = { title: forkTitle(source.title), agent, forkedFrom: { conversationId: source.id, checkpointId: checkpoint.id }, messageCount };
     if (message === null) {
       const conversation = await this.options.store.createConversation(conversationId, fork, this.#now());
       this.#announce({ conversationId, kind: "created", at: this.#now() });

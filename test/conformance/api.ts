@@ -106,7 +106,7 @@ const EVERY_EVENT = /* GraphQL */ `
 const WAITING = /* GraphQL */ `
   query Waiting($id: ID!) {
     conversation(id: $id) {
-      next resumable
+      next resumable messageCount
       pendingInterrupts { id node value state run { id status } }
       usage { inputTokens outputTokens modelCalls modelDurationMs }
       messages { role content toolCalls { id name args } toolCallId }
@@ -391,7 +391,7 @@ export function describeApiConformance(deployment: Deployment) {
         expect(forkConversation).toMatchObject({ __typename: "ForkConversationSuccess", run: null, conversation: { title: "Fork me. (fork)", agentName: "default", forkedFrom: { conversation: { id: conversationId }, checkpoint: { id: forkPoint } } } });
         const forkId = forkConversation.conversation.id;
         const fork = await waitingConversation(forkId);
-        expect(fork).toMatchObject({ next: ["agent"], resumable: true });
+        expect(fork).toMatchObject({ next: ["agent"], resumable: true, messageCount: source.messages.length });
         expect(fork.messages).toEqual(source.messages);
         const copied = fork.checkpoints.edges.map((e: any) => e.node);
         expect(copied).toHaveLength(sourceCheckpoints.length);

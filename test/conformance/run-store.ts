@@ -62,6 +62,25 @@ export function describeRunStoreConformance(backend: StorageBackend) {
         expect((await store.activeRun(id))?.id).toBe(run.id);
       }));
 
+    it("creates a fork with its origin, agent and copied message count, with or without a first run; deleting the source forgets the origin", () =>
+      withStore(async (store) => {
+        const source = randomUUID();
+        const { run } = await store.startRun(newRun(source), newConversation("Source"));
+        await store.finishRun(run.id, outcome());
+        const forkedFrom = { conversationId: source, checkpointId: "1f0c0000-0000-6000-8000-000000000001" };
+        const quiet = randomUUID();
+        const created = await store.createConversation(quiet, newConversation("Source (fork)", { agent: "planner", forkedFrom, messageCount: 3 }), at(700));
+        expect(created).toMatchObject({ id: quiet, title: "Source (fork)", agent: "planner", messageCount: 3, forkedFromConversationId: source, forkedFromCheckpointId: forkedFrom.checkpointId });
+        expect(created.createdAt.getTime()).toBe(at(700).getTime());
+        expect(await store.getConversation(quiet)).toEqual(created);
+        const busy = randomUUID();
+        const started = await store.startRun(newRun(busy, { startedAt: at(800) }), newConversation("Source (fork)", { forkedFrom, messageCount: 2 }));
+        expect(started.conversation).toMatchObject({ id: busy, messageCount: 2, forkedFromConversationId: source });
+        expect(await store.createConversation(randomUUID(), newConversation("plain"), at(900))).toMatchObject({ messageCount: 0, forkedFromConversationId: null, forkedFromCheckpointId: null });
+        await store.deleteConversation(source);
+        expect(await store.getConversation(quiet)).toMatchObject({ messageCount: 3, forkedFromConversationId: null });
+      }));
+
     it("refuses a second running run and an unknown conversation, writing nothing", () =>
       withStore(async (store) => {
         const id = randomUUID();

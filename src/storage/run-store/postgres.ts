@@ -39,7 +39,7 @@ function pageSql(direction: "ASC" | "DESC", fromCursor: boolean): string {
 
 const SQL = {
   insertConversation: `INSERT INTO conversations (id, title, created_at, updated_at, message_count, agent, forked_from_conversation_id, forked_from_checkpoint_id)
-    VALUES ($1, $2, $3, $3, 0, $4, $5, $6)`,
+    VALUES ($1, $2, $3, $3, $7, $4, $5, $6)`,
   touchConversation: `UPDATE conversations SET updated_at = $1 WHERE id = $2`,
   finishConversation: `UPDATE conversations SET updated_at = $1, message_count = COALESCE($2, message_count) WHERE id = $3`,
   renameConversation: `UPDATE conversations SET title = $1, updated_at = $2 WHERE id = $3 RETURNING ${CONVERSATION_COLUMNS}`,
@@ -82,7 +82,7 @@ const SQL = {
   usageOf: `SELECT conversation_id, COALESCE(sum(input_tokens), 0)::int AS i, COALESCE(sum(output_tokens), 0)::int AS o, COALESCE(sum(model_calls), 0)::int AS c,
       COALESCE(sum(model_duration_ms), 0)::int AS d FROM runs WHERE conversation_id = ANY($1) GROUP BY conversation_id`,
   createConversation: `INSERT INTO conversations (id, title, created_at, updated_at, message_count, agent, forked_from_conversation_id, forked_from_checkpoint_id)
-    VALUES ($1, $2, $3, $3, 0, $4, $5, $6) RETURNING ${CONVERSATION_COLUMNS}`,
+    VALUES ($1, $2, $3, $3, $7, $4, $5, $6) RETURNING ${CONVERSATION_COLUMNS}`,
   pageForward: pageSql("ASC", false),
   pageBackward: pageSql("DESC", false),
   pageForwardFrom: pageSql("ASC", true),
@@ -110,7 +110,7 @@ export class PostgresRunStore implements RunStore {
       return await inTransaction(this.#pool, async (client) => {
         if (newConversation) {
           const { title, agent, forkedFrom } = newConversation;
-          await this.#query(client, "insertConversation", [run.conversationId, title, run.startedAt, agent, forkedFrom?.conversationId ?? null, forkedFrom?.checkpointId ?? null]);
+          await this.#query(client, "insertConversation", [run.conversationId, title, run.startedAt, agent, forkedFrom?.conversationId ?? null, forkedFrom?.checkpointId ?? null, newConversation.messageCount ?? 0]);
         }
         else if ((await client.query({ name: "runledger_touchConversation", text: SQL.touchConversation, values: [run.startedAt, run.conversationId] })).rowCount === 0) {
           throw new NotFoundError("Conversation", run.conversationId);
@@ -146,8 +146,8 @@ export class PostgresRunStore implements RunStore {
   }
 
   async createConversation(id: string, conversation: NewConversation, at: Date): Promise<ConversationRecord> {
-    const { title, agent, forkedFrom } = conversation;
-    const [row] = await this.#query<ConversationRow>(this.#pool, "createConversation", [id, title, at, agent, forkedFrom?.conversationId ?? null, forkedFrom?.checkpointId ?? null]);
+    const { title, agent, forkedFrom, messageCount = 0 } = conversation;
+    const [row] = await this.#query<ConversationRow>(this.#pool, "createConversation", [id, title, at, agent, forkedFrom?.conversationId ?? null, forkedFrom?.checkpointId ?? null, messageCount]);
     return toConversationRecord(row!);
   }
 

@@ -35,9 +35,9 @@ const IN_IDS = "IN (SELECT value FROM json_each(?))";
 
 function writeStatements(db: SqliteDatabase) {
   return {
-    insertConversation: db.prepare<[string, string, string, string, string, string | null, string | null]>(
+    insertConversation: db.prepare<[string, string, string, string, number, string, string | null, string | null]>(
       `INSERT INTO conversations (id, title, created_at, updated_at, message_count, agent, forked_from_conversation_id, forked_from_checkpoint_id)
-       VALUES (?, ?, ?, ?, 0, ?, ?, ?)`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     touchConversation: db.prepare<[string, string]>(`UPDATE conversations SET updated_at = ? WHERE id = ?`),
     finishConversation: db.prepare<[string, number | null, string]>(
@@ -171,7 +171,7 @@ export class SqliteRunStore implements RunStore {
       return await this.#write(() => {
         if (newConversation) {
           const { title, agent, forkedFrom } = newConversation;
-          w.insertConversation.run(run.conversationId, title, startedAt, startedAt, agent, forkedFrom?.conversationId ?? null, forkedFrom?.checkpointId ?? null);
+          w.insertConversation.run(run.conversationId, title, startedAt, startedAt, newConversation.messageCount ?? 0, agent, forkedFrom?.conversationId ?? null, forkedFrom?.checkpointId ?? null);
         } else if (w.touchConversation.run(startedAt, run.conversationId).changes === 0) throw new NotFoundError("Conversation", run.conversationId);
         w.insertRun.run(run.id, run.conversationId, run.kind, run.input, startedAt, run.startMark, run.ownerId, run.startCheckpointId);
         for (const { interruptId, value } of run.answers ?? []) w.answerInterrupt.run(run.id, JSON.stringify(value ?? null), startedAt, run.conversationId, interruptId);
@@ -204,7 +204,7 @@ export class SqliteRunStore implements RunStore {
     const w = this.#w;
     const when = formatSqliteDate(at);
     return this.#write(() => {
-      w.insertConversation.run(id, conversation.title, when, when, conversation.agent, conversation.forkedFrom?.conversationId ?? null, conversation.forkedFrom?.checkpointId ?? null);
+      w.insertConversation.run(id, conversation.title, when, when, conversation.messageCount ?? 0, conversation.agent, conversation.forkedFrom?.conversationId ?? null, conversation.forkedFrom?.checkpointId ?? null);
       return toConversationRecord(w.getConversation.get(id)!);
     });
   }
