@@ -169,15 +169,16 @@ describe("a stalled subscriber is cut off; the run and the other subscribers go 
   it("refuses more operations on one WebSocket than WS_MAX_SUBSCRIPTIONS", async () => {
     await until(() => app.services.bus.stats().changeSubscribers === 0, "no change subscribers left from before");
     const client = wsClient(app.url);
+    const operations = () => app.http.webSocketStats().operations;
     const first = collect(client, CONVERSATIONS_CHANGED_ROW);
     const second = collect(client, CONVERSATIONS_CHANGED_ROW);
-    await until(() => app.services.bus.stats().changeSubscribers === 2, "two change subscribers");
+    await until(() => operations() === 2 && app.http.webSocketStats().broadcast.members === 2, "two change subscriptions");
     await expect(collect(client, CONVERSATIONS_CHANGED_ROW).done).rejects.toThrow(/TOO_MANY_SUBSCRIPTIONS/);
 
     first.dispose();
-    await until(() => app.services.bus.stats().changeSubscribers === 1, "one change subscriber");
+    await until(() => operations() === 1, "one change subscription");
     const third = collect(client, CONVERSATIONS_CHANGED_ROW);
-    await until(() => app.services.bus.stats().changeSubscribers === 2, "the third subscription to be accepted");
+    await until(() => operations() === 2 && app.http.webSocketStats().broadcast.members === 2, "the third subscription to be accepted");
     second.dispose();
     third.dispose();
     await client.dispose();

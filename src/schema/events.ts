@@ -145,6 +145,8 @@ builder.subscriptionField("runEvents", (t) =>
       runId: t.arg.id({ required: true }),
       after: t.arg.int({ description: "The last seq already received; 0 or omitted replays from the start." }),
     },
+    // Over WebSocket, one stream per distinct operation; a late subscriber first gets what it missed (src/server/ws-broadcast.ts).
+    extensions: { broadcast: "replay" },
     subscribe: async (_root, args, ctx) => {
       const runId = String(args.runId);
       const after = args.after ?? 0;
@@ -168,6 +170,7 @@ builder.subscriptionField("conversationEvents", (t) =>
     type: RunEventInterface,
     description: "The events of every run of one conversation, live, across runs, until unsubscribed.",
     args: { conversationId: t.arg.id({ required: true }) },
+    extensions: { broadcast: "live" },
     subscribe: async (_root, args, ctx) => {
       const id = String(args.conversationId);
       try {
@@ -192,6 +195,7 @@ builder.subscriptionField("conversationsChanged", (t) =>
       "what a conversation list needs. Each notice is read when it is delivered, so it shows the current state. " +
       "A deletion is the last notice of a conversation: deleted: true with its last id, title, createdAt, updatedAt and messageCount; " +
       "everything that went with it (runs, messages, checkpoints) answers empty: activeRun and latestRun null, resumable false, lists and connections empty.",
+    extensions: { broadcast: "live" },
     subscribe: async (_root, _args, ctx) =>
       mapStream<ConversationChange, ConversationShape | CutOff>(
         await ctx.bus.subscribeConversationChanges(),
