@@ -12,7 +12,8 @@
 import os from "node:os";
 import { parseArgs } from "node:util";
 import { machine, markdownReport, writeResults, type ScenarioResult } from "./lib/report.ts";
-import { startFakeModelProcess } from "./lib/processes.ts";
+import { startFakeOllamaProcess } from "../test/support/processes.ts";
+import { KILL_AFTER_MS } from "./lib/runledger.ts";
 import { summarizeProfiles } from "./lib/profile.ts";
 import { updateReadme } from "./lib/readme.ts";
 import type { Scenario } from "./scenarios/scenario.ts";
@@ -23,8 +24,9 @@ import { correlation } from "./scenarios/correlation.ts";
 import { throughput } from "./scenarios/throughput.ts";
 import { concurrent } from "./scenarios/concurrent.ts";
 import { cost } from "./scenarios/cost.ts";
+import { outside } from "./outside/scenario.ts";
 
-const SCENARIOS: Scenario[] = [relay, ttft, fanout, correlation, throughput, concurrent, cost];
+const SCENARIOS: Scenario[] = [relay, ttft, fanout, correlation, throughput, concurrent, cost, outside];
 
 const { values } = parseArgs({
   options: {
@@ -49,7 +51,7 @@ if (reps !== undefined && !(Number.isInteger(reps) && reps > 0)) {
 }
 
 const log = (message: string) => process.stderr.write(`${message}\n`);
-const model = names.length ? await startFakeModelProcess() : null;
+const model = names.length ? await startFakeOllamaProcess({ killAfterMs: KILL_AFTER_MS }) : null;
 const fresh: ScenarioResult[] = [];
 const failed: string[] = [];
 try {

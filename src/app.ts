@@ -8,6 +8,9 @@ import { MemoryEventBus } from "./storage/event-bus/memory.ts";
 import type { EventBus } from "./storage/event-bus/types.ts";
 import { AgentRuntime } from "./agent/runtime.ts";
 import { builtinTools } from "./agent/tools.ts";
+import { agentDefaultsFrom, loadAgentDefinitions } from "./agent/definitions.ts";
+import { loadGraphAgents } from "./agent/graph-module.ts";
+import type { McpSupervisor } from "./agent/mcp/index.ts";
 import { RunOwnership } from "./runs/ownership.ts";
 import { RunService } from "./runs/service.ts";
 import { ConversationService } from "./runs/conversations.ts";
@@ -33,6 +36,18 @@ export interface AppOverrides {
   tools?: StructuredToolInterface[];
 }
 
+/** The event bus REDIS_URL names (several instances), else the in-memory one; Redis's client loads only when used. */
+async function openEventBus(config: Config, logger: Logger): Promise<EventBus> {
+  const options = { retention: config.eventRetention, graceMs: config.eventGraceMs, subscriberQueueLimit: config.subscriberQueueLimit };
+  if (!config.redisUrl) return new MemoryEventBus(options);
+  const { connectRedisEventBus } = await import("./storage/event-bus/redis.ts");
+  try {
+    return await connectRedisEventBus(config.redisUrl, { ...options, keyPrefix: config.redisKeyPrefix, onError: (error) => logger.warn("event bus (Redis) error", { error }) });
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
+}
+
 /**
  * Correlation marks are minted from this host's clock and compared with marks
  * other instances minted: a host whose clock differs from the database's by more
@@ -52,36 +67,68 @@ async function checkClock(storage: Storage, config: Config, logger: Logger): Pro
 }
 
 export async function startApp(config: Config, logger: Logger, overrides: AppOverrides = {}): Promise<App> {
-  const storage = await openStorage(config);
+  // The agents first: a bad configuration file stops start-up before anything is opened.
+  const definitions = loadAgentDefinitions(config.agentsFile, agentDefaultsFrom(config));
+  const builtins = overrides.tools ?? builtinTools();
+  if (overrides.tools && !config.agentsFile) {
+    const only = definitions[0]!;
+    if (only.type === "chat") only.tools = builtins.map((t) => t.name);
+  }
+  const graphs = await loadGraphAgents(definitions);
+  // Redis before the database: an unreachable one stops start-up before anything is migrated.
+  const bus = await openEventBus(config, logger);
+  const storage = await openStorage(config).catch(async (error: unknown) => {
+    await bus.close();
+    throw error;
+  });
   if (storage.migrated.length) logger.info("database migrated", { applied: storage.migrated, database: describeDatabase(config) });
   await checkClock(storage, config, logger).catch(async (error: unknown) => {
     await storage.close();
+    await bus.close();
     throw error;
   });
 
-  const bus: EventBus = new MemoryEventBus({
-    retention: config.eventRetention,
-    graceMs: config.eventGraceMs,
-    subscriberQueueLimit: config.subscriberQueueLimit,
-  });
   const store = storage.runs;
   const ownership = new RunOwnership(store, {
     heartbeatMs: config.heartbeatMs,
     leaseMs: config.leaseMs,
     onError: (error) => logger.warn("heartbeat failed", { error }),
+    bus,
+    onRecovered: (run) => {
+      logger.info("recovered a run its stopped process left running", { runId: run.id });
+      bus.publishConversationChange({ conversationId: run.conversationId, kind: "updated", at: new Date() }).catch(() => {});
+    },
   });
   await ownership.register();
   const recovered = await ownership.recover();
   if (recovered.length) logger.info("recovered runs left running by a stopped process", { runs: recovered.map((r) => r.id) });
 
+  // MCP servers start with the server; one that does not come up costs its agents those tools, not the start.
+  // The MCP client loads only when an agent has servers.
+  let mcp: McpSupervisor | undefined;
+  if (definitions.some((d) => d.type === "chat" && d.mcpServers.length > 0)) {
+    const { McpSupervisor } = await import("./agent/mcp/index.ts");
+    mcp = new McpSupervisor(definitions, { logger });
+    await mcp.start();
+  }
   const agent = new AgentRuntime({
     checkpointer: storage.saver,
-    model: { baseUrl: config.ollamaHost, model: config.ollamaModel, think: config.ollamaThink, idleTimeoutMs: config.modelIdleTimeoutMs },
-    tools: overrides.tools ?? builtinTools(),
-    systemPrompt: config.systemPrompt,
-    recursionLimit: config.recursionLimit,
+    agents: definitions,
+    graphs,
+    mcp,
+    builtins,
+    ollama: { baseUrl: config.ollamaHost, idleTimeoutMs: config.modelIdleTimeoutMs },
   });
-  const runs = new RunService({ store, bus, agent, ownerId: ownership.id, maxMessageChars: config.maxMessageChars, maxClockSkewMs: config.maxClockSkewMs, logger });
+  const runs = new RunService({
+    store,
+    checkpointReads: storage.checkpointReads,
+    bus,
+    agent,
+    ownerId: ownership.id,
+    maxMessageChars: config.maxMessageChars,
+    maxClockSkewMs: config.maxClockSkewMs,
+    logger,
+  });
   const conversations = new ConversationService(store, bus);
   const services: Services = { runs, conversations, agent, bus, store, conversationList: storage.conversationList, checkpointReads: storage.checkpointReads };
 
@@ -109,6 +156,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     close() {
       closing ??= (async () => {
         await runs.shutdown(config.shutdownTimeoutMs);
+        await mcp?.close();
         await bus.close();
         await http.close();
         await ownership.stop();

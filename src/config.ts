@@ -18,8 +18,16 @@ export interface Config {
   databaseKind: "sqlite" | "postgres";
   /** Absolute path of the SQLite file derived from `databaseUrl`; empty for PostgreSQL. */
   databasePath: string;
+  /** `RUNLEDGER_CONFIG`: the JSON file declaring the agents (src/agent/definitions.ts); unset: the one built-in agent, `default`. */
+  agentsFile: string | undefined;
   /** `REDIS_URL` (`redis://host:port`): carries live events between instances. Unset: events stay in this process. */
   redisUrl: string | undefined;
+  /**
+   * `REDIS_KEY_PREFIX`, default `runledger:`: the prefix of every Redis key and
+   * channel; instances share events only when they share it, so one Redis can
+   * serve several deployments.
+   */
+  redisKeyPrefix: string;
   /**
    * `MAX_CLOCK_SKEW_MS`, default 1000: how far this host's clock may differ from
    * the database's. Start-up refuses a larger difference; a run whose conversation
@@ -167,6 +175,13 @@ function postgresUrl(raw: string): string {
   return raw;
 }
 
+function prefixVar(env: Env, name: string, fallback: string): string {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (!/^[A-Za-z0-9_:.\-]{1,64}$/.test(raw)) throw new ConfigError(`${name} must be 1 to 64 letters, digits, _ : . or -, got "${raw}"`);
+  return raw;
+}
+
 function redisUrlVar(env: Env): string | undefined {
   const raw = (env.REDIS_URL ?? "").trim();
   if (raw === "") return undefined;
@@ -223,7 +238,9 @@ export function loadConfig(env: Env = process.env, readFile: (p: string) => stri
     databaseUrl: databaseKind === "postgres" ? postgresUrl(databaseUrl) : databaseUrl,
     databaseKind,
     databasePath: databaseKind === "postgres" ? "" : databasePathFromUrl(databaseUrl),
+    agentsFile: (env.RUNLEDGER_CONFIG ?? "").trim() || undefined,
     redisUrl: redisUrlVar(env),
+    redisKeyPrefix: prefixVar(env, "REDIS_KEY_PREFIX", "runledger:"),
     maxClockSkewMs: intVar(env, "MAX_CLOCK_SKEW_MS", 1_000, 0, 60_000),
     ollamaHost: urlVar(env, "OLLAMA_HOST", "http://127.0.0.1:11434"),
     ollamaModel: model,

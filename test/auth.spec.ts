@@ -3,10 +3,11 @@
 // CORS_ORIGINS: no cross-origin access by default, over HTTP or WebSocket.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { startServerProcess, startTestApp } from "./support/app.ts";
+import { startTestApp } from "./support/app.ts";
+import { startServerProcess } from "./support/processes.ts";
 import { snapshotDatabase } from "./support/db-snapshot.ts";
 import { openRawSocket, operationResult, sseRequest, subscribe } from "./support/protocol.ts";
-import { START_RUN } from "./support/graphql.ts";
+import { START_RUN } from "./support/documents.ts";
 import { createTokenCheck } from "../src/server/auth.ts";
 import { loadConfig } from "../src/config.ts";
 import type { App } from "../src/app.ts";

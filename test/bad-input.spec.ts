@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { defaultResponder, startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp } from "./support/app.ts";
 import { snapshotDatabase } from "./support/db-snapshot.ts";
-import { START_RUN } from "./support/graphql.ts";
+import { START_RUN } from "./support/documents.ts";
 import { openRawSocket, operationResult, sseRequest, subscribe, type RawSocket } from "./support/protocol.ts";
 import type { App } from "../src/app.ts";
 

@@ -7,24 +7,12 @@ import { tool } from "@langchain/core/tools";
 import { z } from "zod";
 import { defaultResponder, splitTokens, startFakeOllama, type FakeOllama, type FakeStep } from "./support/fake-ollama.ts";
 import { tempDatabaseUrl, waitForRun } from "./support/app.ts";
-import { CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS, START_RUN, collect, gql, gqlOk, wsClient } from "./support/graphql.ts";
+import { collect, gql, gqlOk, startRun, wsClient } from "./support/graphql.ts";
+import { CANCEL_RUN, CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS } from "./support/documents.ts";
 import { loadConfig } from "../src/config.ts";
 import { createLogger } from "../src/logger.ts";
 import { startApp, type App } from "../src/app.ts";
 import { builtinTools } from "../src/agent/tools.ts";
-
-const CANCEL_RUN = /* GraphQL */ `
-  mutation Cancel($runId: ID!) {
-    cancelRun(input: { runId: $runId }) {
-      __typename
-      ... on CancelRunSuccess { run { id status errorCode errorMessage partialOutput finishedAt } }
-      ... on Error { code message }
-      ... on ValidationError { field }
-      ... on NotFoundError { entity entityId }
-      ... on RunNotActiveError { runId }
-    }
-  }
-`;
 
 /**
  * A tool that takes as long as it is told and honors the abort signal LangGraph
@@ -74,12 +62,6 @@ beforeEach(() => {
   toolHoldMs = 0;
 });
 
-async function start(message: string, conversationId?: string): Promise<{ runId: string; conversationId: string }> {
-  const { startRun } = await gqlOk(app.url, START_RUN, { message, conversationId });
-  if (startRun.__typename !== "StartRunSuccess") throw new Error(JSON.stringify(startRun));
-  return { runId: startRun.run.id, conversationId: startRun.conversation.id };
-}
-
 async function cancel(runId: string) {
   return (await gqlOk(app.url, CANCEL_RUN, { runId })).cancelRun;
 }
@@ -100,7 +82,7 @@ function respondBy(script: Record<string, () => FakeStep>) {
 describe("cancelRun stops the model request at once", () => {
   it("before the first token: the request closes, the run is CANCELLED, and resumeRun completes the pending step", async () => {
     fake.enqueue({ kind: "hangBeforeHeaders" });
-    const { runId, conversationId } = await start("Tell me a story");
+    const { runId, conversationId } = await startRun(app.url, "Tell me a story");
     await vi.waitFor(() => expect(fake.openChatRequests()).toBe(1));
 
     const result = await cancel(runId);
@@ -126,7 +108,7 @@ describe("cancelRun stops the model request at once", () => {
 
   it("mid-stream: keeps the streamed text as partialOutput and ends the subscription with CANCELLED", async () => {
     fake.enqueue({ kind: "silence", tokens: ["Once ", "upon ", "a "] });
-    const { runId } = await start("Another story");
+    const { runId } = await startRun(app.url, "Another story");
     const client = wsClient(app.url);
     try {
       const sub = collect(client, RUN_EVENTS, { runId });
@@ -149,7 +131,7 @@ describe("cancelRun stops a running tool", () => {
   it("the tool sees the run's abort signal, the run ends CANCELLED at once, and the tools step stays resumable", async () => {
     toolHoldMs = 60_000;
     fake.enqueue({ kind: "toolCalls", calls: [{ name: "slow_lookup", args: { key: "alpha" } }] });
-    const { runId, conversationId } = await start("Look up alpha");
+    const { runId, conversationId } = await startRun(app.url, "Look up alpha");
     await vi.waitFor(() => expect(toolCalls).toHaveLength(1));
 
     const result = await cancel(runId);
@@ -180,8 +162,8 @@ describe("cancelRun touches only its own run", () => {
       doomed: () => ({ kind: "silence", tokens: ["I will "] }),
       survivor: () => ({ kind: "trickle", tokens: splitTokens("slow and steady wins"), delayMs: 40 }),
     });
-    const doomed = await start("the doomed one");
-    const survivor = await start("the survivor");
+    const doomed = await startRun(app.url, "the doomed one");
+    const survivor = await startRun(app.url, "the survivor");
     await vi.waitFor(() => expect(fake.openChatRequests()).toBe(2));
 
     expect((await cancel(doomed.runId)).run.status).toBe("CANCELLED");
@@ -225,7 +207,7 @@ describe("a cancel racing the run's own finish", () => {
     try {
       for (let i = 0; i < 30; i++) {
         const { point, via, reached } = triggers[i % triggers.length]!;
-        const { runId, conversationId } = await start(`race ${i}`);
+        const { runId, conversationId } = await startRun(app.url, `race ${i}`);
         let cancelled: Promise<any> | undefined;
         let tokens = 0;
         for await (const event of (await app.services.bus.subscribeRun(runId))!) {
@@ -266,7 +248,7 @@ describe("a cancel racing the run's own finish", () => {
 
 describe("cancelRun refusals change nothing", () => {
   it("RunNotActiveError for a finished run, NotFoundError for an unknown id, ValidationError for a malformed id", async () => {
-    const { runId } = await start("finish first");
+    const { runId } = await startRun(app.url, "finish first");
     const finished = await waitForRun(app.url, runId);
     expect(finished.status).toBe("COMPLETED");
 

@@ -8,9 +8,10 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { AIMessage } from "@langchain/core/messages";
 import { startFakeOllama, defaultResponder, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp, waitForRun } from "./support/app.ts";
-import { collect, gql, gqlOk, sseClient, START_RUN, wsClient } from "./support/graphql.ts";
-import { buildAgentGraph, threadConfig } from "../src/agent/graph.ts";
-import { builtinTools } from "../src/agent/tools.ts";
+import { collect, gql, gqlOk, sseClient, wsClient } from "./support/graphql.ts";
+import { START_RUN } from "./support/documents.ts";
+import { buildChatGraph } from "../src/agent/chat-graph.ts";
+import { threadConfig } from "../src/agent/runtime.ts";
 import type { App } from "../src/app.ts";
 import { openSqlite } from "../src/storage/sqlite/database.ts";
 import { formatSqliteDate } from "../src/storage/sqlite/rows.ts";
@@ -37,7 +38,7 @@ async function turn(message: string, conversationId?: string) {
 
 /** Appends a message the way an operator would: a LangGraph state update, outside any run. */
 async function updateStateOutsideRuns(conversationId: string, text: string) {
-  const graph = buildAgentGraph({ callModel: () => Promise.reject(new Error("no model here")), tools: builtinTools(), checkpointer: app.storage.saver });
+  const graph = buildChatGraph({ systemPrompt: "", requireApproval: [], checkpointer: app.storage.saver });
   const config = await graph.updateState(threadConfig(conversationId), { messages: [new AIMessage({ content: text })] }, "agent");
   return String(config.configurable?.checkpoint_id);
 }
@@ -91,12 +92,13 @@ describe("checkpoint fields", () => {
       expect(Date.parse(node.createdAt)).toBeLessThanOrEqual(Date.parse(run.finishedAt));
     }
     expect([...nodes].map((n: any) => n.id).sort()).toEqual(nodes.map((n: any) => n.id));
-    // The writes of a checkpoint are what its tasks produced: the input, the model's reply and route, the tool's message.
+    // The writes of a checkpoint are what its tasks produced: the input, the model's reply and
+    // the tool call it sends as a task of its own (LangGraph's __pregel_tasks), the tool's message.
     expect(nodes[0].writes.map((w: any) => w.channel)).toEqual(["messages", "branch:to:agent"]);
     expect(nodes[0].writes[0].value[0].kwargs.content).toBe("Please calculate 17 * 3");
     expect(nodes[1].writes.map((w: any) => [w.channel, w.idx])).toEqual([
       ["messages", 0],
-      ["branch:to:tools", 1],
+      ["__pregel_tasks", 1],
     ]);
     expect(nodes[4].writes).toEqual([]);
 

@@ -1,8 +1,10 @@
 import { execFile } from "node:child_process";
+import os from "node:os";
+import path from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../src/config.ts";
-import { ROOT } from "./support/app.ts";
+import { closedPort, tempDatabaseUrl, ROOT } from "./support/app.ts";
 
 const run = promisify(execFile);
 
@@ -32,7 +34,12 @@ describe("configuration", () => {
     [{ OLLAMA_THINK: "maybe" }, /OLLAMA_THINK must be true or false/],
     [{ OLLAMA_HOST: "ftp://x" }, /OLLAMA_HOST must use http or https/],
     [{ OLLAMA_HOST: "http://" }, /OLLAMA_HOST must be a URL/],
-    [{ DATABASE_URL: "postgres://x" }, /DATABASE_URL must be a SQLite file URL/],
+    [{ DATABASE_URL: "mysql://x/db" }, /DATABASE_URL must be a SQLite file URL such as file:.* or a PostgreSQL URL/],
+    [{ DATABASE_URL: "postgres://x" }, /DATABASE_URL must name a database/],
+    [{ DATABASE_URL: "postgres://:5432/db" }, /DATABASE_URL must/],
+    [{ REDIS_URL: "http://127.0.0.1:6379" }, /REDIS_URL must use redis:\/\/ or rediss:\/\//],
+    [{ REDIS_URL: "not a url" }, /REDIS_URL must be a URL/],
+    [{ MAX_CLOCK_SKEW_MS: "-1" }, /MAX_CLOCK_SKEW_MS must be a whole number/],
     [{ DATABASE_URL: "file::memory:" }, /DATABASE_URL must name a file/],
     [{ LOG_LEVEL: "loud" }, /LOG_LEVEL must be one of/],
     [{ API_TOKEN: "short" }, /API_TOKEN must be at least 8 characters/],
@@ -52,5 +59,22 @@ describe("configuration", () => {
     const error = await run(process.execPath, ["--import", "tsx", "src/main.ts"], { cwd: ROOT, env: { ...process.env, PORT: "eighty" } }).catch((e) => e);
     expect(error.code).toBe(2);
     expect(error.stderr.trim()).toBe('runledger: PORT must be a whole number, got "eighty"');
+  });
+
+  it.each([
+    ["an unreachable PostgreSQL", async () => ({ DATABASE_URL: `postgres://nobody:secret@127.0.0.1:${await closedPort()}/runledger` }), /^runledger: DATABASE_URL: PostgreSQL at 127\.0\.0\.1:\d+\/runledger cannot be reached: .+$/],
+    ["an unreachable Redis", async () => ({ REDIS_URL: `redis://127.0.0.1:${await closedPort()}` }), /^runledger: REDIS_URL: .+$/],
+    ["an agents file that does not exist", async () => ({ RUNLEDGER_CONFIG: path.join(os.tmpdir(), "no-such-agents.json") }), /^runledger: RUNLEDGER_CONFIG .*no-such-agents\.json: .+$/],
+  ])("start-up stops with one line naming the variable for %s (exit code 2)", async (_what, makeEnv, line) => {
+    const database = tempDatabaseUrl("runledger-startup-");
+    const error = await run(process.execPath, ["--import", "tsx", "src/main.ts"], {
+      cwd: ROOT,
+      env: { ...process.env, PORT: "0", DATABASE_URL: database.url, ...(await makeEnv()) },
+    }).catch((e) => e);
+    expect(error.code).toBe(2);
+    expect(error.stderr.trim().split("\n")).toHaveLength(1);
+    expect(error.stderr.trim()).toMatch(line);
+    // The password never reaches the output.
+    expect(error.stderr).not.toContain("secret");
   });
 });

@@ -1,9 +1,12 @@
 // The console (GET /console) in a real browser: Debian's Chromium through
 // playwright-core, against runledger started in this process with the fake
-// Ollama, over real HTTP and graphql-ws. Screenshots of key moments go to
-// test-results/console/.
+// Ollama and a RUNLEDGER_CONFIG of four agents (the default; "careful", whose
+// calculator and MCP note tool wait for approval; two custom graphs), over real
+// HTTP and graphql-ws. Screenshots of key moments go to test-results/console/.
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
+import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import http from "node:http";
 import zlib from "node:zlib";
@@ -11,13 +14,16 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, Page, WebSocketRoute } from "playwright-core";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { ROOT, startTestApp, waitForRun } from "./support/app.ts";
-import { gql, gqlOk, START_RUN } from "./support/graphql.ts";
+import { gql, gqlOk } from "./support/graphql.ts";
+import { START_RUN } from "./support/documents.ts";
 import { until } from "./support/streaming.ts";
 import { eventually, launchChromium, openPage, screenshot, type BrowserPage } from "./support/browser.ts";
 import { applyNotice, emptyList, replaceWithFirstPage } from "../console/src/state/conversation-list.ts";
 import { applyEvent, emptyLiveRun } from "../console/src/state/run-live.ts";
-import { earlierMessages, runViews } from "../console/src/state/conversation-view.ts";
-import type { ConversationDetails, ConversationRow, Message, RunDetails, RunEvent } from "../console/src/api/types.ts";
+import { earlierMessages, pendingInterrupts, runViews } from "../console/src/state/conversation-view.ts";
+import { draftAnswer, initialDraft } from "../console/src/state/interrupts.ts";
+import { formatDuration } from "../console/src/ui/format.ts";
+import type { ConversationDetails, ConversationRow, Interrupt, Message, RunDetails, RunEvent } from "../console/src/api/types.ts";
 import type { App } from "../src/app.ts";
 
 const TOKEN = "console-spec-token";
@@ -27,20 +33,57 @@ let app: App;
 let browser: Browser;
 let typecheck: Promise<unknown>;
 let open: BrowserPage | undefined;
+let agentsDir: string | undefined;
+/** Where careful's MCP note tool logs each note it writes. */
+let notesLog: string;
+
+/** The agents the console offers, as test/conformance/api.ts configures them. */
+function writeAgentsFile(): string {
+  agentsDir = fs.mkdtempSync(path.join(os.tmpdir(), "runledger-console-agents-"));
+  notesLog = path.join(agentsDir, "notes.log");
+  const fixtures = path.join(ROOT, "test", "fixtures");
+  const config = {
+    agents: {
+      default: { type: "chat" },
+      careful: {
+        type: "chat",
+        description: "Asks before it calculates or writes a note.",
+        tools: ["calculator"],
+        mcpServers: { notes: { command: process.execPath, args: [path.join(fixtures, "mcp", "stdio-server.mjs")], env: { MCP_FIXTURE_LOG: notesLog, MCP_FIXTURE_NAME: "notes" }, tools: ["note", "echo"] } },
+        requireApproval: ["calculator", "note"],
+      },
+      planner: { type: "graph", description: "Plans, then answers.", module: path.join(fixtures, "graphs", "two-node.ts"), export: "graph" },
+      interviewer: { type: "graph", description: "Asks who should answer.", module: path.join(fixtures, "graphs", "ask.ts"), export: "graph" },
+    },
+  };
+  const file = path.join(agentsDir, "agents.json");
+  fs.writeFileSync(file, JSON.stringify(config, null, 2));
+  return file;
+}
+
+/** The notes careful's MCP server wrote, oldest first. */
+function noted(): string[] {
+  if (!fs.existsSync(notesLog)) return [];
+  const lines = fs.readFileSync(notesLog, "utf8").trim().split("\n").filter(Boolean);
+  return lines.map((line) => JSON.parse(line) as { event: string; text?: string }).filter((e) => e.event === "noted").map((e) => String(e.text));
+}
 
 beforeAll(async () => {
   // The console's own type-check (it has DOM and JSX settings of its own) runs beside the browser tests.
   typecheck = promisify(execFile)(process.execPath, [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-p", path.join(ROOT, "console")]);
   typecheck.catch(() => {}); // reported by its own test
   fake = await startFakeOllama();
-  app = await startTestApp({ ollamaUrl: fake.url });
+  app = await startTestApp({ ollamaUrl: fake.url, env: { RUNLEDGER_CONFIG: writeAgentsFile() } });
   browser = await launchChromium();
+  // careful's MCP tools are listed (and callable) once its server is up.
+  await eventually(async () => (await gqlOk(app.url, AGENT_TOOLS)).agents.find((a: { name: string }) => a.name === "careful").tools.length === 3, "careful's MCP tools");
 });
 
 afterAll(async () => {
   await browser?.close();
   await app?.close();
   await fake?.close();
+  if (agentsDir) fs.rmSync(agentsDir, { recursive: true, force: true });
 });
 
 afterEach(async () => {
@@ -82,6 +125,42 @@ async function send(page: Page, message: string): Promise<void> {
   await page.getByRole("textbox", { name: "Message" }).fill(message);
   await page.getByRole("button", { name: "Send" }).click();
 }
+
+const AGENT_TOOLS = /* GraphQL */ `query { agents { name tools { name } } }`;
+const START_AGENT = /* GraphQL */ `
+  mutation ($message: String!, $agent: String) {
+    startRun(input: { message: $message, agent: $agent }) { __typename ... on StartRunSuccess { run { id } conversation { id } } ... on Error { code message } }
+  }
+`;
+const ANSWER = /* GraphQL */ `
+  mutation ($conversationId: ID!, $responses: [InterruptResponseInput!]) {
+    resumeRun(input: { conversationId: $conversationId, responses: $responses }) { __typename ... on Error { code message } }
+  }
+`;
+const WAITING = /* GraphQL */ `
+  query ($id: ID!) {
+    conversation(id: $id) {
+      next
+      pendingInterrupts { id value }
+      usage { inputTokens outputTokens modelCalls modelDurationMs }
+      checkpoints(first: 100) { edges { node { id } } }
+      runs(first: 20) { edges { node { id status usage { inputTokens outputTokens modelCalls timeToFirstTokenMs modelDurationMs } } } }
+    }
+  }
+`;
+
+async function startAgentViaApi(message: string, agent: string): Promise<{ runId: string; conversationId: string }> {
+  const { startRun } = await gqlOk(app.url, START_AGENT, { message, agent });
+  expect(startRun.__typename).toBe("StartRunSuccess");
+  return { runId: startRun.run.id, conversationId: startRun.conversation.id };
+}
+
+/** Polls the API until the run has the status (support's waitForRun knows the failure states, not WAITING). */
+async function waitForStatus(runId: string, status: string): Promise<void> {
+  await eventually(async () => (await gqlOk(app.url, `query ($id: ID!) { run(id: $id) { status } }`, { id: runId })).run.status === status, `run ${runId} ${status}`, 20_000);
+}
+
+const answerForm = (page: Page) => page.getByRole("form", { name: "Answer the waiting run" });
 
 const RUN_DETAILS = /* GraphQL */ `
   query ($id: ID!) {
@@ -387,6 +466,239 @@ describe("actions", () => {
   });
 });
 
+describe("agents and approvals", () => {
+  it("starts a conversation with the careful agent, shows its approval of two calls live, approves one and edits the other in one answer; the runs panel records who answered how, with usage", async () => {
+    const page = await openConsole("#/new");
+    // The picker: every agent, with its kind, description and tools (source, approval).
+    const picker = page.getByRole("group", { name: "Agent" });
+    const careful = picker.getByRole("radio", { name: "careful" });
+    await careful.waitFor();
+    expect(await picker.getByRole("radio").evaluateAll((inputs) => inputs.map((i) => (i as HTMLInputElement).value))).toEqual(["default", "careful", "planner", "interviewer"]);
+    expect(await picker.getByRole("radio", { name: "default" }).isChecked()).toBe(true);
+    const tools = picker.getByRole("list", { name: "Tools of careful" });
+    expect((await tools.getByRole("listitem").allTextContents()).sort()).toEqual(["calculator builtin needs approval", "echo mcp:notes", "note mcp:notes needs approval"]);
+    expect(await picker.textContent()).toContain("Asks before it calculates or writes a note.");
+    expect(await picker.textContent()).toContain("custom graph");
+    await careful.check();
+    await screenshot(page, "agent-picker");
+
+    fake.enqueue({ kind: "toolCalls", calls: [{ name: "calculator", args: { expression: "6 * 7" } }, { name: "note", args: { text: "draft" } }] }, { kind: "text", tokens: ["All ", "done."] });
+    const before = noted().length;
+    const message = unique("Calculate and note it");
+    await send(page, message);
+
+    // WAITING, with the question: in the list, the runs panel, the thread, and the answer form.
+    const form = answerForm(page);
+    await form.waitFor();
+    await runCard(page, 1).filter({ hasText: "WAITING" }).waitFor();
+    await conversationLinks(page).filter({ hasText: message }).filter({ hasText: "WAITING" }).waitFor();
+    await page.getByRole("main").locator(".conversation-head").filter({ hasText: "agent careful chat · asks before calculator, note" }).waitFor();
+    expect(await thread(page).getByRole("article", { name: "Run 1 outcome" }).textContent()).toMatch(/Run #1 is waiting at approve for approval of calculator .*, note/);
+    expect(await thread(page).getByRole("group", { name: "Tool call note" }).textContent()).toContain("waiting for approval");
+    for (const badge of [runCard(page, 1).locator(".badge-waiting"), conversationLinks(page).filter({ hasText: message }).locator(".badge-waiting")]) expect(await badge.count()).toBe(1);
+    const calculator = form.getByRole("group", { name: "Decision on calculator" });
+    const note = form.getByRole("group", { name: "Decision on note" });
+    expect(await calculator.textContent()).toContain('{"expression":"6 * 7"}');
+    expect(await note.textContent()).toContain('{"text":"draft"}');
+    const sendAnswer = form.getByRole("button", { name: "Send answer" });
+    // Nothing is approved by default.
+    expect(await sendAnswer.isDisabled()).toBe(true);
+
+    await calculator.getByRole("radio", { name: "Approve" }).check();
+    await note.getByRole("radio", { name: "Edit arguments" }).check();
+    // Edited arguments are checked before anything is sent.
+    const args = note.getByRole("textbox", { name: "Arguments (JSON)" });
+    await args.fill('{"text": "final"');
+    await note.filter({ hasText: "not JSON" }).waitFor();
+    expect(await sendAnswer.isDisabled()).toBe(true);
+    await args.fill('["final"]');
+    await note.filter({ hasText: "the arguments must be a JSON object" }).waitFor();
+    await args.fill('{"text": "final"}');
+    await eventually(async () => !(await sendAnswer.isDisabled()), "the answer to be complete");
+    await screenshot(page, "approval-form");
+
+    await sendAnswer.click();
+    await runCard(page, 2).filter({ hasText: "COMPLETED" }).waitFor();
+    await form.waitFor({ state: "detached" });
+    await thread(page).getByRole("article", { name: "Assistant" }).filter({ hasText: "All done." }).waitFor();
+    await thread(page).getByRole("group", { name: "Tool call calculator" }).filter({ hasText: "42" }).waitFor();
+    // The edited call ran with the edited arguments, once.
+    const noteResult = thread(page).getByRole("group", { name: "Tool call note" }).filter({ hasText: "noted: final" });
+    await noteResult.waitFor();
+    expect(await noteResult.textContent()).toContain('{"text":"final"}');
+    expect(noted().slice(before)).toEqual(["final"]);
+
+    // Who asked what and who answered how.
+    const asked = runCard(page, 1).getByRole("listitem", { name: "Interrupt from approve" });
+    await asked.filter({ hasText: "ANSWERED" }).waitFor();
+    const record = (await asked.textContent())!;
+    expect(record).toMatch(/approve asked approval of calculator \{"expression":"6 \* 7"\}, note \{"text":"draft"\}/);
+    expect(record).toContain('answered by run #2');
+    expect(record).toContain('calculator approved; note edited to {"text":"final"}');
+    expect(await thread(page).getByRole("article", { name: "Run 1 outcome" }).textContent()).toContain("answered by run #2");
+    // The run keeps its recorded status, no longer looking like it waits.
+    expect(await runCard(page, 1).locator(".badge-waiting.badge-resolved").textContent()).toBe("WAITING answered");
+
+    // Usage: each finished run's, and the conversation's total.
+    const conversationId = /#\/c\/([0-9a-f-]{36})$/.exec(page.url())![1]!;
+    const { conversation } = await gqlOk(app.url, WAITING, { id: conversationId });
+    const [first, second] = conversation.runs.edges.map((e: any) => e.node);
+    // A run's usage shows once the snapshot has its outcome (a terminal event alone has none).
+    expect(first.usage.timeToFirstTokenMs).toBeNull(); // it streamed no token: none shown
+    await runCard(page, 1).filter({ hasText: `usage${first.usage.inputTokens} in / ${first.usage.outputTokens} out tokens · 1 model call · model time ${formatDuration(first.usage.modelDurationMs)}` }).waitFor();
+    const secondUsage = `${second.usage.inputTokens} in / ${second.usage.outputTokens} out tokens · 1 model call · first token ${formatDuration(second.usage.timeToFirstTokenMs)} · model time ${formatDuration(second.usage.modelDurationMs)}`;
+    await runCard(page, 2).filter({ hasText: `usage${secondUsage}` }).waitFor();
+    const total = page.getByRole("note", { name: "Conversation usage" });
+    await total.filter({ hasText: `${conversation.usage.inputTokens} in / ${conversation.usage.outputTokens} out tokens · 2 model calls` }).waitFor();
+    expect(conversation.usage.inputTokens).toBe(first.usage.inputTokens + second.usage.inputTokens);
+    await runCard(page, 1).scrollIntoViewIfNeeded();
+    await screenshot(page, "interrupt-answered");
+  });
+
+  it("still shows a pending approval after a reload; refuses a wrong answer in the API's words; a rejection's reason reaches the model as the tool's result", async () => {
+    fake.enqueue({ kind: "toolCalls", calls: [{ name: "note", args: { text: "secret" } }] }, { kind: "text", tokens: ["Understood."] });
+    const before = noted().length;
+    const started = await startAgentViaApi(unique("Note the secret"), "careful");
+    await waitForStatus(started.runId, "WAITING");
+    const page = await openConsole(`#/c/${started.conversationId}`);
+    await answerForm(page).waitFor();
+    await page.reload();
+    await connection(page).filter({ hasText: /^connected$/ }).waitFor();
+    const form = answerForm(page);
+    await form.getByRole("group", { name: "Decision on note" }).waitFor();
+
+    // A wrong shape, typed as JSON: the API refuses it and says why; nothing changes.
+    const { conversation } = await gqlOk(app.url, WAITING, { id: started.conversationId });
+    const [pending] = conversation.pendingInterrupts;
+    const wrong = { toolCalls: [{ id: pending.value.toolCalls[0].id, decision: "maybe" }] };
+    const question = form.getByRole("group", { name: "Approval asked by approve" });
+    await question.getByRole("checkbox", { name: "Write the answer as JSON" }).check();
+    await question.getByRole("textbox", { name: "Answer (JSON)" }).fill(JSON.stringify(wrong));
+    await form.getByRole("button", { name: "Send answer" }).click();
+    const refusal = (await gqlOk(app.url, ANSWER, { conversationId: started.conversationId, responses: [{ interruptId: pending.id, value: wrong }] })).resumeRun;
+    expect(refusal).toMatchObject({ __typename: "ValidationError", code: "VALIDATION" });
+    await page.getByRole("main").getByRole("alert").filter({ hasText: `Could not send the answers: VALIDATION — ${refusal.message}` }).waitFor();
+    await screenshot(page, "answer-refused");
+    expect(await runCard(page, 2).count()).toBe(0);
+
+    // Rejected with a reason: the model hears it as the note's result; no note is written.
+    await question.getByRole("checkbox", { name: "Write the answer as JSON" }).uncheck();
+    const note = form.getByRole("group", { name: "Decision on note" });
+    await note.getByRole("radio", { name: "Reject" }).check();
+    await note.getByRole("textbox", { name: "Reason" }).fill("Secrets stay off the record.");
+    await form.getByRole("button", { name: "Send answer" }).click();
+    await runCard(page, 2).filter({ hasText: "COMPLETED" }).waitFor();
+    await thread(page).getByRole("article", { name: "Assistant" }).filter({ hasText: "Understood." }).waitFor();
+    expect(fake.requests.at(-1)!.messages.at(-1)).toMatchObject({ role: "tool", content: "Secrets stay off the record." });
+    expect(noted().length).toBe(before);
+    await runCard(page, 1).getByRole("listitem", { name: "Interrupt from approve" }).filter({ hasText: "note rejected: “Secrets stay off the record.”" }).waitFor();
+    expect(await thread(page).getByRole("group", { name: "Tool call note" }).last().textContent()).toContain("tool error");
+  });
+
+  it("answers a custom graph's own question with typed JSON (checked before it is sent), and the run completes", async () => {
+    const page = await openConsole("#/new");
+    await page.getByRole("radio", { name: "interviewer" }).check();
+    const topic = unique("the weather");
+    await send(page, topic);
+    const form = answerForm(page);
+    const question = form.getByRole("group", { name: "Question from ask" });
+    await question.waitFor();
+    expect(await question.textContent()).toContain(`Who should answer \\"${topic}\\"?`);
+    await runCard(page, 1).filter({ hasText: "WAITING" }).waitFor();
+    const json = question.getByRole("textbox", { name: "Answer (JSON)" });
+    const sendAnswer = form.getByRole("button", { name: "Send answer" });
+    await json.fill("{name: Ada}");
+    await question.filter({ hasText: "not JSON" }).waitFor();
+    expect(await sendAnswer.isDisabled()).toBe(true);
+    await json.fill('{"name": "Ada"}');
+    await screenshot(page, "custom-question");
+    await sendAnswer.click();
+
+    await runCard(page, 2).filter({ hasText: "COMPLETED" }).waitFor();
+    await thread(page).getByRole("article", { name: "Assistant" }).filter({ hasText: `Ada will answer: ${topic}` }).waitFor();
+    const asked = runCard(page, 1).getByRole("listitem", { name: "Interrupt from ask" });
+    await asked.filter({ hasText: "ANSWERED" }).waitFor();
+    expect(await asked.textContent()).toContain('answered by run #2');
+    expect(await asked.textContent()).toContain('{"name":"Ada"}');
+  });
+
+  it("shows a custom graph's custom event and the node its tokens come from while it streams", async () => {
+    const page = await openConsole("#/new");
+    await page.getByRole("radio", { name: "planner" }).check();
+    fake.enqueue({ kind: "trickle", tokens: ["A ", "prime ", "has ", "exactly ", "two ", "divisors."], delayMs: 200 });
+    const question = unique("What is a prime?");
+    await send(page, question);
+
+    const event = thread(page).getByRole("group", { name: "Event plan" });
+    await event.waitFor();
+    expect(await event.textContent()).toContain(`{"steps":["read the question","answer it briefly"],"question":"${question}"}`);
+    const answer = thread(page).getByRole("article", { name: "Assistant" }).last();
+    await answer.filter({ hasText: "prime" }).waitFor();
+    expect(await answer.textContent()).toMatch(/^node answer/);
+    // Mid-stream.
+    expect(await answer.textContent()).not.toContain("divisors.");
+    expect(await runCard(page, 1).textContent()).toContain("RUNNING");
+    await screenshot(page, "custom-event-streaming");
+
+    await runCard(page, 1).filter({ hasText: "COMPLETED" }).waitFor();
+    await answer.filter({ hasText: "divisors." }).waitFor();
+    // Once recorded, the event stays where it was streamed, before the answer, and the answer keeps its node.
+    await eventually(async () => (await thread(page).locator(".streaming").count()) === 0 && (await runCard(page, 1).textContent())!.includes("usage"), "the recorded run");
+    expect(await event.count()).toBe(1);
+    expect(await thread(page).getByRole("article", { name: "Assistant" }).last().textContent()).toBe("node answerA prime has exactly two divisors.");
+  });
+});
+
+describe("forks", () => {
+  it("forks a failed run's checkpoint: the fork opens showing its origin and completes on resume, the source is unchanged; a fork with a message starts its run at once", async () => {
+    fake.enqueue({ kind: "errorLine", tokens: ["Half "], error: "the model fell over" });
+    const message = unique("Fork me");
+    const failed = await startViaApi(message);
+    expect((await waitForRun(app.url, failed.runId)).status).toBe("FAILED");
+    const source = (await gqlOk(app.url, WAITING, { id: failed.conversationId })).conversation;
+    const checkpointIds = source.checkpoints.edges.map((e: any) => e.node.id);
+
+    const page = await openConsole(`#/c/${failed.conversationId}`);
+    await runCard(page, 1).filter({ hasText: "FAILED" }).waitFor();
+    await page.locator(`tr[title="${checkpointIds.at(-1)}"]`).getByRole("button", { name: "Fork here" }).click();
+    await page.getByRole("form", { name: /^Fork at step/ }).getByRole("button", { name: "Fork", exact: true }).click();
+
+    // The fork opens: its origin, the copied thread, its pending step.
+    const origin = page.getByRole("note", { name: "Forked from" });
+    await origin.filter({ hasText: message }).waitFor();
+    const forkId = /#\/c\/([0-9a-f-]{36})$/.exec(page.url())![1]!;
+    expect(forkId).not.toBe(failed.conversationId);
+    await page.getByRole("main").getByRole("heading", { name: `${message} (fork)`, level: 2 }).waitFor();
+    expect(await origin.textContent()).toMatch(new RegExp(`Forked from ${message} at step \\d+ \\(checkpoint ${checkpointIds.at(-1).slice(0, 8)}\\)`));
+    await thread(page).getByRole("article", { name: "You" }).filter({ hasText: message }).waitFor();
+    expect(await thread(page).locator(".run-divider").first().textContent()).toBe("Copied from the source conversation");
+    await screenshot(page, "fork-origin");
+
+    await page.getByRole("main").getByRole("button", { name: "Resume" }).click();
+    await runCard(page, 1).filter({ hasText: "COMPLETED" }).waitFor();
+    await thread(page).getByRole("article", { name: "Assistant" }).filter({ hasText: `Echo: ${message}` }).waitFor();
+    // The source did not move.
+    const after = (await gqlOk(app.url, WAITING, { id: failed.conversationId })).conversation;
+    expect(after.checkpoints.edges.map((e: any) => e.node.id)).toEqual(checkpointIds);
+    expect(after.next).toEqual(["agent"]);
+    expect(after.runs.edges).toHaveLength(1);
+
+    // Back to the source through the origin's link; a fork with a first message starts its run at once.
+    await origin.getByRole("link", { name: message }).click();
+    await page.getByRole("main").getByRole("heading", { name: message, exact: true, level: 2 }).waitFor();
+    await runCard(page, 1).filter({ hasText: "FAILED" }).waitFor();
+    expect(await runCard(page, 2).count()).toBe(0);
+    await page.locator(`tr[title="${checkpointIds[0]}"]`).getByRole("button", { name: "Fork here" }).click();
+    const withMessage = page.getByRole("form", { name: /^Fork at step/ });
+    await withMessage.getByRole("textbox", { name: "First message (optional)" }).fill("A different question.");
+    await withMessage.getByRole("button", { name: "Fork and send" }).click();
+    await eventually(() => !page.url().endsWith(failed.conversationId) && !page.url().endsWith(forkId), "the second fork to open");
+    await origin.filter({ hasText: message }).waitFor();
+    await runCard(page, 1).filter({ hasText: "COMPLETED" }).waitFor();
+    await thread(page).getByRole("article", { name: "Assistant" }).filter({ hasText: "Echo: A different question." }).waitFor();
+  });
+});
+
 describe("the connection", () => {
   it("shows reconnecting while the WebSocket is down, then catches up with what changed meanwhile", async () => {
     let refuse = false;
@@ -466,6 +778,7 @@ describe("the console's state", () => {
   const row = (id: string, updatedAt: string, extra: Partial<ConversationRow> = {}): ConversationRow => ({
     id,
     title: id,
+    agentName: "default",
     createdAt: "2026-01-01T00:00:00.000Z",
     updatedAt,
     messageCount: 0,
@@ -513,7 +826,7 @@ describe("the console's state", () => {
     expect(run.status).toBe("COMPLETED");
     expect(run.items).toEqual([
       { kind: "tool", key: "c2", toolCallId: "c1", name: "calculator", args: { expression: "1+1" }, result: { content: "2", isError: false } },
-      { kind: "text", key: "t4", messageId: "m1", text: "It is 2." },
+      { kind: "text", key: "t4", messageId: "m1", node: "agent", text: "It is 2." },
     ]);
   });
 
@@ -531,10 +844,18 @@ describe("the console's state", () => {
       finishedAt: status === "RUNNING" ? null : "2026-01-01T00:00:01.000Z",
       messages,
       failedTasks: [],
+      usage: null,
+      interrupts: [],
+      startCheckpoint: null,
     });
     const details = (messages: Message[], runs: RunDetails[], totalCount = runs.length): ConversationDetails => ({
       id: "c",
       title: "c",
+      agentName: "default",
+      agent: null,
+      forkedFrom: null,
+      usage: { inputTokens: 0, outputTokens: 0, modelCalls: 0, modelDurationMs: 0 },
+      pendingInterrupts: [],
       createdAt: "2026-01-01T00:00:00.000Z",
       updatedAt: "2026-01-01T00:00:00.000Z",
       messageCount: messages.length,
@@ -555,6 +876,43 @@ describe("the console's state", () => {
     const racing = details([message("u1"), message("a1", "ASSISTANT")], [run("r1", "RUNNING", [])]);
     const live = new Map([["r1", emptyLiveRun("r1")]]);
     expect(earlierMessages(racing, runViews(racing, live, []))).toEqual([]);
+  });
+
+  it("interrupts: a question streamed before the snapshot has it waits for an answer; a tool approval's answer needs a decision for every call", () => {
+    const at = "2026-01-01T00:00:00.000Z";
+    const asked: Interrupt = {
+      id: "i1",
+      node: "approve",
+      value: { type: "tool_approval", toolCalls: [{ id: "c1", name: "calculator", args: { expression: "1+1" } }, { id: "c2", name: "note", args: { text: "x" } }] },
+      state: "PENDING",
+      createdAt: at,
+      answer: null,
+      answeredAt: null,
+      answeredBy: null,
+      run: { id: "r" },
+    };
+    let live = emptyLiveRun("r");
+    for (const event of [
+      { __typename: "RunStatusEvent", seq: 1, runId: "r", at, status: "RUNNING", errorCode: null, errorMessage: null },
+      { __typename: "InterruptEvent", seq: 2, runId: "r", at, interrupt: asked },
+      { __typename: "RunStatusEvent", seq: 3, runId: "r", at, status: "WAITING", errorCode: null, errorMessage: null },
+    ] satisfies RunEvent[]) live = applyEvent(live, event);
+    const started = [{ id: "r", kind: "START", status: "RUNNING", input: "hi", startedAt: at }];
+    // The snapshot was read while the run ran: the live question counts.
+    expect(pendingInterrupts(null, runViews(null, new Map([["r", live]]), started)).map((i) => i.id)).toEqual(["i1"]);
+    // While a run runs (a resume), nothing waits.
+    expect(pendingInterrupts(null, runViews(null, new Map([["r", { ...live, status: "RUNNING" }]]), started))).toEqual([]);
+
+    const draft = initialDraft(asked);
+    expect(draftAnswer(asked, draft)).toEqual({ ok: false, problem: "calculator: approve, reject or edit it" });
+    draft.calls.c1 = { ...draft.calls.c1!, decision: "approve" };
+    draft.calls.c2 = { ...draft.calls.c2!, decision: "edit", argsText: "[1]" };
+    expect(draftAnswer(asked, draft)).toEqual({ ok: false, problem: "note: the arguments must be a JSON object" });
+    draft.calls.c2 = { ...draft.calls.c2, decision: "reject", reason: "  " };
+    expect(draftAnswer(asked, draft)).toEqual({ ok: true, value: { toolCalls: [{ id: "c1", decision: "approve" }, { id: "c2", decision: "reject" }] } });
+    // Any other question is answered with the JSON typed.
+    const custom = { ...asked, value: { question: "who?" } };
+    expect(draftAnswer(custom, { ...initialDraft(custom), text: '{"name": "Ada"}' })).toEqual({ ok: true, value: { name: "Ada" } });
   });
 
   it("type-checks (tsc -p console: DOM and JSX settings of its own; the root tsconfig leaves console/ out)", async () => {

@@ -6,7 +6,8 @@ import Database from "better-sqlite3";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp, waitForRun } from "./support/app.ts";
 import { snapshotDatabase } from "./support/db-snapshot.ts";
-import { CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS, START_RUN, collect, gql, gqlOk, sseClient, wsClient } from "./support/graphql.ts";
+import { collect, gql, gqlOk, sseClient, startRun, wsClient } from "./support/graphql.ts";
+import { CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS, START_RUN } from "./support/documents.ts";
 import { titleFromMessage } from "../src/runs/service.ts";
 import type { App } from "../src/app.ts";
 
@@ -27,12 +28,6 @@ beforeEach(() => {
   });
 });
 
-async function start(message: string, conversationId?: string) {
-  const { startRun } = await gqlOk(app.url, START_RUN, { message, conversationId });
-  if (startRun.__typename !== "StartRunSuccess") throw new Error(JSON.stringify(startRun));
-  return startRun as { run: { id: string }; conversation: { id: string; title: string } };
-}
-
 /** Lets the default fake responder answer. */
 async function useDefaultModel() {
   const { defaultResponder } = await import("./support/fake-ollama.ts");
@@ -51,7 +46,7 @@ describe("titles", () => {
 
   it("names a new conversation from its first message", async () => {
     await useDefaultModel();
-    const { conversation, run } = await start("   What is the tallest mountain on Earth, and how was it first measured?\nThanks");
+    const { conversation, run } = await startRun(app.url, "   What is the tallest mountain on Earth, and how was it first measured?\nThanks");
     expect(conversation.title).toBe("What is the tallest mountain on Earth, and how was...");
     await waitForRun(app.url, run.id);
   });
@@ -61,7 +56,7 @@ describe("a turn with the tools loop", () => {
   it("calls the calculator, answers with its result, and keeps the system prompt out of the thread", async () => {
     await useDefaultModel();
     const before = fake.requests.length;
-    const { run, conversation } = await start("Please calculate (17 + 4) * 2");
+    const { run, conversation } = await startRun(app.url, "Please calculate (17 + 4) * 2");
     expect((await waitForRun(app.url, run.id)).status).toBe("COMPLETED");
 
     const data = await gqlOk(app.url, CONVERSATION, { id: conversation.id });
@@ -85,7 +80,7 @@ describe("a turn with the tools loop", () => {
 
   it("turns a tool error into a tool message, not a failed run", async () => {
     await useDefaultModel();
-    const { run, conversation } = await start("Please calculate 1 / 0");
+    const { run, conversation } = await startRun(app.url, "Please calculate 1 / 0");
     expect((await waitForRun(app.url, run.id)).status).toBe("COMPLETED");
     const { conversation: c } = await gqlOk(app.url, CONVERSATION, { id: conversation.id });
     expect(c.messages[2].role).toBe("TOOL");
@@ -96,7 +91,7 @@ describe("a turn with the tools loop", () => {
 describe("reads", () => {
   it("never call the model", async () => {
     await useDefaultModel();
-    const { run, conversation } = await start("Hello reader");
+    const { run, conversation } = await startRun(app.url, "Hello reader");
     await waitForRun(app.url, run.id);
     fake.setResponder(() => {
       throw new Error("a read called the model");
@@ -110,7 +105,7 @@ describe("reads", () => {
 
   it("node(id) finds conversations and runs", async () => {
     await useDefaultModel();
-    const { run, conversation } = await start("Find me by id");
+    const { run, conversation } = await startRun(app.url, "Find me by id");
     await waitForRun(app.url, run.id);
     const q = `query($id: ID!) { node(id: $id) { __typename id } }`;
     expect((await gqlOk(app.url, q, { id: conversation.id })).node).toEqual({ __typename: "Conversation", id: conversation.id });
@@ -120,9 +115,9 @@ describe("reads", () => {
 
   it("lists conversations newest updatedAt first, in pages", async () => {
     await useDefaultModel();
-    const a = await start("ordering A");
+    const a = await startRun(app.url, "ordering A");
     await waitForRun(app.url, a.run.id);
-    const b = await start("ordering B");
+    const b = await startRun(app.url, "ordering B");
     await waitForRun(app.url, b.run.id);
     const page = `query($first: Int, $after: String) { conversations(first: $first, after: $after) {
       totalCount edges { cursor node { id title updatedAt } } pageInfo { hasNextPage endCursor } } }`;
@@ -130,7 +125,7 @@ describe("reads", () => {
     expect(first.edges.map((e: any) => e.node.id)).toEqual([b.conversation.id, a.conversation.id]);
 
     // A new turn on A moves it to the top.
-    const next = await start("ordering A again", a.conversation.id);
+    const next = await startRun(app.url, "ordering A again", a.conversation.id);
     await waitForRun(app.url, next.run.id);
     first = (await gqlOk(app.url, page, { first: 2 })).conversations;
     expect(first.edges.map((e: any) => e.node.id)).toEqual([a.conversation.id, b.conversation.id]);
@@ -172,7 +167,7 @@ describe("refusals are typed and write nothing", () => {
 
   it("startRun while a run is active: RunInProgressError, enforced by the database", async () => {
     fake.setResponder(() => ({ kind: "silence" }));
-    const { run, conversation } = await start("slow one");
+    const { run, conversation } = await startRun(app.url, "slow one");
     // Once the run waits on the model it has stored its first steps and writes nothing more.
     await vi.waitFor(() => expect(fake.openChatRequests()).toBe(1));
     const second = await refused(START_RUN, { message: "too soon", conversationId: conversation.id });
@@ -202,7 +197,7 @@ describe("refusals are typed and write nothing", () => {
 
   it("resumeRun with nothing pending: NothingToResumeError; unknown: NotFoundError", async () => {
     await useDefaultModel();
-    const { run, conversation } = await start("finish cleanly");
+    const { run, conversation } = await startRun(app.url, "finish cleanly");
     await waitForRun(app.url, run.id);
     expect(await refused(RESUME_RUN, { conversationId: conversation.id })).toMatchObject({ __typename: "NothingToResumeError", code: "NOTHING_TO_RESUME" });
     expect(await refused(RESUME_RUN, { conversationId: unknown })).toMatchObject({ __typename: "NotFoundError" });
@@ -216,7 +211,7 @@ describe("refusals are typed and write nothing", () => {
     expect(await refused(rename, { id: unknown, title: "x" })).toMatchObject({ __typename: "NotFoundError" });
     expect(await refused(rename, { id: "bad", title: "x" })).toMatchObject({ __typename: "ValidationError" });
     await useDefaultModel();
-    const { run, conversation } = await start("to be renamed");
+    const { run, conversation } = await startRun(app.url, "to be renamed");
     await waitForRun(app.url, run.id);
     expect(await refused(rename, { id: conversation.id, title: "   " })).toMatchObject({ __typename: "ValidationError" });
     expect(await refused(rename, { id: conversation.id, title: "z".repeat(201) })).toMatchObject({ __typename: "ValidationError" });
@@ -237,7 +232,7 @@ describe("refusals are typed and write nothing", () => {
 describe("deleteConversation", () => {
   it("removes the conversation, its runs and its LangGraph thread", async () => {
     await useDefaultModel();
-    const { run, conversation } = await start("Please calculate 2 + 2");
+    const { run, conversation } = await startRun(app.url, "Please calculate 2 + 2");
     await waitForRun(app.url, run.id);
     const count = (sql: string) => {
       const db = new Database(app.databaseFile, { readonly: true });
@@ -272,7 +267,7 @@ describe("subscriptions", () => {
     it(`${transport.name}: streams the run's tokens, then its terminal status, then completes`, async () => {
       const tokens = ["The ", "quick ", "brown ", "fox."];
       fake.setResponder(() => ({ kind: "text", tokens, delayMs: 20, firstDelayMs: 150 }));
-      const { run } = await start(`stream over ${transport.name}`);
+      const { run } = await startRun(app.url, `stream over ${transport.name}`);
       const client = transport.client();
       try {
         const events = (await collect(client, RUN_EVENTS, { runId: run.id }).done).map((e: any) => e.runEvents);
@@ -289,7 +284,7 @@ describe("subscriptions", () => {
 
     it(`${transport.name}: a subscriber that arrives after the run finished gets exactly its terminal event`, async () => {
       await useDefaultModel();
-      const { run } = await start(`late over ${transport.name}`);
+      const { run } = await startRun(app.url, `late over ${transport.name}`);
       await waitForRun(app.url, run.id);
       await new Promise((r) => setTimeout(r, 20)); // EVENT_GRACE_MS=0: the database answers
       expect(await app.services.bus.subscribeRun(run.id)).toBeNull();

@@ -3,7 +3,11 @@
 // tasks), then end to end against what really happened: every checkpoint a run
 // saved is recorded from its own CheckpointEvents (published by the
 // checkpointer as LangGraph stores each checkpoint), and the correlation must
-// agree for starts, resumes, failures, cancels and back-to-back runs.
+// agree for starts, resumes, failures, cancels and back-to-back runs, and for
+// runs that wait for a person, the answers that resume them, and forks.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { uuid6 } from "@langchain/langgraph-checkpoint";
 import { v6 } from "@langchain/core/utils/uuid";
@@ -11,7 +15,8 @@ import { AIMessage, HumanMessage } from "@langchain/core/messages";
 import { attributeFailures, correlate, firstAppearances, runAt, type AttemptWindow } from "../src/correlation/index.ts";
 import { startFakeOllama, defaultResponder, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp } from "./support/app.ts";
-import { collect, gql, gqlOk, RESUME_RUN, START_RUN, wsClient } from "./support/graphql.ts";
+import { collect, gql, gqlOk, startRun, wsClient } from "./support/graphql.ts";
+import { RESUME_RUN } from "./support/documents.ts";
 import type { App } from "../src/app.ts";
 
 const NODE = Uint8Array.from([1, 2, 3, 4, 5, 6]);
@@ -193,7 +198,10 @@ describe("the correlation against what each run really saved", () => {
 
   beforeAll(async () => {
     fake = await startFakeOllama();
-    app = await startTestApp({ ollamaUrl: fake.url, env: { RUN_HEARTBEAT_MS: "60000", RUN_LEASE_MS: "600000" } });
+    // "careful" waits for approval before each calculation.
+    const config = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "runledger-correlation-")), "agents.json");
+    fs.writeFileSync(config, JSON.stringify({ agents: { default: { type: "chat" }, careful: { type: "chat", tools: ["calculator"], requireApproval: ["calculator"] } } }));
+    app = await startTestApp({ ollamaUrl: fake.url, env: { RUN_HEARTBEAT_MS: "60000", RUN_LEASE_MS: "600000", RUNLEDGER_CONFIG: config } });
     client = wsClient(app.url);
   });
   afterAll(async () => {
@@ -212,12 +220,6 @@ describe("the correlation against what each run really saved", () => {
     return { runId, saved, status: final.status as string, errorCode: final.errorCode as string | null };
   }
 
-  async function start(message: string, conversationId?: string) {
-    const { startRun } = await gqlOk(app.url, START_RUN, { message, conversationId });
-    expect(startRun.__typename).toBe("StartRunSuccess");
-    return startRun.run.id as string;
-  }
-
   async function resume(conversationId: string) {
     const { resumeRun } = await gqlOk(app.url, RESUME_RUN, { conversationId });
     expect(resumeRun.__typename).toBe("ResumeRunSuccess");
@@ -229,7 +231,7 @@ describe("the correlation against what each run really saved", () => {
     const followed: Awaited<ReturnType<typeof follow>>[] = [];
 
     // A start that goes through the tools loop.
-    const first = await start("Please calculate 6 * 7");
+    const { runId: first } = await startRun(app.url, "Please calculate 6 * 7");
     const { conversation } = await gqlOk(app.url, `query($id: ID!) { run(id: $id) { conversation { id } } }`, { id: first }).then((d) => d.run);
     const conversationId = conversation.id as string;
     followed.push(await follow(first));
@@ -237,14 +239,14 @@ describe("the correlation against what each run really saved", () => {
     // A start that fails (model not pulled), a resume that fails again on the same
     // pending step (an error line from the model), and a resume that completes it.
     fake.enqueue({ kind: "notFound" });
-    followed.push(await follow(await start("And now?", conversationId)));
+    followed.push(await follow((await startRun(app.url, "And now?", conversationId)).runId));
     fake.enqueue({ kind: "errorLine", tokens: ["Par"], error: "model runner crashed" });
     followed.push(await follow(await resume(conversationId)));
     followed.push(await follow(await resume(conversationId)));
 
     // A start cancelled while the model is silent mid-answer, then resumed.
     fake.enqueue({ kind: "silence", tokens: ["Thinking"] });
-    const cancelled = await start("Take your time", conversationId);
+    const { runId: cancelled } = await startRun(app.url, "Take your time", conversationId);
     followed.push(
       await follow(cancelled, async (events) => {
         while (!events.some((e) => e.runEvents.__typename === "TokenEvent")) await new Promise((r) => setTimeout(r, 10));
@@ -256,8 +258,8 @@ describe("the correlation against what each run really saved", () => {
 
     // A start whose model connection drops mid-stream, superseded by a new message.
     fake.enqueue({ kind: "dropMidStream", tokens: ["Half"] });
-    followed.push(await follow(await start("Tell me more", conversationId)));
-    followed.push(await follow(await start("Never mind, calculate 2 + 2", conversationId)));
+    followed.push(await follow((await startRun(app.url, "Tell me more", conversationId)).runId));
+    followed.push(await follow((await startRun(app.url, "Never mind, calculate 2 + 2", conversationId)).runId));
 
     // Back to back: each run starts the moment the previous one is recorded.
     const backToBack: string[] = [];
@@ -316,6 +318,67 @@ describe("the correlation against what each run really saved", () => {
     for (const i of [0, 3, 5, 7, ...backToBack.map((_, n) => 8 + n)]) expect(failed[i]).toEqual([]);
     // The error write hangs off the checkpoint the failed step ran from, which the failed start itself saved.
     expect(producedBy.get(runs[6].failedTasks[0].checkpoint.id)).toBe(runs[6].id);
+  });
+
+  it("agrees for runs that wait for a person, the answers that resume them, and a fork's runs", async () => {
+    fake.setResponder(defaultResponder);
+    const answer = async (conversationId: string, decision: "approve" | "reject") => {
+      const { pendingInterrupts } = (await gqlOk(app.url, `query($id: ID!) { conversation(id: $id) { pendingInterrupts { id value } } }`, { id: conversationId })).conversation;
+      expect(pendingInterrupts).toHaveLength(1);
+      const [asked] = pendingInterrupts;
+      const value = { toolCalls: asked.value.toolCalls.map((c: any) => ({ id: c.id, decision, ...(decision === "reject" ? { reason: "not now" } : {}) })) };
+      const { resumeRun } = await gqlOk(app.url, `mutation($id: ID!, $responses: [InterruptResponseInput!]) { resumeRun(input: { conversationId: $id, responses: $responses }) { __typename ... on ResumeRunSuccess { run { id } } } }`, { id: conversationId, responses: [{ interruptId: asked.id, value }] });
+      expect(resumeRun.__typename).toBe("ResumeRunSuccess");
+      return resumeRun.run.id as string;
+    };
+    const startWith = async (message: string, conversationId?: string) => {
+      const { startRun: started } = await gqlOk(app.url, `mutation($m: String!, $c: ID) { startRun(input: { message: $m, agent: "careful", conversationId: $c }) { ... on StartRunSuccess { run { id } conversation { id } } } }`, { m: message, c: conversationId });
+      return { runId: started.run.id as string, conversationId: started.conversation.id as string };
+    };
+
+    // Asks, is approved; asks again, is rejected; then a plain answer.
+    const first = await startWith("Please calculate 6 * 7");
+    const conversationId = first.conversationId;
+    const followed = [await follow(first.runId)];
+    followed.push(await follow(await answer(conversationId, "approve")));
+    followed.push(await follow((await startWith("Please calculate 2 + 2", conversationId)).runId));
+    followed.push(await follow(await answer(conversationId, "reject")));
+    followed.push(await follow((await startWith("Thanks", conversationId)).runId));
+    expect(followed.map((f) => f.status)).toEqual(["WAITING", "COMPLETED", "WAITING", "COMPLETED", "COMPLETED"]);
+    // The pause is a checkpoint of the run that asked; the answer's run starts after it.
+    for (const f of followed) expect(f.saved.length).toBeGreaterThan(0);
+
+    const producedBy = new Map<string, string>();
+    for (const f of followed) for (const event of f.saved) producedBy.set(event.checkpointId, f.runId);
+    const { conversation: read } = await gqlOk(app.url, CORRELATED, { id: conversationId });
+    const stored = read.checkpoints.edges.map((e: any) => e.node);
+    expect(stored.map((c: any) => c.id).sort()).toEqual([...producedBy.keys()].sort());
+    for (const checkpoint of stored) expect([checkpoint.id, checkpoint.run?.id]).toEqual([checkpoint.id, producedBy.get(checkpoint.id)]);
+    for (const r of read.runs.edges.map((e: any) => e.node)) {
+      expect(r.checkpoints.map((c: any) => c.id)).toEqual(followed.find((f) => f.runId === r.id)!.saved.map((e: any) => e.checkpointId));
+    }
+
+    // A fork from the first pause: the copies belong to no run; the fork's own runs
+    // (the answer to the copied question, then a new message) own what they save.
+    const pause = followed[0]!.saved.at(-1).checkpointId as string;
+    const { forkConversation } = await gqlOk(app.url, `mutation($id: ID!) { forkConversation(input: { checkpointId: $id }) { __typename ... on ForkConversationSuccess { conversation { id } } } }`, { id: pause });
+    expect(forkConversation.__typename).toBe("ForkConversationSuccess");
+    const forkId = forkConversation.conversation.id as string;
+    const copies = (await gqlOk(app.url, CORRELATED, { id: forkId })).conversation.checkpoints.edges.map((e: any) => e.node);
+    expect(copies).toHaveLength(followed[0]!.saved.length);
+    for (const copy of copies) expect(copy.run).toBeNull();
+    // The copy stops before the question: the fork's resume asks it again, as its own.
+    expect((await gqlOk(app.url, `query($id: ID!) { conversation(id: $id) { next resumable pendingInterrupts { id } } }`, { id: forkId })).conversation).toEqual({ next: ["approve"], resumable: true, pendingInterrupts: [] });
+    const reasked = await follow(await resume(forkId));
+    expect(reasked.status).toBe("WAITING");
+    const forkRuns = [reasked, await follow(await answer(forkId, "approve")), await follow((await startWith("Please calculate 1 + 1", forkId)).runId)];
+    expect(forkRuns.map((f) => f.status)).toEqual(["WAITING", "COMPLETED", "WAITING"]);
+    const { conversation: forked } = await gqlOk(app.url, CORRELATED, { id: forkId });
+    const forkOwners = new Map<string, string | null>(copies.map((c: any) => [c.id, null]));
+    for (const f of forkRuns) for (const event of f.saved) forkOwners.set(event.checkpointId, f.runId);
+    expect(forked.checkpoints.edges.map((e: any) => [e.node.id, e.node.run?.id ?? null]).sort()).toEqual([...forkOwners.entries()].sort());
+    // The source did not move.
+    expect((await gqlOk(app.url, CORRELATED, { id: conversationId })).conversation).toEqual(read);
   });
 
   it("answers the same through node(id) as through the conversation", async () => {

@@ -5,7 +5,8 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { defaultResponder, startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { PROCESS_TEST_TIMEOUT_MS, tempDatabaseUrl, trackedServerProcesses, waitForRun } from "./support/app.ts";
-import { CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS, START_RUN, collect, gqlOk, wsClient } from "./support/graphql.ts";
+import { collect, gqlOk, startRun, wsClient } from "./support/graphql.ts";
+import { CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS } from "./support/documents.ts";
 
 let fake: FakeOllama;
 const startServer = trackedServerProcesses();
@@ -16,12 +17,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await fake?.close();
 });
-
-async function start(url: string, message: string, conversationId?: string) {
-  const { startRun } = await gqlOk(url, START_RUN, { message, conversationId });
-  if (startRun.__typename !== "StartRunSuccess") throw new Error(JSON.stringify(startRun));
-  return { runId: startRun.run.id as string, conversationId: startRun.conversation.id as string };
-}
 
 const messagesOf = async (url: string, id: string) =>
   (await gqlOk(url, CONVERSATION, { id })).conversation.messages.map((m: any) => [m.role, m.content]);
@@ -38,7 +33,7 @@ describe("SIGKILL mid-stream, then a restart on the same database", () => {
     const first = await startServer(env);
     const conversations: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const { runId, conversationId } = await start(first.url, `first turn ${i}`);
+      const { runId, conversationId } = await startRun(first.url, `first turn ${i}`);
       expect((await waitForRun(first.url, runId)).status).toBe("COMPLETED");
       conversations.push(conversationId);
     }
@@ -48,7 +43,7 @@ describe("SIGKILL mid-stream, then a restart on the same database", () => {
     const interrupted: string[] = [];
     const subscriptions: ReturnType<typeof collect<any>>[] = [];
     for (const [i, conversationId] of conversations.entries()) {
-      const { runId } = await start(first.url, `second turn ${i}`, conversationId);
+      const { runId } = await startRun(first.url, `second turn ${i}`, conversationId);
       interrupted.push(runId);
       subscriptions.push(collect(client, RUN_EVENTS, { runId }));
     }

@@ -2,13 +2,17 @@
 // first, in the seed's format plus run_id from the correlation) and Markdown;
 // 400 for a malformed id or format, 404 for an unknown or deleted conversation,
 // and the API token guards it like every other route.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AIMessage } from "@langchain/core/messages";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp, waitForRun } from "./support/app.ts";
-import { gqlOk, RESUME_RUN, START_RUN } from "./support/graphql.ts";
-import { buildAgentGraph, threadConfig } from "../src/agent/graph.ts";
-import { builtinTools } from "../src/agent/tools.ts";
+import { gqlOk } from "./support/graphql.ts";
+import { RESUME_RUN, START_RUN } from "./support/documents.ts";
+import { buildChatGraph } from "../src/agent/chat-graph.ts";
+import { threadConfig } from "../src/agent/runtime.ts";
 import type { App } from "../src/app.ts";
 
 let fake: FakeOllama;
@@ -18,7 +22,10 @@ let runIds: string[];
 
 beforeAll(async () => {
   fake = await startFakeOllama();
-  app = await startTestApp({ ollamaUrl: fake.url, env: { RUN_HEARTBEAT_MS: "60000", RUN_LEASE_MS: "600000" } });
+  // "careful" asks before each calculation.
+  const config = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "runledger-export-")), "agents.json");
+  fs.writeFileSync(config, JSON.stringify({ agents: { default: { type: "chat" }, careful: { type: "chat", tools: ["calculator"], requireApproval: ["calculator"] } } }));
+  app = await startTestApp({ ollamaUrl: fake.url, env: { RUN_HEARTBEAT_MS: "60000", RUN_LEASE_MS: "600000", RUNLEDGER_CONFIG: config } });
   // A tools turn, a failed start, its resume, and a note written outside any run.
   const first = await gqlOk(app.url, START_RUN, { message: "Weekly budget\nPlease calculate 120 / 7" });
   conversationId = first.startRun.conversation.id;
@@ -29,7 +36,7 @@ beforeAll(async () => {
   const third = await gqlOk(app.url, RESUME_RUN, { conversationId });
   await waitForRun(app.url, third.resumeRun.run.id);
   runIds = [first.startRun.run.id, second.startRun.run.id, third.resumeRun.run.id];
-  const graph = buildAgentGraph({ callModel: () => Promise.reject(new Error("no model here")), tools: builtinTools(), checkpointer: app.storage.saver });
+  const graph = buildChatGraph({ systemPrompt: "", requireApproval: [], checkpointer: app.storage.saver });
   await graph.updateState(threadConfig(conversationId), { messages: [new AIMessage({ content: "Reviewed by the finance team." })] }, "agent");
 });
 afterAll(async () => {
@@ -114,6 +121,72 @@ describe("Markdown", () => {
     expect(markdown).toContain(`> model "qwen3" not found, try pulling it first`);
     expect(markdown).toContain("Echo: And per day?");
     expect(markdown).toContain("Reviewed by the finance team.");
+  });
+
+  it("says what each run and the whole conversation cost, and the agent", async () => {
+    const markdown = await (await fetch(exportUrl(conversationId, "markdown"))).text();
+    const { conversation } = await gqlOk(
+      app.url,
+      `query($id: ID!) { conversation(id: $id) { usage { inputTokens outputTokens modelCalls modelDurationMs } runs(first: 10) { edges { node { usage { inputTokens outputTokens modelCalls modelDurationMs timeToFirstTokenMs } } } } } }`,
+      { id: conversationId },
+    );
+    const line = (u: any) => `${u.inputTokens} input and ${u.outputTokens} output tokens in ${u.modelCalls} model call${u.modelCalls === 1 ? "" : "s"} (${u.modelDurationMs} ms in the model)`;
+    expect(conversation.usage.modelCalls).toBe(3);
+    expect(markdown).toContain(`- Agent: default\n`);
+    expect(markdown).toContain(`- Usage: ${line(conversation.usage)}\n`);
+    const [first, failed, resumed] = conversation.runs.edges.map((e: any) => e.node.usage);
+    expect(markdown).toContain(`Usage: ${line(first)} · first token after ${first.timeToFirstTokenMs} ms\n`);
+    expect(markdown).toContain(`Usage: ${line(resumed)} · first token after ${resumed.timeToFirstTokenMs} ms\n`);
+    // The run whose model was not found made no call: no usage line under it.
+    expect(failed.modelCalls).toBe(0);
+    expect(markdown.split("## Run 2")[1]!.split("## Run 3")[0]).not.toContain("Usage:");
+  });
+
+  it("shows what a run asked a person, the answer and who gave it, and what still waits; a fork names its source", async () => {
+    const ask = async (message: string, id?: string) => {
+      const { startRun } = await gqlOk(app.url, `mutation($m: String!, $c: ID) { startRun(input: { message: $m, agent: "careful", conversationId: $c }) { ... on StartRunSuccess { run { id } conversation { id } } } }`, { m: message, c: id });
+      await waitForRun(app.url, startRun.run.id);
+      return { runId: startRun.run.id as string, conversationId: startRun.conversation.id as string };
+    };
+    const asked = await ask("Please calculate 6 * 7");
+    const id = asked.conversationId;
+    const [question] = (await gqlOk(app.url, `query($id: ID!) { conversation(id: $id) { pendingInterrupts { id value } } }`, { id })).conversation.pendingInterrupts;
+    const approval = { toolCalls: [{ id: question.value.toolCalls[0].id, decision: "approve" }] };
+    const { resumeRun } = await gqlOk(app.url, `mutation($id: ID!, $r: [InterruptResponseInput!]) { resumeRun(input: { conversationId: $id, responses: $r }) { ... on ResumeRunSuccess { run { id } } } }`, { id, r: [{ interruptId: question.id, value: approval }] });
+    await waitForRun(app.url, resumeRun.run.id);
+    await ask("Please calculate 2 + 2", id);
+
+    const markdown = await (await fetch(exportUrl(id, "markdown"))).text();
+    expect(markdown).toContain("- Agent: careful\n");
+    const headings = markdown.split("\n").filter((l) => l.startsWith("#"));
+    expect(headings.slice(1)).toEqual([
+      "## Run 1 · waiting",
+      "### User",
+      "### Assistant",
+      "### Tool call: calculator",
+      "### Asked (approve)",
+      "## Run 2 · completed",
+      "### Tool result: calculator",
+      "### Assistant",
+      "## Run 3 · waiting",
+      "### User",
+      "### Assistant",
+      "### Tool call: calculator",
+      "### Asked (approve)",
+    ]);
+    const [, firstQuestion, secondQuestion] = markdown.split("### Asked (approve)");
+    expect(firstQuestion).toContain(`Interrupt \`${question.id}\``);
+    expect(firstQuestion).toContain('"type": "tool_approval"');
+    expect(firstQuestion).toContain(`Answered by \`${resumeRun.run.id}\`:\n\n\`\`\`json\n${JSON.stringify(approval, null, 2)}\n\`\`\``);
+    expect(secondQuestion).toContain("_Waiting for an answer._");
+
+    // A new message supersedes the waiting question; a fork names where it came from.
+    await ask("Never mind", id);
+    expect((await (await fetch(exportUrl(id, "markdown"))).text()).split("### Asked (approve)")[2]).toContain("_Superseded by a new message._");
+    const { conversation } = await gqlOk(app.url, `query($id: ID!) { conversation(id: $id) { checkpoints(first: 1) { edges { node { id } } } } }`, { id });
+    const checkpointId = conversation.checkpoints.edges[0].node.id;
+    const { forkConversation } = await gqlOk(app.url, `mutation($c: ID!) { forkConversation(input: { checkpointId: $c }) { ... on ForkConversationSuccess { conversation { id } } } }`, { c: checkpointId });
+    expect(await (await fetch(exportUrl(forkConversation.conversation.id, "markdown"))).text()).toContain(`- Forked from: \`${id}\` at checkpoint \`${checkpointId}\`\n`);
   });
 });
 

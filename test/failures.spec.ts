@@ -5,7 +5,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { defaultResponder, splitTokens, startFakeOllama, type FakeOllama, type FakeStep } from "./support/fake-ollama.ts";
 import { closedPort, startTestApp, waitForRun } from "./support/app.ts";
-import { CONVERSATION, RESUME_RUN, START_RUN, gqlOk } from "./support/graphql.ts";
+import { gqlOk } from "./support/graphql.ts";
+import { CONVERSATION, RESUME_RUN, START_RUN } from "./support/documents.ts";
 import type { App } from "../src/app.ts";
 import { createModelFetch, type ModelTransportReport } from "../src/agent/model-fetch.ts";
 

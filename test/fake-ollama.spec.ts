@@ -5,7 +5,21 @@ import { ChatOllama } from "@langchain/ollama";
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage } from "@langchain/core/messages";
 import { tool } from "@langchain/core/tools";
 import { z } from "zod";
-import { defaultResponder, splitTokens, startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
+import {
+  defaultResponder,
+  holdKey,
+  parsePlan,
+  planMessage,
+  planResponder,
+  releaseStreams,
+  splitTokens,
+  startFakeOllama,
+  waitForHeld,
+  type FakeOllama,
+} from "./support/fake-ollama.ts";
+import { nowMs, readStamps, type TokenStamp } from "./support/clock.ts";
+import { startFakeOllamaProcess } from "./support/processes.ts";
+import { PROCESS_TEST_TIMEOUT_MS } from "./support/app.ts";
 
 const calculator = tool(async ({ expression }) => expression, {
   name: "calculator",
@@ -187,4 +201,130 @@ describe("defaultResponder", () => {
     const step = await defaultResponder(request([{ role: "user", content: "calculate 2+2." }], []));
     expect(step).toEqual({ kind: "text", tokens: ["Echo: ", "calculate ", "2+2."] });
   });
+});
+
+describe("stamped streams, as the benchmark plans them", () => {
+  /** POSTs a chat request over plain HTTP; resolves once the response's headers arrive. */
+  const post = (message: string, signal?: AbortSignal) =>
+    fetch(`${fake.url}/api/chat`, { method: "POST", signal, body: JSON.stringify({ model: "qwen3", stream: true, messages: [{ role: "user", content: message }] }) });
+
+  /** Reads an NDJSON body to its end: the stamps in order, and whether the done line came. */
+  async function read(response: Response, onStamp: (stamp: TokenStamp) => void = () => {}): Promise<{ stamps: TokenStamp[]; done: boolean }> {
+    const stamps: TokenStamp[] = [];
+    let done = false;
+    let pending = "";
+    const decoder = new TextDecoder();
+    const reader = response.body!.getReader();
+    for (;;) {
+      const { value, done: ended } = await reader.read();
+      if (ended) break;
+      pending += decoder.decode(value, { stream: true });
+      const lines = pending.split("\n");
+      pending = lines.pop()!;
+      for (const line of lines.filter(Boolean)) {
+        const chunk = JSON.parse(line) as { message: { content: string }; done?: boolean };
+        if (chunk.done) done = true;
+        for (const stamp of readStamps(chunk.message.content)) {
+          stamps.push(stamp);
+          onStamp(stamp);
+        }
+      }
+    }
+    return { stamps, done };
+  }
+
+  const heldCount = async (key: string) => ((await (await fetch(`${fake.url}/bench/held?key=${encodeURIComponent(key)}`)).json()) as { held: number }).held;
+  const indexes = (n: number) => Array.from({ length: n }, (_, i) => i);
+
+  beforeEach(() => {
+    fake.setResponder(planResponder());
+  });
+
+  it("stamps each token with its send time, on an absolute schedule that a stall does not push back", async () => {
+    const plan = { tokens: 20, intervalMs: 20, firstDelayMs: 40 };
+    const { stamps, done } = await read(await post(planMessage(plan)), (stamp) => {
+      // Stalls this process, the fake's timers with it, for longer than the rest of the stream.
+      if (stamp.index === 2) for (const end = nowMs() + 400; nowMs() < end; );
+    });
+    expect(done).toBe(true);
+    expect(stamps.map((s) => s.index)).toEqual(indexes(plan.tokens));
+    const { requestAt } = stamps[0]!;
+    expect(stamps.every((s) => s.requestAt === requestAt)).toBe(true);
+    // Never early: token i leaves no sooner than firstDelayMs + i × intervalMs after the request (1 ms for timer rounding).
+    for (const s of stamps) expect(s.sentAt).toBeGreaterThanOrEqual(requestAt + plan.firstDelayMs + s.index * plan.intervalMs - 1);
+    // Overdue tokens go at once and the last keeps its time (420 ms); a schedule counted from each previous token would end after 800 ms.
+    expect(stamps.at(-1)!.sentAt - requestAt).toBeLessThan(620);
+  });
+
+  it("holds streams after their headers until their key is released over HTTP, and counts them at /bench/held", async () => {
+    const key = holdKey("spec");
+    const plan = { tokens: 3, intervalMs: 0, firstDelayMs: 30, hold: key };
+    // fetch resolves on the headers, which a held stream has already sent.
+    const first = await post(planMessage(plan));
+    const second = await post(planMessage(plan));
+    expect([first.status, second.status]).toEqual([200, 200]);
+    await waitForHeld(fake.url, key, 2, 5_000);
+    expect(await heldCount(key)).toBe(2);
+    expect(await heldCount(holdKey("spec"))).toBe(0);
+
+    const reading = [read(first), read(second)];
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(fake.closedChatRequests()).toBe(0);
+    const releasedAt = nowMs();
+    await releaseStreams(fake.url, key);
+    for (const { stamps, done } of await Promise.all(reading)) {
+      expect(done).toBe(true);
+      expect(stamps.map((s) => s.index)).toEqual(indexes(3));
+      // The first token's delay counts from the release, not from the request.
+      expect(stamps[0]!.sentAt).toBeGreaterThanOrEqual(releasedAt + plan.firstDelayMs - 1);
+    }
+    expect(await heldCount(key)).toBe(0);
+
+    // A released key holds no later stream.
+    const late = await read(await post(planMessage(plan)));
+    expect(late.stamps.map((s) => s.index)).toEqual(indexes(3));
+  });
+
+  it("stops counting a held stream whose client has gone", async () => {
+    const key = holdKey("gone");
+    const controller = new AbortController();
+    await post(planMessage({ tokens: 1, intervalMs: 0, hold: key }), controller.signal);
+    await waitForHeld(fake.url, key, 1, 5_000);
+    controller.abort();
+    await vi.waitFor(async () => expect(await heldCount(key)).toBe(0));
+    await vi.waitFor(() => expect(fake.openChatRequests()).toBe(0));
+  });
+
+  it("reads plans only from a bench message in the last user turn; anything else goes to the fallback", async () => {
+    expect(parsePlan(planMessage({ tokens: 7, intervalMs: 3 }))).toEqual({ tokens: 7, intervalMs: 3, firstDelayMs: 0, hold: undefined });
+    expect(parsePlan("bench {}")).toEqual({ tokens: 5, intervalMs: 0, firstDelayMs: 0, hold: undefined });
+    expect(parsePlan("hello bench {}")).toBeNull();
+    expect(await chat().invoke("hello there")).toMatchObject({ content: "Echo: hello there" });
+    const reply = await chat().invoke([new HumanMessage(planMessage({ tokens: 2, intervalMs: 0 })), new AIMessage("ok"), new HumanMessage("and now?")]);
+    expect(reply.content).toBe("Echo: and now?");
+  });
+
+  it("keeps no requests when told not to", async () => {
+    const quiet = await startFakeOllama({ responder: planResponder(), keepRequests: false });
+    try {
+      const reply = await new ChatOllama({ baseUrl: quiet.url, model: "qwen3" }).invoke(planMessage({ tokens: 2, intervalMs: 0 }));
+      expect(readStamps(reply.content as string).map((s) => s.index)).toEqual([0, 1]);
+      expect(quiet.requests).toEqual([]);
+    } finally {
+      await quiet.close();
+    }
+  });
+});
+
+describe("in a process of its own (fake-ollama-main.ts)", () => {
+  it("prints its url, streams the plan in a message, and exits cleanly on SIGTERM", async () => {
+    const proc = await startFakeOllamaProcess();
+    try {
+      expect(proc.output()).toMatch(/^\{"url":"http:\/\/127\.0\.0\.1:\d+"\}\n/);
+      const reply = await new ChatOllama({ baseUrl: proc.url, model: "qwen3" }).invoke(planMessage({ tokens: 3, intervalMs: 1 }));
+      expect(readStamps(reply.content as string).map((s) => s.index)).toEqual([0, 1, 2]);
+    } finally {
+      expect(await proc.stop()).toBe(0);
+    }
+  }, PROCESS_TEST_TIMEOUT_MS);
 });

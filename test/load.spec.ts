@@ -6,7 +6,8 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp } from "./support/app.ts";
-import { CONVERSATION, RUN_EVENTS, START_RUN, collect, gql, gqlOk, wsClient } from "./support/graphql.ts";
+import { collect, gql, gqlOk, wsClient } from "./support/graphql.ts";
+import { CONVERSATION, RUN_EVENTS, START_RUN } from "./support/documents.ts";
 import { WriteGate } from "../src/storage/sqlite/write-gate.ts";
 import type { App } from "../src/app.ts";
 

@@ -6,23 +6,15 @@ import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { defaultResponder, startFakeOllama, type FakeOllama, type FakeStep } from "./support/fake-ollama.ts";
-import { PROCESS_TEST_TIMEOUT_MS, ROOT, tempDatabaseUrl, trackedServerProcesses, waitForRun, type ServerProcess } from "./support/app.ts";
-import { CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS, START_RUN, collect, gql, gqlOk, wsClient } from "./support/graphql.ts";
+import { PROCESS_TEST_TIMEOUT_MS, ROOT, tempDatabaseUrl, trackedServerProcesses, waitForRun } from "./support/app.ts";
+import type { ServerProcess } from "./support/processes.ts";
+import { collect, gql, gqlOk, startRun, wsClient } from "./support/graphql.ts";
+import { CANCEL_RUN, CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS, START_RUN } from "./support/documents.ts";
 import { openSqlite } from "../src/storage/sqlite/database.ts";
 import { openSqliteStorage } from "../src/storage/sqlite/index.ts";
 
 /** Fast heartbeats so that sweeps by the other process happen many times during a test. */
 const OWNERSHIP_ENV = { RUN_HEARTBEAT_MS: "100", RUN_LEASE_MS: "3000" };
-
-const CANCEL_RUN = /* GraphQL */ `
-  mutation Cancel($runId: ID!) {
-    cancelRun(input: { runId: $runId }) {
-      __typename
-      ... on CancelRunSuccess { run { id status errorCode } }
-      ... on Error { code message }
-    }
-  }
-`;
 
 let fake: FakeOllama;
 const startServer = trackedServerProcesses();
@@ -41,12 +33,6 @@ async function twoServers(prefix: string): Promise<[ServerProcess, ServerProcess
   const a = await startServer(env);
   const b = await startServer(env);
   return [a, b];
-}
-
-async function start(url: string, message: string, conversationId?: string) {
-  const { startRun } = await gqlOk(url, START_RUN, { message, conversationId });
-  if (startRun.__typename !== "StartRunSuccess") throw new Error(JSON.stringify(startRun));
-  return { runId: startRun.run.id as string, conversationId: startRun.conversation.id as string };
 }
 
 /** A model answer that waits until the test releases it. */
@@ -69,7 +55,7 @@ describe("two processes on one database file", () => {
 
   it("concurrent startRun on one conversation, 50 times: exactly one StartRunSuccess and one RunInProgressError each time", async () => {
     fake.setResponder(defaultResponder);
-    const { runId, conversationId } = await start(a.url, "the conversation both processes race for");
+    const { runId, conversationId } = await startRun(a.url, "the conversation both processes race for");
     await waitForRun(a.url, runId);
 
     const winners = { a: 0, b: 0 };
@@ -108,7 +94,7 @@ describe("two processes on one database file", () => {
     fake.setResponder((request) =>
       request.messages.at(-1)?.content.startsWith("stall") ? { kind: "silence", tokens: ["Started "] } : defaultResponder(request),
     );
-    const { runId, conversationId } = await start(a.url, "stall here");
+    const { runId, conversationId } = await startRun(a.url, "stall here");
     const client = wsClient(a.url);
     try {
       const sub = collect(client, RUN_EVENTS, { runId });
@@ -155,7 +141,7 @@ describe("start-up recovery and the heartbeat sweep with two processes", () => {
     const { url } = tempDatabaseUrl("runledger-twoproc-recovery-");
     const env = { DATABASE_URL: url, OLLAMA_HOST: fake.url, ...OWNERSHIP_ENV };
     const a = await startServer(env);
-    const { runId, conversationId } = await start(a.url, "a long question");
+    const { runId, conversationId } = await startRun(a.url, "a long question");
     await vi.waitFor(() => expect(fake.openChatRequests()).toBe(1));
 
     const b = await startServer(env);

@@ -5,7 +5,8 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp, tempDatabaseUrl } from "./support/app.ts";
-import { CONVERSATION, RUN, gqlOk } from "./support/graphql.ts";
+import { gqlOk } from "./support/graphql.ts";
+import { CONVERSATION, RUN } from "./support/documents.ts";
 import { openSqlite } from "../src/storage/sqlite/database.ts";
 import { migrate } from "../src/storage/sqlite/migrate.ts";
 

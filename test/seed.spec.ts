@@ -2,11 +2,18 @@
 // processes: two completed turns; a restart with the model unreachable and a
 // third message (FAILED, MODEL_UNAVAILABLE); a restart with the model back and a
 // resume. Then the seed's "Observed" list, checked with its own sqlite3 queries.
+// It runs with a RUNLEDGER_CONFIG that declares two agents (the experiment runs
+// `default`, today's agent; every other spec runs the built-in one without a file).
 import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { closedPort, startServerProcess, tempDatabaseUrl, waitForRun, type ServerProcess } from "./support/app.ts";
-import { CONVERSATION, RESUME_RUN, START_RUN, gqlOk } from "./support/graphql.ts";
+import { closedPort, tempDatabaseUrl, waitForRun } from "./support/app.ts";
+import { startServerProcess, type ServerProcess } from "./support/processes.ts";
+import { gqlOk } from "./support/graphql.ts";
+import { CONVERSATION, RESUME_RUN, START_RUN } from "./support/documents.ts";
 
 function sqlite(file: string, sql: string, mode: "-json" | "-column" = "-json"): any {
   const out = execFileSync("sqlite3", mode === "-json" ? ["-json", file, sql] : ["-header", "-column", file, sql], { encoding: "utf8" });
@@ -14,12 +21,26 @@ function sqlite(file: string, sql: string, mode: "-json" | "-column" = "-json"):
 }
 
 
+/** Two agents: the experiment's `default`, and another it never uses. */
+function twoAgents(): Record<string, string> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "runledger-seed-agents-"));
+  const file = path.join(dir, "agents.json");
+  fs.writeFileSync(
+    file,
+    JSON.stringify({ agents: { default: { type: "chat", description: "The seed's agent." }, terse: { type: "chat", description: "Answers without tools.", tools: [] } } }),
+  );
+  return { RUNLEDGER_CONFIG: file };
+}
+
+describe.each([["a configuration of two agents", twoAgents]])("the seed's experiment with %s", (_label, agentsEnv) => {
 let fake: FakeOllama;
 let server: ServerProcess | undefined;
 const db = tempDatabaseUrl("runledger-seed-");
+let agents: Record<string, string> = {};
 
 beforeAll(async () => {
   fake = await startFakeOllama();
+  agents = agentsEnv();
 });
 afterAll(async () => {
   await server?.stop();
@@ -28,11 +49,11 @@ afterAll(async () => {
 
 async function restart(ollamaHost: string): Promise<ServerProcess> {
   if (server) expect(await server.stop("SIGTERM")).toBe(0);
-  server = await startServerProcess({ DATABASE_URL: db.url, OLLAMA_HOST: ollamaHost });
+  server = await startServerProcess({ DATABASE_URL: db.url, OLLAMA_HOST: ollamaHost, ...agents });
   return server;
 }
 
-describe("the seed's experiment", () => {
+describe("the experiment", () => {
   let C = "";
   const runIds: string[] = [];
   let checkpointsBeforeResume = 0;
@@ -140,4 +161,5 @@ describe("the seed's experiment", () => {
       expect(runIds).not.toContain(id.slice(4));
     }
   });
+});
 });

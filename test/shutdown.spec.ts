@@ -6,8 +6,10 @@ import fs from "node:fs";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import Database from "better-sqlite3";
 import { defaultResponder, startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { PROCESS_TEST_TIMEOUT_MS, startTestApp, tempDatabaseUrl, trackedServerProcesses, waitForRun, type ServerProcess } from "./support/app.ts";
-import { CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS, START_RUN, collect, gqlOk, sseClient, wsClient } from "./support/graphql.ts";
+import { PROCESS_TEST_TIMEOUT_MS, startTestApp, tempDatabaseUrl, trackedServerProcesses, waitForRun } from "./support/app.ts";
+import type { ServerProcess } from "./support/processes.ts";
+import { collect, gqlOk, sseClient, startRun, wsClient } from "./support/graphql.ts";
+import { CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS, START_RUN } from "./support/documents.ts";
 
 const SHUTDOWN_MESSAGE = "the server shut down while the run was active";
 
@@ -27,12 +29,6 @@ afterAll(async () => {
 
 async function serve(databaseUrl: string): Promise<ServerProcess> {
   return startServer({ DATABASE_URL: databaseUrl, OLLAMA_HOST: fake.url, MODEL_IDLE_TIMEOUT_MS: "600000", SHUTDOWN_TIMEOUT_MS: "5000" });
-}
-
-async function start(url: string, message: string) {
-  const { startRun } = await gqlOk(url, START_RUN, { message });
-  if (startRun.__typename !== "StartRunSuccess") throw new Error(JSON.stringify(startRun));
-  return { runId: startRun.run.id as string, conversationId: startRun.conversation.id as string };
 }
 
 /** Exit code and how long the process took to exit after the signal. */
@@ -63,9 +59,9 @@ describe("SIGTERM", () => {
   it("records active runs INTERRUPTED, ends every subscription with that event, closes WebSockets with 1001, closes the database, exits 0", async () => {
     const { url: databaseUrl, file } = tempDatabaseUrl("runledger-sigterm-");
     const server = await serve(databaseUrl);
-    const done = await start(server.url, "an answered question");
+    const done = await startRun(server.url, "an answered question");
     expect((await waitForRun(server.url, done.runId)).status).toBe("COMPLETED");
-    const active = [await start(server.url, "slow one"), await start(server.url, "slow two"), await start(server.url, "slow three")];
+    const active = [await startRun(server.url, "slow one"), await startRun(server.url, "slow two"), await startRun(server.url, "slow three")];
 
     // Not lazy: a lazy client closes the socket itself (1000) once its last subscription completes, racing the server's 1001.
     const ws = wsClient(server.url, { lazy: false });
@@ -125,7 +121,7 @@ describe("SIGINT", () => {
   it("does the same: the active run is recorded INTERRUPTED and the process exits 0", async () => {
     const { url: databaseUrl, file } = tempDatabaseUrl("runledger-sigint-");
     const server = await serve(databaseUrl);
-    const { runId } = await start(server.url, "slow and interrupted");
+    const { runId } = await startRun(server.url, "slow and interrupted");
     await vi.waitFor(() => expect(fake.openChatRequests()).toBe(1), { timeout: 10_000 });
 
     const { code, ms } = await signal(server, "SIGINT");
@@ -153,7 +149,7 @@ describe("closing with many live subscribers", () => {
     const runs: { runId: string; subs: ReturnType<typeof collect<any>>[] }[] = [];
     try {
       for (let i = 0; i < 8; i++) {
-        const { runId, conversationId } = await start(app.url, `slow number ${i}`);
+        const { runId, conversationId } = await startRun(app.url, `slow number ${i}`);
         runs.push({
           runId,
           subs: [collect(ws, RUN_EVENTS, { runId }), collect(sse, RUN_EVENTS, { runId }), collect(ws, CONVERSATION_EVENTS, { id: conversationId })],

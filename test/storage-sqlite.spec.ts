@@ -1,13 +1,20 @@
 // What only the SQLite backend promises, beside the conformance suites: the
 // text format of stored dates (the format databases made by earlier versions
-// hold), and query plans that seek by index instead of scanning.
+// hold), query plans that seek by index instead of scanning, and LangGraph's
+// saver compiling each statement once.
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tempDatabaseUrl } from "./support/app.ts";
 import { openSqliteStorage, type SqliteStorage } from "../src/storage/sqlite/index.ts";
 import { openSqlite, type SqliteDatabase } from "../src/storage/sqlite/database.ts";
+import { emptyCheckpoint, uuid6 } from "@langchain/langgraph-checkpoint";
+import { withStatementCache } from "../src/storage/sqlite/statement-cache.ts";
+import { GatedSqliteSaver } from "../src/storage/sqlite/saver.ts";
+import { WriteGate } from "../src/storage/sqlite/write-gate.ts";
+import { migrate } from "../src/storage/sqlite/migrate.ts";
 import { formatSqliteDate, parseSqliteDate } from "../src/storage/sqlite/rows.ts";
 import { CHECKPOINTS_IN_WINDOWS_SQL } from "../src/storage/checkpoint-reads/sqlite.ts";
+import { conversation as newConversation, OUTCOME_EXTRAS } from "./conformance/records.ts";
 
 let storage: SqliteStorage;
 let db: SqliteDatabase;
@@ -19,8 +26,8 @@ beforeAll(async () => {
   db = openSqlite(file, { readonly: true });
   for (let i = 0; i < 20; i++) {
     const { conversation } = await storage.runs.startRun(
-      { id: randomUUID(), conversationId: randomUUID(), kind: "start", input: "x", startedAt: new Date(Date.UTC(2026, 10, 30, 14, 2, 0, i * 7)), startMark: `s${i}`, ownerId: "o" },
-      { title: `c${i}` },
+      { id: randomUUID(), conversationId: randomUUID(), kind: "start", input: "x", startedAt: new Date(Date.UTC(2026, 10, 30, 14, 2, 0, i * 7)), startMark: `s${i}`, ownerId: "o", startCheckpointId: null },
+      newConversation(`c${i}`),
     );
     ids.push(conversation.id);
   }
@@ -33,8 +40,8 @@ afterAll(async () => {
 describe("stored dates", () => {
   it("are written as earlier versions wrote them (ISO text with +00:00), so text order is time order", async () => {
     const at = new Date("2026-11-30T14:02:00.123Z");
-    const { run } = await storage.runs.startRun({ id: randomUUID(), conversationId: randomUUID(), kind: "start", input: "hi", startedAt: at, startMark: "m", ownerId: "o" }, { title: "A" });
-    await storage.runs.finishRun(run.id, { status: "failed", errorCode: "MODEL_ERROR", errorMessage: "x", partialOutput: "p", finishedAt: new Date(at.getTime() + 5), endMark: "e", lastEventSeq: 4, messageCount: 3 });
+    const { run } = await storage.runs.startRun({ id: randomUUID(), conversationId: randomUUID(), kind: "start", input: "hi", startedAt: at, startMark: "m", ownerId: "o", startCheckpointId: null }, newConversation("A"));
+    await storage.runs.finishRun(run.id, { status: "failed", errorCode: "MODEL_ERROR", errorMessage: "x", partialOutput: "p", finishedAt: new Date(at.getTime() + 5), endMark: "e", lastEventSeq: 4, messageCount: 3, ...OUTCOME_EXTRAS });
     expect(db.prepare("SELECT started_at, finished_at FROM runs WHERE id = ?").get(run.id)).toEqual({ started_at: "2026-11-30T14:02:00.123+00:00", finished_at: "2026-11-30T14:02:00.128+00:00" });
     expect(db.prepare("SELECT created_at, updated_at FROM conversations WHERE id = ?").get(run.conversationId)).toEqual({
       created_at: "2026-11-30T14:02:00.123+00:00",
@@ -66,5 +73,57 @@ describe("query plans", () => {
       .map((p) => p.detail)
       .join("\n");
     expect(plan).toMatch(/SEARCH checkpoints USING (COVERING )?INDEX sqlite_autoindex_checkpoints_1 \(thread_id=\? AND checkpoint_ns=\? AND checkpoint_id>\? AND checkpoint_id<\?\)/);
+  });
+});
+
+describe("LangGraph's saver on the writer", () => {
+  it("compiles each statement once: writing and reading a checkpoint again prepares nothing", async () => {
+    const { file } = tempDatabaseUrl("runledger-statements-");
+    const raw = openSqlite(file);
+    try {
+      migrate(raw);
+      const compiled: string[] = [];
+      const prepare = raw.prepare.bind(raw);
+      raw.prepare = ((sql: string) => {
+        compiled.push(sql);
+        return prepare(sql);
+      }) as typeof raw.prepare;
+      const saver = new GatedSqliteSaver(raw, new WriteGate());
+      saver.createTables();
+      const config = { configurable: { thread_id: "t", checkpoint_ns: "" } };
+      const listed: unknown[] = [];
+      const roundTrip = async () => {
+        const stored = await saver.put(config, { ...emptyCheckpoint(), id: uuid6(-1) }, { source: "loop", step: 0, parents: {} });
+        await saver.putWrites(stored, [["messages", "x"]], "task");
+        expect(await saver.getTuple(stored)).toBeDefined();
+        for await (const tuple of saver.list(config, { limit: 2 })) listed.push(tuple);
+      };
+      await roundTrip();
+      const first = compiled.length;
+      await roundTrip();
+      await roundTrip();
+      expect(listed).toHaveLength(5);
+      expect(first).toBeGreaterThanOrEqual(4);
+      expect(compiled).toHaveLength(first);
+    } finally {
+      raw.close();
+    }
+  });
+
+  it("keeps at most its capacity of statements, evicting the least recently used", () => {
+    const { file } = tempDatabaseUrl("runledger-statements-");
+    const raw = openSqlite(file);
+    try {
+      const cached = withStatementCache(raw, 2);
+      const a = cached.prepare("SELECT 1");
+      const b = cached.prepare("SELECT 2");
+      expect(cached.prepare("SELECT 1")).toBe(a);
+      cached.prepare("SELECT 3"); // evicts SELECT 2, the least recently used
+      expect(cached.prepare("SELECT 1")).toBe(a);
+      expect(cached.prepare("SELECT 2")).not.toBe(b);
+      expect(cached.transaction(() => cached.prepare("SELECT 1").get())()).toEqual({ 1: 1 });
+    } finally {
+      raw.close();
+    }
   });
 });

@@ -3,8 +3,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultResponder, startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp, waitForRun } from "./support/app.ts";
-import { collect, gqlOk, RUN_EVENTS, START_RUN } from "./support/graphql.ts";
-import { CONVERSATION_EVENTS, CONVERSATIONS_CHANGED, CONVERSATIONS_CHANGED_ROW, range, seqs, TRANSPORTS, until } from "./support/streaming.ts";
+import { collect, gqlOk, startRun } from "./support/graphql.ts";
+import { range, seqs, TRANSPORTS, until } from "./support/streaming.ts";
+import { CONVERSATION_EVENTS, CONVERSATIONS_CHANGED, CONVERSATIONS_CHANGED_ROW, RUN_EVENTS } from "./support/documents.ts";
 import { getNamedType, isLeafType, isNonNullType, type GraphQLObjectType } from "graphql";
 import { schema } from "../src/schema/index.ts";
 import type { App } from "../src/app.ts";
@@ -20,12 +21,6 @@ afterAll(async () => {
   await app?.close();
   await fake?.close();
 });
-
-async function start(message: string, conversationId?: string): Promise<{ runId: string; conversationId: string }> {
-  const { startRun } = await gqlOk(app.url, START_RUN, { message, conversationId });
-  expect(startRun.__typename).toBe("StartRunSuccess");
-  return { runId: startRun.run.id, conversationId: startRun.conversation.id };
-}
 
 const RENAME = /* GraphQL */ `
   mutation Rename($id: ID!, $title: String!) {
@@ -51,7 +46,7 @@ describe.each(TRANSPORTS)("runEvents over $name", ({ client: connect }) => {
   it("streams every token in order, then the terminal status, then completes", async () => {
     const tokens = ["Hel", "lo", ", ", "wor", "ld", "!"];
     fake.enqueue({ kind: "text", tokens, delayMs: 15 });
-    const { runId } = await start("say hello");
+    const { runId } = await startRun(app.url, "say hello");
     const client = connect(app.url);
     const events = (await collect(client, RUN_EVENTS, { runId }).done).map((r) => r.runEvents);
     await client.dispose();
@@ -67,7 +62,7 @@ describe.each(TRANSPORTS)("runEvents over $name", ({ client: connect }) => {
 
   it("a reconnect with after: <last seq> gets exactly the missing events while the run keeps publishing", async () => {
     fake.enqueue({ kind: "text", tokens: range(150).map((i) => `t${i} `), delayMs: 6 });
-    const { runId } = await start("count for me");
+    const { runId } = await startRun(app.url, "count for me");
     const watcher = connect(app.url);
     const full = collect(watcher, RUN_EVENTS, { runId });
 
@@ -94,7 +89,7 @@ describe.each(TRANSPORTS)("runEvents over $name", ({ client: connect }) => {
 
   it("100 concurrent subscribers of one run all receive the identical sequence", async () => {
     fake.enqueue({ kind: "text", tokens: range(40).map((i) => `w${i} `), delayMs: 5, firstDelayMs: 200 });
-    const { runId } = await start("for everyone");
+    const { runId } = await startRun(app.url, "for everyone");
     const clients = range(10).map(() => connect(app.url));
     const subs = range(100).map((i) => collect(clients[i % 10]!, RUN_EVENTS, { runId }));
     const sequences = (await Promise.all(subs.map((s) => s.done))).map((results) => results.map((r) => r.runEvents));
@@ -107,7 +102,7 @@ describe.each(TRANSPORTS)("runEvents over $name", ({ client: connect }) => {
   });
 
   it("reports the tool call and its result for a tools turn", async () => {
-    const { runId } = await start("Please calculate 17 * 3");
+    const { runId } = await startRun(app.url, "Please calculate 17 * 3");
     const client = connect(app.url);
     const events = (await collect(client, RUN_EVENTS, { runId }).done).map((r) => r.runEvents);
     await client.dispose();
@@ -136,16 +131,16 @@ describe.each(TRANSPORTS)("runEvents over $name", ({ client: connect }) => {
 
 describe.each(TRANSPORTS)("conversationEvents over $name", ({ client: connect }) => {
   it("follows every run of the conversation and stays open between them", async () => {
-    const first = await start("first");
+    const first = await startRun(app.url, "first");
     await waitForRun(app.url, first.runId);
     await until(() => app.services.bus.stats().conversationSubscribers === 0, "no conversation subscribers left from before");
     const client = connect(app.url);
     const sub = collect(client, CONVERSATION_EVENTS, { conversationId: first.conversationId });
     await until(() => app.services.bus.stats().conversationSubscribers === 1, "the conversation subscriber");
 
-    const second = await start("second", first.conversationId);
+    const second = await startRun(app.url, "second", first.conversationId);
     await waitForRun(app.url, second.runId);
-    const third = await start("third", first.conversationId);
+    const third = await startRun(app.url, "third", first.conversationId);
     await waitForRun(app.url, third.runId);
     const terminals = () => sub.results.filter((r) => r.conversationEvents.status === "COMPLETED").length;
     await until(() => terminals() === 2, "both runs' terminal events");
@@ -190,7 +185,7 @@ describe.each(TRANSPORTS)("conversationsChanged over $name", ({ client: connect 
       const status = collect(client, CONVERSATIONS_CHANGED);
       await until(() => app.services.bus.stats().changeSubscribers === 2, "two change subscribers");
 
-      const { runId, conversationId } = await start("Sidebar entry\nsecond line");
+      const { runId, conversationId } = await startRun(app.url, "Sidebar entry\nsecond line");
       const rowsOf = () => rows.results.map((r) => r.conversationsChanged).filter((c) => c.id === conversationId);
       const statusOf = () => status.results.map((r) => r.conversationsChanged).filter((c) => c.id === conversationId);
 
@@ -223,7 +218,7 @@ describe.each(TRANSPORTS)("conversationsChanged over $name", ({ client: connect 
   });
 
   it("answers every Conversation field on a deletion notice: the snapshot's columns, the rest empty", async () => {
-    const { runId, conversationId } = await start("to be deleted");
+    const { runId, conversationId } = await startRun(app.url, "to be deleted");
     await waitForRun(app.url, runId);
     await until(() => app.services.bus.stats().changeSubscribers === 0, "no change subscribers left from before");
     const client = connect(app.url);
@@ -234,9 +229,23 @@ describe.each(TRANSPORTS)("conversationsChanged over $name", ({ client: connect 
     notices.dispose();
     await client.dispose();
 
-    expect(deleted).toMatchObject({ deleted: true, title: "to be deleted", messageCount: 2, activeRun: null, latestRun: null, resumable: false, messages: [], next: [] });
+    expect(deleted).toMatchObject({
+      deleted: true,
+      title: "to be deleted",
+      messageCount: 2,
+      activeRun: null,
+      latestRun: null,
+      resumable: false,
+      messages: [],
+      next: [],
+      pendingInterrupts: [],
+      forkedFrom: null,
+      agentName: "default",
+      usage: { __typename: "Usage" },
+    });
+    // What went with it answers empty; the agent is configuration, not part of the conversation.
     for (const [name, value] of Object.entries(deleted)) {
-      if (value && typeof value === "object" && "__typename" in value) expect(value.__typename, name).toMatch(/Connection$/);
+      if (value && typeof value === "object" && "__typename" in value) expect(value.__typename, name).toMatch(/Connection$|^Usage$|^Agent$/);
     }
   });
 });

@@ -4,8 +4,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp } from "./support/app.ts";
-import { collect, gqlOk, RUN_EVENTS, START_RUN } from "./support/graphql.ts";
-import { CONVERSATION_EVENTS, CONVERSATIONS_CHANGED_ROW, range, rawSse, rawWs, TRANSPORTS, until } from "./support/streaming.ts";
+import { collect, gqlOk } from "./support/graphql.ts";
+import { range, rawSse, rawWs, TRANSPORTS, until } from "./support/streaming.ts";
+import { CONVERSATION_EVENTS, CONVERSATIONS_CHANGED_ROW, RUN_EVENTS, START_RUN } from "./support/documents.ts";
 import { GRAPHIQL_DEFAULT_DOCUMENT } from "../src/server/graphiql.ts";
 import type { App } from "../src/app.ts";
 
@@ -95,10 +96,12 @@ describe("cleanup", () => {
     const sockets = await Promise.all(range(10).map(() => rawWs(app.url)));
     sockets.forEach((s, i) => s.subscribe(String(i), RUN_EVENTS, { runId }));
     const streams = range(10).map(() => rawSse(app.url, CONVERSATION_EVENTS, { conversationId }));
-    await until(() => stats().runSubscribers === 10 && stats().conversationSubscribers === 10, "twenty subscriptions");
+    // The ten WebSocket operations are alike: one broadcast group, one bus listener, ten members.
+    await until(() => stats().runSubscribers === 1 && app.http.webSocketStats().broadcast.members === 10 && stats().conversationSubscribers === 10, "twenty subscriptions");
     for (const socket of sockets) socket.socket.terminate();
     for (const stream of streams) stream.request.destroy();
     await until(() => listeners() === 0, "every listener to be released");
+    expect(app.http.webSocketStats()).toEqual({ connections: 0, operations: 0, broadcast: { groups: 0, members: 0 } });
   });
 });
 

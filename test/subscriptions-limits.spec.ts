@@ -4,8 +4,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultResponder, startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp, waitForRun } from "./support/app.ts";
-import { collect, gqlOk, RUN_EVENTS, sseClient, START_RUN, wsClient } from "./support/graphql.ts";
-import { CONVERSATIONS_CHANGED_ROW, range, rawSse, rawWs, seqs, sseResults, TRANSPORTS, until } from "./support/streaming.ts";
+import { collect, sseClient, startRun, wsClient } from "./support/graphql.ts";
+import { range, rawSse, rawWs, seqs, sseResults, TRANSPORTS, until } from "./support/streaming.ts";
+import { CONVERSATIONS_CHANGED_ROW, RUN_EVENTS } from "./support/documents.ts";
 import type { App } from "../src/app.ts";
 
 let fake: FakeOllama;
@@ -15,12 +16,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await fake?.close();
 });
-
-async function start(app: App, message: string): Promise<string> {
-  const { startRun } = await gqlOk(app.url, START_RUN, { message });
-  expect(startRun.__typename).toBe("StartRunSuccess");
-  return startRun.run.id;
-}
 
 describe("retention: a replay older than what is kept starts with a ReplayGapEvent", () => {
   let app: App;
@@ -42,7 +37,7 @@ describe("retention: a replay older than what is kept starts with a ReplayGapEve
       });
       let whole: any[];
       try {
-        const runId = await start(app, "a long answer");
+        const { runId } = await startRun(app.url, "a long answer");
         const live = connect(app.url);
         const stream = collect(live, RUN_EVENTS, { runId });
         await until(() => stream.results.length > 0, "the live subscriber's first event");
@@ -86,7 +81,7 @@ describe("after the grace period the database answers for a finished run", () =>
   describe.each(TRANSPORTS)("over $name", ({ client: connect }) => {
     it("yields exactly the terminal event, with the seq and outcome the live stream had", async () => {
       fake.enqueue({ kind: "errorLine", tokens: ["partial "], error: "the model broke" });
-      const runId = await start(app, "this one fails");
+      const { runId } = await startRun(app.url, "this one fails");
       const client = connect(app.url);
       const live = (await collect(client, RUN_EVENTS, { runId }).done).map((r) => r.runEvents);
       const terminal = live.at(-1);
@@ -124,7 +119,7 @@ describe("a stalled subscriber is cut off; the run and the other subscribers go 
     // reader that does not read, so the server's queues must fill.
     const tokens = range(400).map((i) => `${String(i).padStart(4, "0")}${"x".repeat(20_000)}`);
     fake.enqueue({ kind: "text", tokens, firstDelayMs: 300 });
-    const runId = await start(app, "flood");
+    const { runId } = await startRun(app.url, "flood");
 
     const stalledWs = await rawWs(app.url);
     stalledWs.subscribe("1", RUN_EVENTS, { runId });
@@ -174,15 +169,16 @@ describe("a stalled subscriber is cut off; the run and the other subscribers go 
   it("refuses more operations on one WebSocket than WS_MAX_SUBSCRIPTIONS", async () => {
     await until(() => app.services.bus.stats().changeSubscribers === 0, "no change subscribers left from before");
     const client = wsClient(app.url);
+    const operations = () => app.http.webSocketStats().operations;
     const first = collect(client, CONVERSATIONS_CHANGED_ROW);
     const second = collect(client, CONVERSATIONS_CHANGED_ROW);
-    await until(() => app.services.bus.stats().changeSubscribers === 2, "two change subscribers");
+    await until(() => operations() === 2 && app.http.webSocketStats().broadcast.members === 2, "two change subscriptions");
     await expect(collect(client, CONVERSATIONS_CHANGED_ROW).done).rejects.toThrow(/TOO_MANY_SUBSCRIPTIONS/);
 
     first.dispose();
-    await until(() => app.services.bus.stats().changeSubscribers === 1, "one change subscriber");
+    await until(() => operations() === 1, "one change subscription");
     const third = collect(client, CONVERSATIONS_CHANGED_ROW);
-    await until(() => app.services.bus.stats().changeSubscribers === 2, "the third subscription to be accepted");
+    await until(() => operations() === 2 && app.http.webSocketStats().broadcast.members === 2, "the third subscription to be accepted");
     second.dispose();
     third.dispose();
     await client.dispose();
@@ -202,7 +198,7 @@ describe("a client that reads nothing loses its connection after WRITE_STALL_TIM
   it("closes a stalled SSE stream's connection; a slow but reading client keeps its own", async () => {
     const tokens = range(400).map((i) => `${String(i).padStart(4, "0")}${"x".repeat(20_000)}`);
     fake.enqueue({ kind: "text", tokens, firstDelayMs: 300 });
-    const runId = await start(app, "flood");
+    const { runId } = await startRun(app.url, "flood");
     const stalled = rawSse(app.url, RUN_EVENTS, { runId }, { paused: true });
     await stalled.response;
     // A client that reads, if slowly, is never cut: it takes every event.

@@ -4,7 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp, waitForRun } from "./support/app.ts";
-import { gqlOk, START_RUN } from "./support/graphql.ts";
+import { gqlOk } from "./support/graphql.ts";
+import { START_RUN } from "./support/documents.ts";
 import { openRawSocket, operationResult, sseRequest, subscribe } from "./support/protocol.ts";
 import type { App } from "../src/app.ts";
 

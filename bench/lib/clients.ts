@@ -1,52 +1,13 @@
 // The benchmark's clients: runledger's public API through the same client
 // libraries an application would use (graphql-ws, graphql-sse, fetch), timing
 // each token on arrival against the stamp the model put in it.
-import { createClient as createWsClient, type Client as WsClient } from "graphql-ws";
-import { createClient as createSseClient, type Client as SseClient } from "graphql-sse";
-import WebSocket from "ws";
-import { nowMs, readStamps } from "./clock.ts";
+import type { Client as WsClient } from "graphql-ws";
+import type { Client as SseClient } from "graphql-sse";
+import { nowMs, readStamps } from "../../test/support/clock.ts";
+import { RUN_TOKENS } from "../../test/support/documents.ts";
+import { sseClient, wsClient } from "../../test/support/graphql.ts";
 
 export type Transport = "ws" | "sse";
-
-export const START_RUN = /* GraphQL */ `
-  mutation Start($conversationId: ID, $message: String!) {
-    startRun(input: { conversationId: $conversationId, message: $message }) {
-      __typename
-      ... on StartRunSuccess { run { id } conversation { id } }
-      ... on Error { code message }
-    }
-  }
-`;
-
-/** What a chat client asks for while a run streams. */
-export const RUN_EVENTS = /* GraphQL */ `
-  subscription RunEvents($runId: ID!) {
-    runEvents(runId: $runId) {
-      __typename
-      seq
-      at
-      ... on TokenEvent { text messageId }
-      ... on RunStatusEvent { status errorCode errorMessage }
-    }
-  }
-`;
-
-export async function graphql<T = any>(url: string, query: string, variables?: Record<string, unknown>): Promise<T> {
-  const response = await fetch(`${url}/graphql`, {
-    method: "POST",
-    headers: { "content-type": "application/json", accept: "application/graphql-response+json" },
-    body: JSON.stringify({ query, variables }),
-  });
-  const result = (await response.json()) as { data?: T; errors?: unknown[] };
-  if (result.errors?.length) throw new Error(`GraphQL errors: ${JSON.stringify(result.errors)}`);
-  return result.data!;
-}
-
-export async function startRun(url: string, message: string, conversationId?: string): Promise<{ runId: string; conversationId: string }> {
-  const { startRun } = await graphql(url, START_RUN, { message, conversationId });
-  if (startRun.__typename !== "StartRunSuccess") throw new Error(`startRun refused: ${JSON.stringify(startRun)}`);
-  return { runId: startRun.run.id, conversationId: startRun.conversation.id };
-}
 
 /** One subscriber's view of a run's tokens. */
 export interface TokenLog {
@@ -90,12 +51,7 @@ export function noteToken(log: TokenLog, text: string, receivedAt = nowMs()): vo
   }
 }
 
-/** A graphql-ws client; `keepOpen` connects at once and holds the socket between subscriptions, as a chat page does. */
-export function wsClient(url: string, keepOpen = false): WsClient {
-  return createWsClient({ url: url.replace(/^http/, "ws") + "/graphql", webSocketImpl: WebSocket, lazy: !keepOpen, retryAttempts: 0 });
-}
-
-/** Resolves once a keepOpen client has its connection acknowledged. */
+/** Resolves once a client that is not lazy has its connection acknowledged. */
 export function connected(client: WsClient): Promise<void> {
   return new Promise((resolve, reject) => {
     const off = client.on("connected", () => {
@@ -111,10 +67,6 @@ export function connected(client: WsClient): Promise<void> {
   });
 }
 
-export function sseClient(url: string): SseClient {
-  return createSseClient({ url: `${url}/graphql`, retryAttempts: 0 });
-}
-
 /** Subscribes to a run's events over one client and times every token. */
 export function subscribeTokens(client: WsClient | SseClient, runId: string): TokenSubscription {
   const log = newLog();
@@ -123,7 +75,7 @@ export function subscribeTokens(client: WsClient | SseClient, runId: string): To
   let dispose: () => void = () => {};
   const done = new Promise<TokenLog>((resolve, reject) => {
     dispose = client.subscribe<any>(
-      { query: RUN_EVENTS, variables: { runId } },
+      { query: RUN_TOKENS, variables: { runId } },
       {
         next: (result) => {
           const receivedAt = nowMs();

@@ -1,21 +1,14 @@
 // Clients of the floor relay (floor-relay-main.ts): a plain WebSocket and a
 // plain SSE reader, timing tokens exactly as the raw GraphQL clients do.
 import WebSocket from "ws";
-import { nowMs } from "./clock.ts";
+import { nowMs } from "../../test/support/clock.ts";
 import { newLog, type TokenLog, type TokenSubscription } from "./clients.ts";
-import { readEventStream, readRaw } from "./raw-clients.ts";
-import { firstJsonLine, spawnTs, type Child } from "./processes.ts";
+import { liveSignal, readEventStream, readRaw } from "./raw-clients.ts";
+import { startUrlProcess, type Child } from "../../test/support/processes.ts";
+import { KILL_AFTER_MS } from "./runledger.ts";
 
-export async function startFloorProcess(modelUrl: string): Promise<Child & { url: string }> {
-  const child = spawnTs("bench/lib/floor-relay-main.ts", { env: { OLLAMA_HOST: modelUrl }, exposeGc: true });
-  const { url } = await firstJsonLine<{ url: string }>(child);
-  return Object.assign(child, { url });
-}
-
-function liveSignal(): { live: Promise<void>; markLive: () => void } {
-  let markLive!: () => void;
-  const live = new Promise<void>((resolve) => (markLive = resolve));
-  return { live, markLive };
+export function startFloorProcess(modelUrl: string): Promise<Child & { url: string }> {
+  return startUrlProcess("bench/lib/floor-relay-main.ts", { env: { OLLAMA_HOST: modelUrl }, exposeGc: true, killAfterMs: KILL_AFTER_MS });
 }
 
 export function floorWsSubscriber(url: string): TokenSubscription {

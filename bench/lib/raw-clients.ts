@@ -5,8 +5,9 @@
 // off the raw text. The floor relay's clients read the same way, so client
 // cost is the same on both sides of the comparison.
 import WebSocket from "ws";
-import { nowMs } from "./clock.ts";
-import { newLog, noteToken, RUN_EVENTS, type TokenLog, type TokenSubscription } from "./clients.ts";
+import { nowMs } from "../../test/support/clock.ts";
+import { RUN_TOKENS } from "../../test/support/documents.ts";
+import { newLog, noteToken, type TokenLog, type TokenSubscription } from "./clients.ts";
 
 const STATUS = /"status":"([A-Z]+)"/;
 
@@ -21,7 +22,8 @@ export function readRaw(log: TokenLog, text: string, receivedAt: number, markLiv
   else if (text.includes('"done":true')) log.finalStatus = "COMPLETED";
 }
 
-function liveSignal(): { live: Promise<void>; markLive: () => void } {
+/** A promise that settles when the subscriber is live, and what settles it. */
+export function liveSignal(): { live: Promise<void>; markLive: () => void } {
   let markLive!: () => void;
   const live = new Promise<void>((resolve) => (markLive = resolve));
   return { live, markLive };
@@ -38,7 +40,7 @@ export function rawWsSubscriber(url: string, runId: string): TokenSubscription {
       const receivedAt = nowMs();
       const text = data.toString();
       if (text.startsWith('{"type":"connection_ack"')) {
-        socket.send(JSON.stringify({ id: "1", type: "subscribe", payload: { query: RUN_EVENTS, variables: { runId } } }));
+        socket.send(JSON.stringify({ id: "1", type: "subscribe", payload: { query: RUN_TOKENS, variables: { runId } } }));
       } else if (text.includes('"type":"complete"')) {
         markLive();
         resolve(log);
@@ -102,7 +104,7 @@ export function rawSseSubscriber(url: string, runId: string): TokenSubscription 
       method: "POST",
       signal: controller.signal,
       headers: { "content-type": "application/json", accept: "text/event-stream" },
-      body: JSON.stringify({ query: RUN_EVENTS, variables: { runId } }),
+      body: JSON.stringify({ query: RUN_TOKENS, variables: { runId } }),
     });
     if (!response.ok) throw new Error(`SSE subscription refused: ${response.status} ${await response.text()}`);
     await readEventStream(response, (event, data, receivedAt) => {

@@ -2,7 +2,7 @@
 // table there is always one the harness printed.
 import fs from "node:fs";
 import path from "node:path";
-import { ROOT } from "./processes.ts";
+import { ROOT } from "../../test/support/processes.ts";
 import { fmt, measureCell, type Row, type ScenarioResult } from "./report.ts";
 
 const HEADING = "## Performance";

@@ -1,15 +1,15 @@
 // Scenario 6, concurrent runs: 50 runs stream at once, each to its own
 // graphql-ws subscriber; all must complete. The server is runledger's startApp
 // in a child process that also samples its own event-loop delay
-// (bench/lib/instrumented-main.ts), so the harness's clients do not disturb the
+// (bench/lib/probe.ts), so the harness's clients do not disturb the
 // loop being measured. The baseline is the same process idle for as long.
 import { percentiles, type Percentiles } from "../lib/stats.ts";
 import { dist, scalar, type Row } from "../lib/report.ts";
-import { ask, startInstrumented, type LoopDelay } from "../lib/instrument.ts";
-import { nowMs } from "../lib/clock.ts";
+import { ask, startRunledger, type LoopDelay } from "../lib/runledger.ts";
+import { nowMs } from "../../test/support/clock.ts";
 import { gotEveryToken } from "../lib/clients.ts";
 import { relayThroughRunledger } from "../lib/relay-runs.ts";
-import { holdKey } from "../lib/fake-model.ts";
+import { holdKey } from "../../test/support/fake-ollama.ts";
 import { repetitions, sleep, type Scenario } from "./scenario.ts";
 
 const RUNS = 50;
@@ -21,9 +21,10 @@ export const concurrent: Scenario = {
   async run(options) {
     const reps = repetitions(options, 3);
     const tokens = options.quick ? 50 : 100;
-    const server = await startInstrumented({
+    const server = await startRunledger({
       modelUrl: options.modelUrl,
       cpuProfile: options.cpuProfile ? "concurrent-runledger" : undefined,
+      probe: true,
     });
     const busy: LoopDelay[] = [];
     const idle: LoopDelay[] = [];

@@ -10,10 +10,10 @@
 import type Database from "better-sqlite3";
 import { percentiles, type Percentiles } from "../lib/stats.ts";
 import { dist, scalar, type Row } from "../lib/report.ts";
-import { tempDatabase } from "../lib/processes.ts";
-import { ask, startInstrumented, type StatementCount } from "../lib/instrument.ts";
-import { graphql } from "../lib/clients.ts";
-import { nowMs } from "../lib/clock.ts";
+import { tempDatabaseUrl } from "../../test/support/processes.ts";
+import { ask, startRunledger } from "../lib/runledger.ts";
+import { gqlOk } from "../../test/support/graphql.ts";
+import { nowMs } from "../../test/support/clock.ts";
 import { CHECKPOINTS_PER_RUN, seedConversation } from "../lib/seed.ts";
 import { openSqlite } from "../../src/storage/sqlite/database.ts";
 import { repetitions, type Scenario } from "./scenario.ts";
@@ -46,28 +46,29 @@ function naive(db: Database.Database, conversationId: string, page: number): { s
 interface CaseResult {
   latency: Percentiles[];
   naiveLatency: Percentiles[];
-  statements: { page: number; small: number; readModel: number | null };
+  statements: { page: number; small: number };
   naiveStatements: number;
   seeded: { checkpoints: number; seconds: number; bytes: number };
 }
 
 async function measureCase(options: { modelUrl: string; cpuProfile: boolean; quick: boolean }, runs: number, wholeThread: boolean, reps: number, perRep: number, log: (m: string) => void): Promise<CaseResult> {
-  const database = tempDatabase();
+  const database = tempDatabaseUrl("runledger-bench-");
   const seedStart = nowMs();
   const { conversationId, checkpoints } = await seedConversation(database.file, { runs, wholeThread });
   const seconds = (nowMs() - seedStart) / 1000;
   const probe = openSqlite(database.file, { readonly: true });
   const bytes = (probe.prepare("SELECT SUM(LENGTH(checkpoint)) AS b FROM checkpoints").get() as { b: number }).b;
   log(`  seeded ${runs} runs, ${checkpoints} checkpoints (${(bytes / 2 ** 20).toFixed(1)} MiB of checkpoint blobs) in ${seconds.toFixed(1)} s`);
-  const server = await startInstrumented({
+  const server = await startRunledger({
     modelUrl: options.modelUrl,
+    probe: true,
     databaseFile: database.file,
     cpuProfile: options.cpuProfile ? `correlation-${wholeThread ? "whole" : "own"}-runledger` : undefined,
     // No heartbeat writes while statements are counted.
     env: { RUN_HEARTBEAT_MS: "600000", RUN_LEASE_MS: "1200000" },
   });
   try {
-    const run = (n: number) => graphql(server.url, QUERY, { id: conversationId, n });
+    const run = (n: number) => gqlOk(server.url, QUERY, { id: conversationId, n });
     // The answer must be the correlation, complete: every checkpoint of every run points back to it.
     const answer = await run(PAGE);
     const edges = answer.conversation.runs.edges as { node: { id: string; checkpoints: { run: { id: string } | null }[] } }[];
@@ -79,10 +80,9 @@ async function measureCase(options: { modelUrl: string; cpuProfile: boolean; qui
       }
     }
     const count = async (n: number) => {
-      const before = await ask<StatementCount>(server, { cmd: "statements" });
+      const before = await ask<number>(server, { cmd: "statements" });
       await run(n);
-      const after = await ask<StatementCount>(server, { cmd: "statements" });
-      return { driver: after.driver - before.driver, readModel: after.readModel === null || before.readModel === null ? null : after.readModel - before.readModel };
+      return (await ask<number>(server, { cmd: "statements" })) - before;
     };
     const page = await count(PAGE);
     const small = await count(10);
@@ -112,7 +112,7 @@ async function measureCase(options: { modelUrl: string; cpuProfile: boolean; qui
     }
     db.close();
     probe.close();
-    return { latency, naiveLatency, statements: { page: page.driver, small: small.driver, readModel: page.readModel }, naiveStatements: check.statements, seeded: { checkpoints, seconds, bytes } };
+    return { latency, naiveLatency, statements: { page, small }, naiveStatements: check.statements, seeded: { checkpoints, seconds, bytes } };
   } catch (error) {
     throw new Error(`${(error as Error).message}\nserver output:\n${server.output().slice(-4000)}`);
   } finally {
@@ -154,7 +154,7 @@ export const correlation: Scenario = {
         runledger: scalar("statements", [r.statements.page]),
         baseline: { label: "naive", measure: scalar("statements", [r.naiveStatements]) },
         target: { text: "constant in the number of runs", met: constant },
-        notes: [`first: 10 takes ${r.statements.small} statements, first: ${PAGE} ${r.statements.page}${r.statements.readModel === null ? "" : `, of which the read model's own ${r.statements.readModel}`}`],
+        notes: [`first: 10 takes ${r.statements.small} statements, first: ${PAGE} ${r.statements.page}`],
       });
       notes.push(`${label}: ${r.seeded.checkpoints.toLocaleString("en-US")} checkpoints, ${(r.seeded.bytes / 2 ** 20).toFixed(1)} MiB of checkpoint blobs, seeded in ${r.seeded.seconds.toFixed(1)} s`);
     }

@@ -5,11 +5,13 @@
 //   runledger with one graphql-ws subscriber → with one SSE subscriber.
 import { medianOfReps, percentiles } from "../lib/stats.ts";
 import { scalar, type Row } from "../lib/report.ts";
-import { cpuMs, startRunledger } from "../lib/processes.ts";
+import { startRunledger } from "../lib/runledger.ts";
 import { consumeDirect } from "../lib/direct.ts";
 import { consumeThroughLangGraph } from "../lib/langgraph-floor.ts";
-import { createClient, gotEveryToken, graphql, startRun, subscribeTokens, type TokenLog } from "../lib/clients.ts";
-import { holdKey, planMessage, releaseStreams, waitForHeld, type StreamPlan } from "../lib/fake-model.ts";
+import { gqlOk, startRun } from "../../test/support/graphql.ts";
+import { RUN_STATUS } from "../../test/support/documents.ts";
+import { createClient, gotEveryToken, subscribeTokens, type TokenLog } from "../lib/clients.ts";
+import { holdKey, planMessage, releaseStreams, waitForHeld, type StreamPlan } from "../../test/support/fake-ollama.ts";
 import { repetitions, sleep, type Scenario } from "./scenario.ts";
 
 const INTERVAL_MS = 1;
@@ -17,7 +19,7 @@ const INTERVAL_MS = 1;
 /** Polls the run's status (a subscription would itself cost the server per event). */
 async function untilFinished(url: string, runId: string): Promise<void> {
   for (;;) {
-    const { run } = await graphql(url, "query($id: ID!) { run(id: $id) { status } }", { id: runId });
+    const { run } = await gqlOk(url, RUN_STATUS, { id: runId });
     if (run.status !== "RUNNING") return;
     await sleep(250);
   }
@@ -62,12 +64,12 @@ export const cost: Scenario = {
           await sub?.live;
           await waitForHeld(options.modelUrl, key, 1);
           await sleep(200); // let the run's start settle: its CPU is not streaming
-          const serverBefore = cpuMs(server.pid);
+          const serverBefore = server.cpuMs();
           await releaseStreams(options.modelUrl, key);
           let log: TokenLog | null = null;
           if (sub) log = await sub.done;
           else await untilFinished(server.url, runId);
-          cpu.get(layers[i]!)!.push((cpuMs(server.pid) - serverBefore) / tokens);
+          cpu.get(layers[i]!)!.push((server.cpuMs() - serverBefore) / tokens);
           if (log && !gotEveryToken(log, tokens)) lost++;
           if (log) latency.get(layers[i]!)!.push(percentiles(log.latencies));
           await client?.dispose();

@@ -6,16 +6,17 @@
 // taken after a full garbage collection; each repetition starts a fresh server
 // (warmed up), so memory freed by an earlier repetition cannot hide growth. The
 // server is runledger's startApp in a child process with an IPC probe
-// (instrumented-main.ts), which is what can ask it to collect. The floor is a plain broadcast relay (ws / SSE, no
+// (probe.ts), which is what can ask it to collect. The floor is a plain broadcast relay (ws / SSE, no
 // GraphQL) under the same load, read by the same minimal clients.
 import { percentiles, type Percentiles } from "../lib/stats.ts";
 import { dist, scalar, type Row } from "../lib/report.ts";
-import { cpuMs, rssBytes, type Child } from "../lib/processes.ts";
-import { ask, startInstrumented } from "../lib/instrument.ts";
-import { gotEveryToken, startRun, type TokenSubscription, type Transport } from "../lib/clients.ts";
+import type { Child } from "../../test/support/processes.ts";
+import { ask, startRunledger } from "../lib/runledger.ts";
+import { startRun } from "../../test/support/graphql.ts";
+import { gotEveryToken, type TokenSubscription, type Transport } from "../lib/clients.ts";
 import { rawSseSubscriber, rawWsSubscriber } from "../lib/raw-clients.ts";
 import { floorSseSubscriber, floorStream, floorWsSubscriber, startFloorProcess } from "../lib/floor-clients.ts";
-import { holdKey, planMessage, releaseStreams, waitForHeld, type StreamPlan } from "../lib/fake-model.ts";
+import { holdKey, planMessage, releaseStreams, waitForHeld, type StreamPlan } from "../../test/support/fake-ollama.ts";
 import { repetitions, sleep, type Scenario } from "./scenario.ts";
 
 const INTERVAL_MS = 20; // 50 tokens/s
@@ -64,17 +65,17 @@ async function settledMemory(server: Child, collect: Collect): Promise<{ rss: nu
   await collect();
   await sleep(200);
   const usage = await collect();
-  return { rss: rssBytes(server.pid), heap: usage.heapUsed + usage.external };
+  return { rss: server.rssBytes(), heap: usage.heapUsed + usage.external };
 }
 
 async function measure(server: Child, collect: Collect, count: number, tokens: number, subscribe: () => TokenSubscription, stream: () => Promise<void>): Promise<FanoutRep> {
   const before = await settledMemory(server, collect);
   const subs = await subscribeAll(count, subscribe);
   const after = await settledMemory(server, collect);
-  const cpuBefore = cpuMs(server.pid);
+  const cpuBefore = server.cpuMs();
   await stream();
   const logs = await Promise.all(subs.map((s) => s.done));
-  const cpu = cpuMs(server.pid) - cpuBefore;
+  const cpu = server.cpuMs() - cpuBefore;
   for (const s of subs) s.dispose();
   const endings: Record<string, number> = {};
   for (const l of logs) if (!gotEveryToken(l, tokens) || l.finalStatus !== "COMPLETED") endings[l.endedBy ?? "missed tokens"] = (endings[l.endedBy ?? "missed tokens"] ?? 0) + 1;
@@ -90,8 +91,9 @@ async function measure(server: Child, collect: Collect, count: number, tokens: n
 
 /** One repetition against a fresh runledger: warm-up, then `count` subscribers on one held run. */
 async function runledgerRep(options: { modelUrl: string; cpuProfile: boolean }, transport: Transport, count: number, tokens: number, rep: number): Promise<FanoutRep> {
-  const server = await startInstrumented({
+  const server = await startRunledger({
     modelUrl: options.modelUrl,
+    probe: true,
     cpuProfile: options.cpuProfile && rep === 0 ? `fanout-${transport}-runledger` : undefined,
     env: { SUBSCRIBER_QUEUE_LIMIT: "100000", EVENT_RETENTION: "100000" },
     exposeGc: true,

@@ -3,11 +3,11 @@
 // at once, beside the same streams read directly by ChatOllama.
 import { percentiles, type Percentiles } from "../lib/stats.ts";
 import { dist, scalar, type Row } from "../lib/report.ts";
-import { cpuMs, startRunledger } from "../lib/processes.ts";
+import { startRunledger } from "../lib/runledger.ts";
 import { gotEveryToken, type TokenLog } from "../lib/clients.ts";
 import { relayThroughRunledger } from "../lib/relay-runs.ts";
 import { consumeDirect } from "../lib/direct.ts";
-import { holdKey, type StreamPlan } from "../lib/fake-model.ts";
+import { holdKey, type StreamPlan } from "../../test/support/fake-ollama.ts";
 import { repetitions, type Scenario } from "./scenario.ts";
 
 // One run streams at 50 tokens/s, a fast model. Fifty concurrent runs stream at
@@ -87,10 +87,10 @@ export const relay: Scenario = {
           options.log(`  rep ${rep + 1}/${reps} ChatOllama direct, ${runs} stream(s): p50 ${floor.get(runs)!.at(-1)!.p50.toFixed(2)} ms, p99 ${floor.get(runs)!.at(-1)!.p99.toFixed(2)} ms`);
           for (const c of cases.filter((c) => c.runs === runs)) {
             const key = holdKey(`relay-${rep}`);
-            const serverCpuBefore = cpuMs(server.pid);
+            const serverCpuBefore = server.cpuMs();
             const runPlans = plans(runs, tokens, key);
             const logs = await relayThroughRunledger(server.url, options.modelUrl, c.transport, runPlans, key);
-            ourCpu.get(c.label)!.push((cpuMs(server.pid) - serverCpuBefore) / totalTokens(runPlans));
+            ourCpu.get(c.label)!.push((server.cpuMs() - serverCpuBefore) / totalTokens(runPlans));
             const missing = logs.filter((l, i) => !gotEveryToken(l, runPlans[i]!.tokens) || l.finalStatus !== "COMPLETED").length;
             if (missing) incomplete.set(c.label, (incomplete.get(c.label) ?? 0) + missing);
             ours.get(c.label)!.push(pooled(logs));

@@ -2,7 +2,7 @@
 import type { Row } from "../lib/report.ts";
 
 export interface ScenarioOptions {
-  /** The fake model, running in its own process. */
+  /** The fake Ollama (test/support/fake-ollama.ts), running in its own process. */
   modelUrl: string;
   /** Short runs for validating the harness; the numbers are not meant for publishing. */
   quick: boolean;

@@ -6,10 +6,12 @@
 // request is counted from /proc, so it holds on a busy machine too.
 import autocannon from "autocannon";
 import { dist, scalar, type Row } from "../lib/report.ts";
-import { cpuMs, startRunledger, type Child } from "../lib/processes.ts";
-import { graphql, sseClient, startRun, subscribeTokens } from "../lib/clients.ts";
+import { type Child } from "../../test/support/processes.ts";
+import { startRunledger } from "../lib/runledger.ts";
+import { gqlOk, sseClient, startRun } from "../../test/support/graphql.ts";
+import { subscribeTokens } from "../lib/clients.ts";
 import { startFloorProcess } from "../lib/floor-clients.ts";
-import { planMessage } from "../lib/fake-model.ts";
+import { planMessage } from "../../test/support/fake-ollama.ts";
 import { repetitions, type Scenario } from "./scenario.ts";
 
 const CONNECTIONS = 50;
@@ -33,7 +35,7 @@ interface Load {
 }
 
 async function load(server: Child, url: string, body: string, seconds: number): Promise<Load> {
-  const cpuBefore = cpuMs(server.pid);
+  const cpuBefore = server.cpuMs();
   const result = await autocannon({
     url,
     method: "POST",
@@ -44,7 +46,7 @@ async function load(server: Child, url: string, body: string, seconds: number): 
   });
   return {
     rps: result.requests.average,
-    cpuPerRequest: (cpuMs(server.pid) - cpuBefore) / Math.max(1, result.requests.total),
+    cpuPerRequest: (server.cpuMs() - cpuBefore) / Math.max(1, result.requests.total),
     // autocannon keeps p97.5, not p95; the table's middle column is p97.5 for these rows.
     latency: { p50: result.latency.p50, p95: result.latency.p97_5, p99: result.latency.p99, max: result.latency.max, n: result.requests.total },
     failures: result.non2xx + result.errors + result.timeouts,
@@ -92,7 +94,7 @@ export const throughput: Scenario = {
         }
       }
       // The data behind the page must be what was measured.
-      const { conversations } = await graphql(server.url, "{ conversations(first: 1) { totalCount } }");
+      const { conversations } = await gqlOk(server.url, "{ conversations(first: 1) { totalCount } }");
       if (conversations.totalCount < SEEDED_CONVERSATIONS) throw new Error(`expected ${SEEDED_CONVERSATIONS} conversations, found ${conversations.totalCount}`);
     } finally {
       await server.stop();

@@ -7,11 +7,12 @@
 // token's relay.
 import { percentiles, type Percentiles } from "../lib/stats.ts";
 import { dist, type Row } from "../lib/report.ts";
-import { startRunledger } from "../lib/processes.ts";
-import { nowMs } from "../lib/clock.ts";
-import { connected, sseClient, startRun, subscribeTokens, wsClient, type TokenLog, type Transport } from "../lib/clients.ts";
+import { startRunledger } from "../lib/runledger.ts";
+import { nowMs } from "../../test/support/clock.ts";
+import { sseClient, startRun, wsClient } from "../../test/support/graphql.ts";
+import { connected, subscribeTokens, type TokenLog, type Transport } from "../lib/clients.ts";
 import { consumeDirect } from "../lib/direct.ts";
-import { planMessage, type StreamPlan } from "../lib/fake-model.ts";
+import { planMessage, type StreamPlan } from "../../test/support/fake-ollama.ts";
 import { repetitions, type Scenario } from "./scenario.ts";
 
 const PLAN: StreamPlan = { tokens: 3, intervalMs: 0, firstDelayMs: 0 };
@@ -68,7 +69,7 @@ export const ttft: Scenario = {
         }
         if (!warmUp) floor.push(direct);
         for (const transport of ["ws", "sse"] as const) {
-          const client = transport === "ws" ? wsClient(server.url, true) : sseClient(server.url);
+          const client = transport === "ws" ? wsClient(server.url, { lazy: false }) : sseClient(server.url);
           if (transport === "ws") await connected(client as ReturnType<typeof wsClient>);
           const samples: Sample[] = [];
           for (let i = 0; i < perRep; i++) {

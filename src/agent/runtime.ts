@@ -1,23 +1,66 @@
-// Runs the agent graph for one run and reads threads back. Everything LangGraph-
-// specific that the run service needs sits behind this class.
-import { HumanMessage, isAIMessageChunk, isAIMessage, isToolMessage, type BaseMessage, type BaseMessageChunk } from "@langchain/core/messages";
-import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
-import type { StateSnapshot } from "@langchain/langgraph";
+// Runs agents and reads their threads back: everything LangGraph-specific the
+// run service and the read side need sits behind this class. Each agent's
+// graph is compiled once, at start-up, with the shared checkpointer; a run
+// passes its own model (one ChatOllama per run, carrying the run's abort signal)
+// and tools through the config.
+import { HumanMessage, isAIMessage, isAIMessageChunk, isToolMessage, type BaseMessage, type BaseMessageChunk } from "@langchain/core/messages";
+import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
+import type { LLMResult } from "@langchain/core/outputs";
 import type { StructuredToolInterface } from "@langchain/core/tools";
-import { buildAgentGraph, modelCaller, threadConfig, AGENT_NODE, TOOLS_NODE, type AgentGraph } from "./graph.ts";
-import { createRunModel, type ModelSettings } from "./model.ts";
-import { ObservedCheckpointer } from "./observed-checkpointer.ts";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import { Command, type BaseCheckpointSaver, type StateSnapshot } from "@langchain/langgraph";
+import type { CheckpointTuple, PendingWrite } from "@langchain/langgraph-checkpoint";
+import { mintCheckpointId } from "../correlation/marks.ts";
+import type { AgentDefinition } from "./definitions.ts";
+import { agentTools, toolInfo, type McpToolSource, type ToolInfo } from "./tool-info.ts";
+import type { McpServerStatus } from "./mcp/connection.ts";
+import type { AnyStateGraph } from "./graph-module.ts";
+import { buildChatGraph } from "./chat-graph.ts";
+import { createRunModel } from "./model.ts";
+import { CheckpointObserver } from "./checkpoint-observer.ts";
 import type { ModelTransportReport } from "./model-fetch.ts";
 import { GraphSettled } from "./graph-settled.ts";
 
 /** How long a stopped run waits for the graph to store its last writes before its outcome is read. */
 const SETTLE_TIMEOUT_MS = 5_000;
 
+/** The one mapping between product and framework: a conversation id is a thread id. */
+export function threadConfig(conversationId: string) {
+  return { configurable: { thread_id: conversationId } };
+}
+
+export interface ModelCallUsage {
+  inputTokens: number;
+  outputTokens: number;
+  /** Ollama's total_duration for the call, in nanoseconds (0 when not reported). */
+  durationNs: number;
+}
+
 export interface RunHooks {
   onToken(text: string, messageId: string | null, node: string): void;
   onToolCall(toolCallId: string, name: string, args: unknown): void;
   onToolResult(toolCallId: string, name: string, content: string, isError: boolean): void;
   onCheckpoint(checkpointId: string): void;
+  /** What a graph emitted through LangGraph's custom stream writer. */
+  onCustom(name: string, data: unknown): void;
+  /** A model call finished, with what Ollama reported about it. */
+  onModelCall(usage: ModelCallUsage): void;
+}
+
+/** What a run feeds the graph. */
+export type RunInput =
+  | { kind: "message"; text: string }
+  /** Re-runs the pending step (after a failure, cancel or interruption). */
+  | { kind: "continue" }
+  /** Answers the thread's pending interrupts, by interrupt id. */
+  | { kind: "answers"; answers: Record<string, unknown> };
+
+export interface PendingInterrupt {
+  /** LangGraph's interrupt id. */
+  id: string;
+  /** The node that raised it. */
+  node: string;
+  value: unknown;
 }
 
 export interface ThreadState {
@@ -25,6 +68,8 @@ export interface ThreadState {
   /** LangGraph's `next`: nodes still to run. Non-empty means work is pending. */
   next: string[];
   checkpointId: string | null;
+  /** Interrupts waiting for an answer (from the pending tasks, not from `next`). */
+  interrupts: PendingInterrupt[];
 }
 
 /** One checkpoint's state as LangGraph's state reader rebuilds it. */
@@ -36,95 +81,164 @@ export interface CheckpointState {
   tasks: { id: string; name: string }[];
 }
 
+/** An agent as runledger serves it. */
+export interface Agent {
+  definition: AgentDefinition;
+  /** Its tools as the API shows them (chat agents; a graph's tools are its own). */
+  tools(): ToolInfo[];
+  /** Its MCP servers as they are now. */
+  mcpServers(): McpServerStatus[];
+}
+
+/** Where the agents' MCP tools come from, and how their servers are doing (the McpSupervisor). */
+export interface McpTools extends McpToolSource {
+  status(agent: string): McpServerStatus[];
+}
+
+interface CompiledAgent {
+  definition: AgentDefinition;
+  graph: ReturnType<typeof buildChatGraph>;
+}
+
 export interface AgentRuntimeOptions {
+  /** The storage backend's saver; every graph is compiled with it (observed). */
   checkpointer: BaseCheckpointSaver;
-  model: ModelSettings;
-  tools: StructuredToolInterface[];
-  systemPrompt: string;
-  recursionLimit: number;
+  agents: AgentDefinition[];
+  /** The uncompiled graphs of the graph agents, by agent name. */
+  graphs: Map<string, AnyStateGraph>;
+  /** The agents' MCP tools. */
+  mcp?: McpTools;
+  /** The built-in tools (runledger's own by default). */
+  builtins?: StructuredToolInterface[];
+  ollama: { baseUrl: string; idleTimeoutMs: number };
 }
 
 export class AgentRuntime {
-  /** Compiled once with a model that must never be called: reads never reach the model. */
-  readonly #reader: AgentGraph;
+  readonly #options: AgentRuntimeOptions;
+  readonly #observer: CheckpointObserver;
+  readonly #agents = new Map<string, CompiledAgent>();
 
-  constructor(private readonly options: AgentRuntimeOptions) {
-    this.#reader = buildAgentGraph({
-      callModel: () => Promise.reject(new Error("reads must never call the model")),
-      tools: options.tools,
-      checkpointer: options.checkpointer,
-    });
+  constructor(options: AgentRuntimeOptions) {
+    this.#options = options;
+    this.#observer = new CheckpointObserver(options.checkpointer);
+    for (const definition of options.agents) {
+      const graph =
+        definition.type === "chat"
+          ? buildChatGraph({ systemPrompt: definition.systemPrompt, requireApproval: definition.requireApproval, checkpointer: this.#observer })
+          : (options.graphs.get(definition.name)!.compile({ checkpointer: this.#observer }) as unknown as CompiledAgent["graph"]);
+      this.#agents.set(definition.name, { definition, graph });
+    }
+  }
+
+  /** The agents, in the configuration's order. */
+  agents(): Agent[] {
+    return [...this.#agents.values()].map(({ definition }) => ({
+      definition,
+      tools: () => (definition.type === "chat" ? agentTools(definition, this.#options.mcp, this.#options.builtins).map(toolInfo) : []),
+      mcpServers: () => this.#options.mcp?.status(definition.name) ?? [],
+    }));
+  }
+
+  agent(name: string): Agent | undefined {
+    return this.agents().find((a) => a.definition.name === name);
   }
 
   /**
-   * Executes one run on the conversation's thread: `message` appends a user turn,
-   * null continues the pending step. Resolves when the graph finishes; rejects with
-   * the cause when it fails (the caller classifies it).
+   * Executes one run of `agentName` on the conversation's thread. Resolves when
+   * the graph finishes (or pauses on an interrupt); rejects with the cause when
+   * it fails (the caller classifies it).
    */
-  async execute(conversationId: string, message: string | null, signal: AbortSignal, report: ModelTransportReport, hooks: RunHooks): Promise<void> {
-    const model = createRunModel(this.options.model, signal, report);
-    const checkpointer = new ObservedCheckpointer(this.options.checkpointer, (id) => hooks.onCheckpoint(id));
-    const callModel = modelCaller(model, this.options.tools, this.options.systemPrompt);
-    const graph = buildAgentGraph({ callModel, tools: this.options.tools, checkpointer });
-    const input = message === null ? null : { messages: [new HumanMessage(message)] };
+  async execute(run: {
+    agentName: string;
+    conversationId: string;
+    input: RunInput;
+    signal: AbortSignal;
+    report: ModelTransportReport;
+    hooks: RunHooks;
+  }): Promise<void> {
+    const agent = this.#compiled(run.agentName);
+    const { definition } = agent;
+    const model = createRunModel({ baseUrl: this.#options.ollama.baseUrl, idleTimeoutMs: this.#options.ollama.idleTimeoutMs, model: definition.model, think: definition.think }, run.signal, run.report);
+    const tools = definition.type === "chat" ? agentTools(definition, this.#options.mcp, this.#options.builtins).map((t) => t.tool) : [];
+    const input =
+      run.input.kind === "message"
+        ? { messages: [new HumanMessage(run.input.text)] }
+        : run.input.kind === "answers"
+          ? new Command({ resume: run.input.answers })
+          : null;
     const settled = new GraphSettled();
+    const unwatch = this.#observer.watch(run.conversationId, (id) => run.hooks.onCheckpoint(id));
     try {
-      await this.#stream(graph, conversationId, input, signal, settled, hooks);
+      const stream = await agent.graph.stream(input as never, {
+        configurable: { thread_id: run.conversationId, model, tools },
+        streamMode: ["messages", "updates", "custom"],
+        recursionLimit: definition.recursionLimit,
+        // Each step is stored before the next starts: the user's message is on disk before the model is called.
+        durability: "sync",
+        callbacks: [settled, new UsageMeter(run.hooks)],
+        signal: run.signal,
+      });
+      const seenCalls = new Set<string>();
+      for await (const [mode, payload] of stream as AsyncIterable<[string, unknown]>) dispatch(mode, payload, run.hooks, seenCalls);
     } catch (error) {
       await settled.wait(SETTLE_TIMEOUT_MS);
       throw error;
+    } finally {
+      unwatch();
     }
   }
 
-  async #stream(graph: AgentGraph, conversationId: string, input: { messages: BaseMessage[] } | null, signal: AbortSignal, settled: GraphSettled, hooks: RunHooks): Promise<void> {
-    const stream = await graph.stream(input, {
-      ...threadConfig(conversationId),
-      streamMode: ["messages", "updates"],
-      recursionLimit: this.options.recursionLimit,
-      // Each step is stored before the next starts: the user's message is on disk before the model is called.
-      durability: "sync",
-      callbacks: [settled],
-      signal,
-    });
-    for await (const [mode, payload] of stream as AsyncIterable<[string, unknown]>) {
-      if (mode === "messages") {
-        const [chunk, meta] = payload as [BaseMessage, { langgraph_node?: string }];
-        const node = meta?.langgraph_node ?? AGENT_NODE;
-        if (node === AGENT_NODE && isAIMessageChunk(chunk as BaseMessageChunk)) {
-          const text = messageText(chunk);
-          if (text) hooks.onToken(text, chunk.id ?? null, node);
-        }
-      } else if (mode === "updates") {
-        for (const [node, update] of Object.entries(payload as Record<string, { messages?: BaseMessage[] } | undefined>)) {
-          for (const msg of update?.messages ?? []) {
-            if (node === AGENT_NODE && isAIMessage(msg)) {
-              for (const call of msg.tool_calls ?? []) hooks.onToolCall(call.id ?? "", call.name, call.args);
-            } else if (node === TOOLS_NODE && isToolMessage(msg)) {
-              hooks.onToolResult(msg.tool_call_id, msg.name ?? "", messageText(msg), msg.status === "error");
-            }
-          }
-        }
-      }
+  /**
+   * Copies the chain of checkpoints that leads to `checkpointId` (its ancestors
+   * and itself, oldest first) from one thread to another, under new checkpoint
+   * ids, with each checkpoint's pending writes: the new thread's history is the
+   * source's up to that point. Through the saver's own API, so it works on every
+   * backend. Returns the copy's head (the new id of `checkpointId`) and how many
+   * messages the copy holds.
+   */
+  async copyThread(sourceThreadId: string, checkpointId: string, targetThreadId: string, agentName: string): Promise<{ head: string; messageCount: number }> {
+    const saver = this.#options.checkpointer;
+    const chain: CheckpointTuple[] = [];
+    let at: RunnableConfig | undefined = { configurable: { thread_id: sourceThreadId, checkpoint_ns: "", checkpoint_id: checkpointId } };
+    while (at) {
+      const tuple = await saver.getTuple(at);
+      if (!tuple) throw new Error(`checkpoint ${String(at.configurable?.checkpoint_id)} of thread ${sourceThreadId} is missing`);
+      chain.unshift(tuple);
+      at = tuple.parentConfig;
     }
+    let parent: string | undefined;
+    for (const tuple of chain) {
+      const checkpoint = { ...tuple.checkpoint, id: mintCheckpointId() };
+      const stored = await saver.put({ configurable: { thread_id: targetThreadId, checkpoint_ns: "", checkpoint_id: parent } }, checkpoint, tuple.metadata!, checkpoint.channel_versions);
+      const byTask = new Map<string, PendingWrite[]>();
+      for (const [taskId, channel, value] of tuple.pendingWrites ?? []) byTask.set(taskId, [...(byTask.get(taskId) ?? []), [channel, value]]);
+      for (const [taskId, writes] of byTask) await saver.putWrites(stored, writes, taskId);
+      parent = checkpoint.id;
+    }
+    // Read back through the agent's graph: the copy is a thread it can continue.
+    const copied = await this.readThread(targetThreadId, agentName);
+    if (copied.checkpointId !== parent) throw new Error(`the copy of thread ${sourceThreadId} reads back at ${copied.checkpointId}, not ${parent}`);
+    return { head: parent!, messageCount: copied.messages.length };
   }
 
-  /** The thread's latest state; never calls the model. */
-  async readThread(conversationId: string): Promise<ThreadState> {
-    const state = await this.#reader.getState(threadConfig(conversationId));
+  /** The thread's latest state; never calls a model. */
+  async readThread(conversationId: string, agentName: string): Promise<ThreadState> {
+    const state = await this.#reader(agentName).getState(threadConfig(conversationId));
     const messages = ((state.values as { messages?: BaseMessage[] } | undefined)?.messages ?? []) as BaseMessage[];
-    return { messages, next: [...(state.next ?? [])], checkpointId: (state.config?.configurable?.checkpoint_id as string | undefined) ?? null };
+    const interrupts = (state.tasks ?? []).flatMap((task) => (task.interrupts ?? []).map((i) => ({ id: String(i.id), node: task.name, value: i.value as unknown })));
+    return { messages, next: [...(state.next ?? [])], checkpointId: (state.config?.configurable?.checkpoint_id as string | undefined) ?? null, interrupts };
   }
 
   /**
    * The states of the thread's checkpoints, oldest first, from one pass over its
    * history; with a range, only the checkpoints from `from` to `to` (inclusive)
-   * are deserialized. Never calls the model.
+   * are deserialized. Never calls a model.
    */
-  async readHistory(conversationId: string, range?: { from: string; to: string }): Promise<CheckpointState[]> {
+  async readHistory(conversationId: string, agentName: string, range?: { from: string; to: string }): Promise<CheckpointState[]> {
     // `before` is exclusive; `to` followed by one more character sorts after `to` and before any later id of the same length.
     const options = range ? { before: { configurable: { checkpoint_id: `${range.to}0` } } } : undefined;
     const states: CheckpointState[] = [];
-    for await (const snapshot of this.#reader.getStateHistory(threadConfig(conversationId), options)) {
+    for await (const snapshot of this.#reader(agentName).getStateHistory(threadConfig(conversationId), options)) {
       const state = checkpointState(snapshot);
       if (range && state.checkpointId < range.from) break; // newest first: the rest are older still
       states.push(state);
@@ -132,16 +246,75 @@ export class AgentRuntime {
     return states.reverse();
   }
 
-  /** One checkpoint's state, or null when the thread has no such checkpoint; never calls the model. */
-  async readCheckpoint(conversationId: string, checkpointId: string): Promise<CheckpointState | null> {
-    const config = threadConfig(conversationId);
-    const snapshot = await this.#reader.getState({ configurable: { ...config.configurable, checkpoint_id: checkpointId } });
+  /** One checkpoint's state, or null when the thread has no such checkpoint; never calls a model. */
+  async readCheckpoint(conversationId: string, agentName: string, checkpointId: string): Promise<CheckpointState | null> {
+    const snapshot = await this.#reader(agentName).getState({ configurable: { thread_id: conversationId, checkpoint_id: checkpointId } });
     // A missing checkpoint comes back as an empty snapshot without a creation time.
     return snapshot.createdAt === undefined ? null : checkpointState(snapshot);
   }
 
-  async deleteThread(conversationId: string): Promise<void> {
-    await this.options.checkpointer.deleteThread(conversationId);
+  #compiled(name: string): CompiledAgent {
+    const agent = this.#agents.get(name);
+    if (!agent) throw new Error(`agent ${JSON.stringify(name)} is not configured`);
+    return agent;
+  }
+
+  /**
+   * The graph that reads an agent's threads: `next` and pending tasks depend on
+   * the graph's nodes. A conversation whose agent is no longer configured is read
+   * with the first agent's graph: its messages are right, `next` may not be.
+   */
+  #reader(name: string): CompiledAgent["graph"] {
+    return (this.#agents.get(name) ?? this.#agents.values().next().value!).graph;
+  }
+}
+
+/** Turns one item of the graph's stream into run events. */
+function dispatch(mode: string, payload: unknown, hooks: RunHooks, seenCalls: Set<string>): void {
+  if (mode === "messages") {
+    const [chunk, meta] = payload as [BaseMessage, { langgraph_node?: string }];
+    if (isAIMessageChunk(chunk as BaseMessageChunk)) {
+      const text = messageText(chunk);
+      if (text) hooks.onToken(text, chunk.id ?? null, meta?.langgraph_node ?? "");
+    }
+  } else if (mode === "updates") {
+    for (const update of Object.values(payload as Record<string, { messages?: BaseMessage[] } | undefined>)) {
+      if (!update || typeof update !== "object" || !Array.isArray(update.messages)) continue;
+      for (const msg of update.messages) {
+        if (isAIMessage(msg)) {
+          for (const call of msg.tool_calls ?? []) {
+            // A message can come again (an approval's edit replaces it in place): each call is told once.
+            const id = call.id ?? "";
+            if (id && seenCalls.has(id)) continue;
+            seenCalls.add(id);
+            hooks.onToolCall(id, call.name, call.args);
+          }
+        } else if (isToolMessage(msg)) {
+          hooks.onToolResult(msg.tool_call_id, msg.name ?? "", messageText(msg), msg.status === "error");
+        }
+      }
+    }
+  } else if (mode === "custom") {
+    const named = payload as { name?: unknown; data?: unknown } | null;
+    if (named !== null && typeof named === "object" && typeof named.name === "string") hooks.onCustom(named.name, named.data ?? null);
+    else hooks.onCustom("custom", payload ?? null);
+  }
+}
+
+/** Reads what Ollama reported at the end of each model call (the callbacks have it; the messages stream does not). */
+class UsageMeter extends BaseCallbackHandler {
+  name = "usage-meter";
+  constructor(private readonly hooks: RunHooks) {
+    super();
+  }
+  override handleLLMEnd(output: LLMResult): void {
+    const generation = output.generations[0]?.[0] as { message?: { usage_metadata?: { input_tokens?: number; output_tokens?: number }; response_metadata?: { total_duration?: number } } } | undefined;
+    const message = generation?.message;
+    this.hooks.onModelCall({
+      inputTokens: message?.usage_metadata?.input_tokens ?? 0,
+      outputTokens: message?.usage_metadata?.output_tokens ?? 0,
+      durationNs: Number(message?.response_metadata?.total_duration ?? 0),
+    });
   }
 }
 
@@ -161,4 +334,3 @@ export function messageText(message: BaseMessage): string {
     .map((part) => (typeof part === "string" ? part : part.type === "text" && typeof part.text === "string" ? part.text : ""))
     .join("");
 }
-

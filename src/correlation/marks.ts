@@ -13,6 +13,15 @@ import { uuid6 } from "@langchain/langgraph-checkpoint";
 /** The clock sequence of runledger's marks; LangGraph's own checkpoint ids use others, so a mark never equals one. */
 const MARK_CLOCKSEQ = -2;
 
+/**
+ * A checkpoint id for now, as LangGraph mints them: for the checkpoints runledger
+ * writes itself (a fork's copy of another thread's history, under new ids so
+ * every checkpoint id stays unique across conversations).
+ */
+export function mintCheckpointId(): string {
+  return uuid6(-1);
+}
+
 /** A mark for now: taken just before a run starts, or just after it ends. */
 export function mintMark(): string {
   return uuid6(MARK_CLOCKSEQ);

@@ -1,7 +1,7 @@
 // Refusals the API returns as typed results (the Error types of the GraphQL
 // contract). Thrown by services before anything is written.
 
-export type ApiErrorCode = "VALIDATION" | "NOT_FOUND" | "RUN_IN_PROGRESS" | "NOTHING_TO_RESUME" | "RUN_NOT_ACTIVE";
+export type ApiErrorCode = "VALIDATION" | "NOT_FOUND" | "RUN_IN_PROGRESS" | "NOTHING_TO_RESUME" | "RUN_NOT_ACTIVE" | "INTERRUPT_MISMATCH";
 
 export abstract class ApiError extends Error {
   abstract readonly code: ApiErrorCode;
@@ -23,7 +23,7 @@ export class NotFoundError extends ApiError {
   override name = "NotFoundError";
   readonly code = "NOT_FOUND" as const;
   constructor(
-    readonly entity: "Conversation" | "Run",
+    readonly entity: "Conversation" | "Run" | "Checkpoint",
     readonly id: string,
   ) {
     super(`${entity} ${JSON.stringify(id)} does not exist`);
@@ -57,6 +57,19 @@ export class RunNotActiveError extends ApiError {
     readonly status: string,
   ) {
     super(`run ${runId} is not running (status ${status})`);
+  }
+}
+
+export class InterruptMismatchError extends ApiError {
+  override name = "InterruptMismatchError";
+  readonly code = "INTERRUPT_MISMATCH" as const;
+  constructor(
+    readonly conversationId: string,
+    /** The interrupts waiting for an answer. */
+    readonly pendingInterruptIds: string[],
+    message: string,
+  ) {
+    super(message);
   }
 }
 

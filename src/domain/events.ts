@@ -1,6 +1,6 @@
 // What a run tells its observers. Plain data: the GraphQL layer maps these to
 // the RunEvent types of the API.
-import { TERMINAL_STATUSES, type RunStatusValue } from "./records.ts";
+import { TERMINAL_STATUSES, type ConversationRecord, type RunStatusValue } from "./records.ts";
 
 export { TERMINAL_STATUSES, type RunStatusValue };
 
@@ -10,8 +10,22 @@ export type RunEventBody =
   | { type: "toolCall"; toolCallId: string; name: string; args: unknown }
   | { type: "toolResult"; toolCallId: string; name: string; content: string; isError: boolean }
   | { type: "checkpoint"; checkpointId: string; conversationId: string }
+  /** What a graph emitted through LangGraph's custom stream writer. */
+  | { type: "custom"; name: string; data: unknown }
+  /** The run paused on an interrupt; sent before the terminal WAITING status. */
+  | { type: "interrupt"; interrupt: RaisedInterrupt }
   /** Events fromSeq..toSeq were no longer retained when a subscriber asked for them. */
   | { type: "replayGap"; fromSeq: number; toSeq: number };
+
+/** An interrupt as its event carries it. */
+export interface RaisedInterrupt {
+  id: string;
+  node: string;
+  value: unknown;
+  runId: string;
+  conversationId: string;
+  createdAt: Date;
+}
 
 export type RunEvent = RunEventBody & {
   /** 1, 2, 3... within one run; a replayGap carries the last seq it stands for. */
@@ -26,13 +40,7 @@ export function isTerminalEvent(event: RunEvent): boolean {
 }
 
 /** The conversation row as it was last seen: what a deletion leaves for observers. */
-export interface ConversationSnapshot {
-  id: string;
-  title: string;
-  createdAt: Date;
-  updatedAt: Date;
-  messageCount: number;
-}
+export type ConversationSnapshot = ConversationRecord;
 
 /**
  * A conversation was created, renamed, deleted, or its runs changed status or

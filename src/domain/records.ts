@@ -2,7 +2,7 @@
 // shapes the rest of the code uses. Values are stored as written here
 // (statuses lowercase, error codes upper case), so the seed's own SQL works.
 
-export const RUN_STATUSES = ["running", "completed", "failed", "cancelled", "interrupted"] as const;
+export const RUN_STATUSES = ["running", "completed", "failed", "cancelled", "interrupted", "waiting"] as const;
 export type RunStatusValue = (typeof RUN_STATUSES)[number];
 export type TerminalRunStatus = Exclude<RunStatusValue, "running">;
 export const TERMINAL_STATUSES: ReadonlySet<RunStatusValue> = new Set(RUN_STATUSES.filter((s) => s !== "running"));
@@ -30,6 +30,45 @@ export interface ConversationRecord {
   updatedAt: Date;
   /** Messages in the thread after the latest finished run. */
   messageCount: number;
+  /** The agent every run of the conversation runs (it keeps the one it started with). */
+  agent: string;
+  /** The conversation this one was forked from (null once that one is deleted, or for none). */
+  forkedFromConversationId: string | null;
+  /** The source's checkpoint the fork copied its thread up to (kept when the source is deleted). */
+  forkedFromCheckpointId: string | null;
+}
+
+/** What model calls cost, as Ollama reported it at the end of each call. */
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+  modelCalls: number;
+  /** The sum of Ollama's total_duration over the model calls. */
+  modelDurationMs: number;
+}
+
+/** A run's usage, and how long its first token took. */
+export interface RunUsage extends Usage {
+  /** From the run's start to its first token, measured by runledger; null when it streamed none. */
+  timeToFirstTokenMs: number | null;
+}
+
+/** An interrupt a run raised (LangGraph's interrupt()), and how it was answered. */
+export interface InterruptRecord {
+  /** LangGraph's interrupt id. */
+  id: string;
+  /** The run that raised it. */
+  runId: string;
+  conversationId: string;
+  /** The graph node that raised it. */
+  node: string;
+  /** What the graph asked (JSON). */
+  value: unknown;
+  createdAt: Date;
+  /** The resume that answered it; null while unanswered (or when a new message superseded it). */
+  answeredByRunId: string | null;
+  answer: unknown;
+  answeredAt: Date | null;
 }
 
 /** One attempt to advance a conversation's thread. */
@@ -54,6 +93,10 @@ export interface RunRecord {
   lastEventSeq: number;
   /** The process that executes (or executed) the run. */
   ownerId: string | null;
+  /** The checkpoint the run started from (the thread's latest when it started); null on an empty thread. */
+  startCheckpointId: string | null;
+  /** Stored when the run ends; null while it runs. */
+  usage: RunUsage | null;
 }
 
 /** A server process that executes runs; its heartbeat tells the others it is alive. */
@@ -74,6 +117,18 @@ export interface NewRun {
   startedAt: Date;
   startMark: string;
   ownerId: string;
+  startCheckpointId: string | null;
+  /** The interrupts this run answers (a resume with responses): recorded as answered by it, in the same transaction. */
+  answers?: { interruptId: string; value: unknown }[];
+}
+
+/** What a new conversation starts with. */
+export interface NewConversation {
+  title: string;
+  agent: string;
+  forkedFrom?: { conversationId: string; checkpointId: string };
+  /** The messages its thread already holds: a fork's copied history; 0 when omitted. */
+  messageCount?: number;
 }
 
 /** What finishing a run writes, in one transaction with the conversation's updatedAt and messageCount. */
@@ -87,6 +142,9 @@ export interface RunOutcome {
   lastEventSeq: number;
   /** The thread's message count after the run; null keeps the stored count. */
   messageCount: number | null;
+  usage: RunUsage;
+  /** The interrupts a run that ends `waiting` raised; recorded with its outcome. */
+  interrupts: { id: string; node: string; value: unknown }[];
 }
 
 export const CHECKPOINT_SOURCES = ["input", "loop", "update", "fork"] as const;

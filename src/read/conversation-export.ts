@@ -1,7 +1,8 @@
 // A conversation written out for people and tools: JSON Lines (one line per
 // checkpoint, oldest first, with the run the correlation assigns it) and a
-// Markdown transcript (each message under the run it first appeared in).
-import type { ConversationRecord, RunRecord } from "../domain/records.ts";
+// Markdown transcript (each message under the run it first appeared in, with
+// what each run cost and what it asked a person).
+import type { ConversationRecord, InterruptRecord, RunRecord, Usage } from "../domain/records.ts";
 import type { CheckpointState } from "../agent/runtime.ts";
 import { firstAppearances, runAt, startedBy } from "../correlation/index.ts";
 import { toApiMessage, type ApiMessage } from "./messages.ts";
@@ -60,8 +61,14 @@ export async function exportCheckpointLines(scope: ReadScope, conversationId: st
 
 /** The conversation as Markdown: title, ids and dates, then each run with the messages it added. */
 export async function exportMarkdown(scope: ReadScope, conversation: ConversationRecord): Promise<string> {
-  const [view, history] = await Promise.all([scope.thread(conversation.id), scope.history(conversation.id)]);
+  const [view, history, interrupts, pending] = await Promise.all([
+    scope.thread(conversation.id),
+    scope.history(conversation.id),
+    scope.interruptsOf(conversation.id),
+    scope.pendingInterrupts(conversation.id),
+  ]);
   const runs = view.runs;
+  const pendingIds = new Set(pending.map((i) => i.id));
   const latest: CheckpointState | undefined = history.at(-1);
   const current = new Set((latest?.messages ?? []).map((m, i) => m.id ?? `#${i}`));
   const out: string[] = [];
@@ -69,15 +76,23 @@ export async function exportMarkdown(scope: ReadScope, conversation: Conversatio
   out.push(`- Conversation: \`${conversation.id}\``);
   out.push(`- Created: ${conversation.createdAt.toISOString()}`);
   out.push(`- Updated: ${conversation.updatedAt.toISOString()}`);
+  out.push(`- Agent: ${conversation.agent}`);
+  if (conversation.forkedFromConversationId) out.push(`- Forked from: \`${conversation.forkedFromConversationId}\` at checkpoint \`${conversation.forkedFromCheckpointId}\``);
   out.push(`- Runs: ${runs.length} · checkpoints: ${view.checkpoints.length} · messages: ${current.size}`);
+  const total = sumUsage(runs);
+  if (total.modelCalls > 0) out.push(`- Usage: ${usageLine(total)}`);
   if (latest && latest.next.length > 0) out.push(`- Pending step: ${latest.next.join(", ")} (the thread has work left)`);
   out.push("");
 
   let emitted = 0;
   let outside = false;
+  const asked: string[] = [];
   const emitRunsStartedBy = (id: string | null) => {
     while (emitted < runs.length && (id === null || startedBy(runs[emitted]!, id))) {
-      out.push(...runHeading(runs[emitted]!, emitted + 1));
+      const run = runs[emitted]!;
+      // A run's questions close its section, after the messages that led to them.
+      out.push(...asked.splice(0), ...runHeading(run, emitted + 1));
+      asked.push(...questions(interrupts.filter((i) => i.runId === run.id), pendingIds));
       emitted += 1;
       outside = false;
     }
@@ -91,12 +106,13 @@ export async function exportMarkdown(scope: ReadScope, conversation: Conversatio
     const known = view.runOfCheckpoint.get(checkpointId);
     const run = known !== undefined ? known : runAt(runs, checkpointId);
     if (!run && !outside) {
-      out.push("## Outside any run", "", "_Written by a state update, not by a run._", "");
+      out.push(...asked.splice(0), "## Outside any run", "", "_Written by a state update, not by a run._", "");
       outside = true;
     }
     out.push(...messageBlocks(api));
   }
   emitRunsStartedBy(null);
+  out.push(...asked);
   return out.join("\n").replace(/\n+$/, "") + "\n";
 }
 
@@ -105,7 +121,37 @@ function runHeading(run: RunRecord, position: number): string[] {
   const span = `${run.startedAt.toISOString()} → ${run.finishedAt ? run.finishedAt.toISOString() : "running"}`;
   lines.push(`\`${run.id}\` · ${run.kind} · ${span}`, "");
   if (run.errorMessage) lines.push(`> ${oneLine(run.errorMessage)}`, "");
+  if (run.usage && run.usage.modelCalls > 0) {
+    const first = run.usage.timeToFirstTokenMs === null ? "" : ` · first token after ${run.usage.timeToFirstTokenMs} ms`;
+    lines.push(`Usage: ${usageLine(run.usage)}${first}`, "");
+  }
   return lines;
+}
+
+/** What a run asked a person, and what became of it. */
+function questions(raised: InterruptRecord[], pendingIds: Set<string>): string[] {
+  return raised.flatMap((i) => {
+    const outcome = i.answeredByRunId
+      ? [`Answered by \`${i.answeredByRunId}\`:`, "", ...fenced("json", JSON.stringify(i.answer, null, 2))]
+      : [pendingIds.has(i.id) ? "_Waiting for an answer._" : "_Superseded by a new message._"];
+    return [`### Asked (${i.node})`, "", `Interrupt \`${i.id}\``, "", ...fenced("json", JSON.stringify(i.value, null, 2)), "", ...outcome, ""];
+  });
+}
+
+function sumUsage(runs: RunRecord[]): Usage {
+  const total = { inputTokens: 0, outputTokens: 0, modelCalls: 0, modelDurationMs: 0 };
+  for (const { usage } of runs) {
+    if (!usage) continue;
+    total.inputTokens += usage.inputTokens;
+    total.outputTokens += usage.outputTokens;
+    total.modelCalls += usage.modelCalls;
+    total.modelDurationMs += usage.modelDurationMs;
+  }
+  return total;
+}
+
+function usageLine(usage: Usage): string {
+  return `${usage.inputTokens} input and ${usage.outputTokens} output tokens in ${usage.modelCalls} model call${usage.modelCalls === 1 ? "" : "s"} (${usage.modelDurationMs} ms in the model)`;
 }
 
 function messageBlocks(message: ApiMessage): string[] {

@@ -5,7 +5,7 @@
 // the source at once.
 import type { RunEvent } from "../domain/events.ts";
 import { TERMINAL_STATUSES, type RunErrorCodeValue, type RunStatusValue } from "../domain/records.ts";
-import type { EventBus } from "../storage/event-bus/types.ts";
+import { RunLogLostError, type EventBus } from "../storage/event-bus/types.ts";
 
 const DONE: IteratorReturnResult<undefined> = { value: undefined, done: true };
 
@@ -103,7 +103,10 @@ export function followRun(bus: EventBus, runId: string, after: number, options: 
       if (finished || !run) break;
       if (TERMINAL_STATUSES.has(run.status)) {
         finished = true;
-        if (run.lastEventSeq <= after) return DONE;
+        // Recovery records a dead instance's run without knowing its last seq (0): the
+        // terminal event then follows whatever this subscriber already has.
+        const seq = run.lastEventSeq === 0 ? after + 1 : run.lastEventSeq;
+        if (seq <= after) return DONE;
         return {
           done: false,
           value: {
@@ -111,7 +114,7 @@ export function followRun(bus: EventBus, runId: string, after: number, options: 
             status: run.status,
             errorCode: run.errorCode,
             errorMessage: run.errorMessage,
-            seq: run.lastEventSeq,
+            seq,
             runId,
             conversationId: run.conversationId,
             at: run.finishedAt ?? new Date(),
@@ -147,8 +150,18 @@ export function followRun(bus: EventBus, runId: string, after: number, options: 
         const answer = await fromStore();
         if (answer) return answer;
       }
-      const result = await live!.next();
+      let result: IteratorResult<RunEvent>;
+      try {
+        result = await live!.next();
+      } catch (error) {
+        // The instance executing the run died with its log: the store will tell the outcome once it is recovered.
+        if (!(error instanceof RunLogLostError)) throw error;
+        live = null;
+        const answer = await fromStore();
+        return answer ?? stream.next();
+      }
       if (result.done) finished = true;
+      else if (result.value.seq > after) after = result.value.seq;
       return result;
     },
     async return() {

@@ -10,7 +10,8 @@
 // window only ever closes, after its last checkpoint.
 import DataLoader from "dataloader";
 import type { BaseMessage } from "@langchain/core/messages";
-import type { CheckpointRecord, CheckpointWriteRecord, ConversationRecord, RunRecord } from "../domain/records.ts";
+import type { CheckpointRecord, CheckpointWriteRecord, ConversationRecord, InterruptRecord, RunRecord, Usage } from "../domain/records.ts";
+import { DEFAULT_AGENT } from "../agent/definitions.ts";
 import { ValidationError, isUuid } from "../domain/errors.ts";
 import { attributeFailures, correlate, runAt } from "../correlation/index.ts";
 import type { RunStore } from "../storage/run-store/types.ts";
@@ -19,13 +20,16 @@ import type { CheckpointContentRecord, CheckpointReads, ThreadCheckpoints } from
 import type { PageQuery } from "../storage/page.ts";
 import type { CheckpointState, ThreadState } from "../agent/runtime.ts";
 
-/** LangGraph's state reader (AgentRuntime): what needs the saver's deserialized state. */
+/**
+ * LangGraph's state reader (AgentRuntime): what needs the saver's deserialized
+ * state, read with the graph of the conversation's agent (its nodes decide `next`).
+ */
 export interface ThreadStateReader {
   /** The thread's latest state. */
-  readThread(conversationId: string): Promise<ThreadState>;
+  readThread(conversationId: string, agent: string): Promise<ThreadState>;
   /** The states of the thread's checkpoints, oldest first; with a range, only those from `from` to `to`. */
-  readHistory(conversationId: string, range?: { from: string; to: string }): Promise<CheckpointState[]>;
-  readCheckpoint(conversationId: string, checkpointId: string): Promise<CheckpointState | null>;
+  readHistory(conversationId: string, agent: string, range?: { from: string; to: string }): Promise<CheckpointState[]>;
+  readCheckpoint(conversationId: string, agent: string, checkpointId: string): Promise<CheckpointState | null>;
 }
 
 export interface ReadSources {
@@ -132,6 +136,8 @@ export class ReadScope {
   readonly #activeRuns: DataLoader<string, RunRecord | null>;
   readonly #latestRuns: DataLoader<string, RunRecord | null>;
   readonly #runCounts: DataLoader<string, number>;
+  readonly #usage: DataLoader<string, Usage>;
+  readonly #interrupts: DataLoader<string, InterruptRecord[]>;
   readonly #runPages = new Map<string, DataLoader<string, RunRecord[]>>();
   readonly #threadStates: DataLoader<string, ThreadState>;
   readonly #threads: DataLoader<string, ThreadView>;
@@ -152,7 +158,9 @@ export class ReadScope {
     this.#activeRuns = new DataLoader(async (ids) => byKey(ids, await runs.activeRuns(ids), null));
     this.#latestRuns = new DataLoader(async (ids) => byKey(ids, await runs.latestRuns(ids), null));
     this.#runCounts = new DataLoader(async (ids) => byKey(ids, await runs.runCounts(ids), 0));
-    this.#threadStates = new DataLoader(async (ids) => Promise.all(ids.map((id) => sources.states.readThread(id))));
+    this.#usage = new DataLoader(async (ids) => byKey(ids, await runs.usageOf(ids), { inputTokens: 0, outputTokens: 0, modelCalls: 0, modelDurationMs: 0 }));
+    this.#interrupts = new DataLoader(async (ids) => byKey(ids, await runs.interruptsOf(ids), []));
+    this.#threadStates = new DataLoader(async (ids) => Promise.all(ids.map(async (id) => sources.states.readThread(id, await this.#agentOf(id)))));
     this.#threads = new DataLoader(async (ids) => {
       // Checkpoints first, then runs: see the top of this file.
       const threads = await checkpointReads.threads(ids);
@@ -225,9 +233,41 @@ export class ReadScope {
     return this.#sources.conversationList.count();
   }
 
-  /** The thread's latest state (messages, next), read once per execution. */
+  /** The thread's latest state (messages, next, pending interrupts), read once per execution. */
   threadState(conversationId: string): Promise<ThreadState> {
     return this.#threadStates.load(conversationId);
+  }
+
+  /** The sum of the conversation's runs' usage. */
+  usage(conversationId: string): Promise<Usage> {
+    return this.#usage.load(conversationId);
+  }
+
+  /** Every interrupt raised in the conversation, oldest first. */
+  interruptsOf(conversationId: string): Promise<InterruptRecord[]> {
+    return this.#interrupts.load(conversationId);
+  }
+
+  /** The interrupts the run raised. */
+  async interruptsOfRun(run: RunRecord): Promise<InterruptRecord[]> {
+    return (await this.interruptsOf(run.conversationId)).filter((i) => i.runId === run.id);
+  }
+
+  /**
+   * The interrupts the thread waits on now (LangGraph's pending tasks are the
+   * truth), each with the record of the run that raised it.
+   */
+  async pendingInterrupts(conversationId: string): Promise<InterruptRecord[]> {
+    const [state, records] = await Promise.all([this.threadState(conversationId), this.interruptsOf(conversationId)]);
+    return state.interrupts.flatMap((pending) => {
+      const raised = records.filter((r) => r.id === pending.id).at(-1);
+      return raised ? [{ ...raised, answeredByRunId: null, answer: null, answeredAt: null }] : [];
+    });
+  }
+
+  /** The agent of a conversation (the default for one that is gone: its thread is gone too). */
+  async #agentOf(conversationId: string): Promise<string> {
+    return (await this.conversation(conversationId))?.agent ?? DEFAULT_AGENT;
   }
 
   // Checkpoints and the correlation.
@@ -301,8 +341,8 @@ export class ReadScope {
   }
 
   /** The thread's states, oldest first (a whole history: for exports). */
-  history(conversationId: string): Promise<CheckpointState[]> {
-    return this.#sources.states.readHistory(conversationId);
+  async history(conversationId: string): Promise<CheckpointState[]> {
+    return this.#sources.states.readHistory(conversationId, await this.#agentOf(conversationId));
   }
 
   /**
@@ -335,11 +375,12 @@ export class ReadScope {
     await Promise.all(
       [...byThread].map(async ([threadId, checkpointIds]) => {
         let states: (CheckpointState | null)[];
+        const agent = await this.#agentOf(threadId);
         if (checkpointIds.length <= SINGLE_READS_PER_THREAD) {
-          states = await Promise.all(checkpointIds.map((id) => this.#sources.states.readCheckpoint(threadId, id)));
+          states = await Promise.all(checkpointIds.map((id) => this.#sources.states.readCheckpoint(threadId, agent, id)));
         } else {
           const sorted = [...checkpointIds].sort();
-          const span = await this.#sources.states.readHistory(threadId, { from: sorted[0]!, to: sorted.at(-1)! });
+          const span = await this.#sources.states.readHistory(threadId, agent, { from: sorted[0]!, to: sorted.at(-1)! });
           const found = new Map(span.map((s) => [s.checkpointId, s]));
           states = checkpointIds.map((id) => found.get(id) ?? null);
         }

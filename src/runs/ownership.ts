@@ -6,6 +6,7 @@ import os from "node:os";
 import type { OwnerRecord, RunRecord } from "../domain/records.ts";
 import { mintMark } from "../correlation/marks.ts";
 import type { RunStore } from "../storage/run-store/types.ts";
+import type { EventBus } from "../storage/event-bus/types.ts";
 
 export interface OwnershipOptions {
   heartbeatMs: number;
@@ -17,6 +18,14 @@ export interface OwnershipOptions {
   /** Whether a process on this host is alive (signal 0). */
   isPidAlive?: (pid: number) => boolean;
   onError?: (error: unknown) => void;
+  /**
+   * Where a recovered run's subscribers are: its log is ended with the
+   * INTERRUPTED status (on any instance, when the bus is shared), so they get
+   * the outcome at once instead of waiting for a log that will never end.
+   */
+  bus?: EventBus;
+  /** Told of each recovered run once it is recorded (conversation lists). */
+  onRecovered?: (run: RunRecord) => void;
 }
 
 export const INTERRUPTED_MESSAGE = "the process running this run stopped before it finished";
@@ -68,7 +77,23 @@ export class RunOwnership {
     const now = this.#now();
     const owners = await this.store.listOwners();
     const gone = owners.filter((o) => this.isGone(o, now)).map((o) => o.id);
-    return this.store.interruptRunsOfGoneOwners(gone, now, mintMark(), INTERRUPTED_MESSAGE);
+    const recovered = await this.store.interruptRunsOfGoneOwners(gone, now, mintMark(), INTERRUPTED_MESSAGE);
+    for (const run of recovered) {
+      try {
+        const ended = await this.options.bus?.endAbandonedRun(run.id, run.conversationId, {
+          type: "status",
+          status: "interrupted",
+          errorCode: "INTERRUPTED",
+          errorMessage: run.errorMessage,
+        });
+        // The terminal event's seq, so a subscriber asking storage later gets the same one.
+        if (ended) await this.store.completeEndedElsewhere(run.id, { lastEventSeq: ended.seq, partialOutput: null, endMark: run.endMark! });
+      } catch (error) {
+        this.options.onError?.(error);
+      }
+      this.options.onRecovered?.(run);
+    }
+    return recovered;
   }
 
   /** Renews the heartbeat and sweeps for gone owners every `heartbeatMs`; `onTick` runs after each. */

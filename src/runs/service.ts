@@ -1,21 +1,34 @@
-// The run lifecycle: start, resume, cancel, finish and shutdown (DESIGN section 3).
-// The running row is committed before any graph work; the outcome is committed
-// before the terminal event is published.
+// The run lifecycle: start, resume (also with answers to interrupts), fork,
+// cancel, finish and shutdown (DESIGN section 3). The running row is committed
+// before any graph work; the outcome is committed before the terminal event is
+// published. Refusals are thrown before anything is written.
 import { randomUUID } from "node:crypto";
-import type { AgentRuntime } from "../agent/runtime.ts";
+import type { AgentRuntime, PendingInterrupt, RunInput } from "../agent/runtime.ts";
+import { approvalAnswerProblem, isToolApprovalRequest } from "../agent/chat-graph.ts";
+import { DEFAULT_AGENT } from "../agent/definitions.ts";
 import type { ModelTransportReport } from "../agent/model-fetch.ts";
-import type { RunEventBody } from "../domain/events.ts";
-import type { ConversationChange } from "../domain/events.ts";
-import type { ConversationRecord, RunOutcome, RunRecord } from "../domain/records.ts";
-import { NothingToResumeError, NotFoundError, RunInProgressError, RunNotActiveError, ShuttingDownError, ValidationError, requireUuid } from "../domain/errors.ts";
+import type { ConversationChange, RunEventBody } from "../domain/events.ts";
+import type { ConversationRecord, NewRun, RunOutcome, RunRecord, RunUsage } from "../domain/records.ts";
+import {
+  InterruptMismatchError,
+  NothingToResumeError,
+  NotFoundError,
+  RunInProgressError,
+  RunNotActiveError,
+  ShuttingDownError,
+  ValidationError,
+  requireUuid,
+} from "../domain/errors.ts";
 import { mintMark, mintMarkAfter } from "../correlation/marks.ts";
 import type { RunStore } from "../storage/run-store/types.ts";
+import type { CheckpointReads } from "../storage/checkpoint-reads/types.ts";
 import type { EventBus, RunPublisher } from "../storage/event-bus/types.ts";
 import type { Logger } from "../logger.ts";
 import { classifyFailure, RunAbortReason, type Classified } from "./classify.ts";
 
 export interface RunServiceOptions {
   store: RunStore;
+  checkpointReads: CheckpointReads;
   bus: EventBus;
   agent: AgentRuntime;
   ownerId: string;
@@ -33,6 +46,12 @@ interface ActiveRun {
   finished: Promise<RunRecord | null>;
 }
 
+/** An answer to one pending interrupt, as resumeRun receives it. */
+export interface InterruptResponse {
+  interruptId: string;
+  value: unknown;
+}
+
 export const TITLE_MAX_CHARS = 50;
 
 /** The first line of the trimmed message, cut to 50 characters plus "...". */
@@ -42,9 +61,15 @@ export function titleFromMessage(message: string): string {
   return chars.length > TITLE_MAX_CHARS ? chars.slice(0, TITLE_MAX_CHARS).join("") + "..." : firstLine;
 }
 
+/** A fork's title: its source's, marked. */
+export function forkTitle(source: string): string {
+  return `${source} (fork)`;
+}
+
 export class RunService {
   readonly #active = new Map<string, ActiveRun>();
   readonly #now: () => Date;
+  readonly #stopListening: () => void;
   #accepting = true;
 
   constructor(private readonly options: RunServiceOptions) {
@@ -52,8 +77,6 @@ export class RunService {
     // A cancelRun received by another instance: stop the run if it executes here.
     this.#stopListening = options.bus.onCancelRequest((runId) => this.#active.get(runId)?.controller.abort(new RunAbortReason("cancel")));
   }
-
-  readonly #stopListening: () => void;
 
   get activeRunIds(): string[] {
     return [...this.#active.keys()];
@@ -72,41 +95,124 @@ export class RunService {
     if (!this.#accepting) throw new ShuttingDownError();
   }
 
-  async startRun(input: { conversationId?: string | null; message: string }): Promise<{ run: RunRecord; conversation: ConversationRecord }> {
+  /** The agent a run may use: configured, and the conversation's own when there is one. */
+  #requireAgent(name: string, conversation?: ConversationRecord): string {
+    if (conversation && name !== conversation.agent) {
+      throw new ValidationError(`conversation ${conversation.id} runs agent ${JSON.stringify(conversation.agent)}; a conversation keeps the agent it started with`, "agent");
+    }
+    if (!this.options.agent.agent(name)) {
+      const known = this.options.agent.agents().map((a) => a.definition.name).join(", ");
+      throw new ValidationError(
+        conversation ? `agent ${JSON.stringify(name)} of conversation ${conversation.id} is no longer configured (agents: ${known})` : `agent ${JSON.stringify(name)} is not configured (agents: ${known})`,
+        "agent",
+      );
+    }
+    return name;
+  }
+
+  async startRun(input: { conversationId?: string | null; message: string; agent?: string | null }): Promise<{ run: RunRecord; conversation: ConversationRecord }> {
     const message = this.validateMessage(input.message);
     if (input.conversationId != null) requireUuid(input.conversationId, "conversationId");
     this.#requireAccepting();
-    const conversationId = input.conversationId ?? randomUUID();
-    const startMark = input.conversationId == null ? mintMark() : await this.#startMark(conversationId);
-    const startedAt = this.#now();
-    const result = await this.options.store.startRun(
-      { id: randomUUID(), conversationId, kind: "start", input: message, startedAt, startMark, ownerId: this.options.ownerId },
-      input.conversationId == null ? { title: titleFromMessage(message) } : undefined,
-    );
-    await this.#launch(result.run, message, input.conversationId == null ? "created" : "updated");
+    if (input.conversationId == null) {
+      const agent = this.#requireAgent(input.agent ?? DEFAULT_AGENT);
+      const conversationId = randomUUID();
+      const result = await this.options.store.startRun(this.#newRun(conversationId, "start", message, mintMark(), null), { title: titleFromMessage(message), agent });
+      await this.#launch(result.run, agent, { kind: "message", text: message }, "created");
+      return result;
+    }
+    const conversation = await this.options.store.getConversation(input.conversationId);
+    if (!conversation) throw new NotFoundError("Conversation", input.conversationId);
+    const agent = this.#requireAgent(input.agent ?? conversation.agent, conversation);
+    const [startMark, head] = await this.#startPoint(conversation.id);
+    const result = await this.options.store.startRun(this.#newRun(conversation.id, "start", message, startMark, head));
+    await this.#launch(result.run, agent, { kind: "message", text: message }, "updated");
     return result;
   }
 
-  async resumeRun(input: { conversationId: string }): Promise<RunRecord> {
+  /**
+   * Continues the thread: its pending step (after a failure, cancel or
+   * interruption), or, with `responses`, the interrupts it waits on. A thread
+   * that waits for answers must get one for each pending interrupt and none
+   * other (InterruptMismatchError); answers to tool approvals are checked
+   * against what each asks (ValidationError).
+   */
+  async resumeRun(input: { conversationId: string; responses?: InterruptResponse[] | null }): Promise<RunRecord> {
     requireUuid(input.conversationId, "conversationId");
     this.#requireAccepting();
     const conversation = await this.options.store.getConversation(input.conversationId);
     if (!conversation) throw new NotFoundError("Conversation", input.conversationId);
+    const agent = this.#requireAgent(conversation.agent, conversation);
     const active = await this.options.store.activeRun(conversation.id);
     if (active) throw new RunInProgressError(conversation.id, active.id);
-    const thread = await this.options.agent.readThread(conversation.id);
-    if (thread.next.length === 0) throw new NothingToResumeError(conversation.id);
-    const { run } = await this.options.store.startRun({
-      id: randomUUID(),
-      conversationId: conversation.id,
-      kind: "resume",
-      input: null,
-      startMark: await this.#startMark(conversation.id),
-      startedAt: this.#now(),
-      ownerId: this.options.ownerId,
-    });
-    await this.#launch(run, null, "updated");
-    return run;
+    const thread = await this.options.agent.readThread(conversation.id, agent);
+    const responses = input.responses ?? [];
+    const answers = this.#checkResponses(conversation.id, thread.interrupts, responses);
+    if (!answers && thread.next.length === 0 && thread.interrupts.length === 0) throw new NothingToResumeError(conversation.id);
+    const [startMark] = await this.#startPoint(conversation.id);
+    const run: NewRun = { ...this.#newRun(conversation.id, "resume", null, startMark, thread.checkpointId), answers: responses.length ? responses : undefined };
+    const { run: started } = await this.options.store.startRun(run);
+    await this.#launch(started, agent, answers ? { kind: "answers", answers } : { kind: "continue" }, "updated");
+    return started;
+  }
+
+  /** The answers by interrupt id, or null for a plain resume; refuses what LangGraph could not use. */
+  #checkResponses(conversationId: string, pending: PendingInterrupt[], responses: InterruptResponse[]): Record<string, unknown> | null {
+    const pendingIds = pending.map((i) => i.id);
+    if (responses.length === 0) {
+      if (pending.length) {
+        // LangGraph would raise the same interrupts again.
+        throw new InterruptMismatchError(conversationId, pendingIds, `conversation ${conversationId} waits for answers to ${pendingIds.length} interrupt(s) (${pendingIds.join(", ")}); resume it with responses`);
+      }
+      return null;
+    }
+    if (pending.length === 0) throw new NothingToResumeError(conversationId);
+    const answers: Record<string, unknown> = {};
+    for (const [i, response] of responses.entries()) {
+      if (Object.hasOwn(answers, response.interruptId)) throw new ValidationError(`responses[${i}]: interrupt ${response.interruptId} is answered twice`, "responses");
+      const interrupt = pending.find((p) => p.id === response.interruptId);
+      if (!interrupt) {
+        throw new InterruptMismatchError(conversationId, pendingIds, `interrupt ${JSON.stringify(response.interruptId)} is not pending on conversation ${conversationId} (pending: ${pendingIds.join(", ")})`);
+      }
+      if (isToolApprovalRequest(interrupt.value)) {
+        const problem = approvalAnswerProblem(interrupt.value, response.value);
+        if (problem) throw new ValidationError(`responses[${i}].value: ${problem}`, "responses");
+      }
+      answers[response.interruptId] = response.value;
+    }
+    const unanswered = pendingIds.filter((id) => !Object.hasOwn(answers, id));
+    if (unanswered.length) {
+      throw new InterruptMismatchError(conversationId, pendingIds, `interrupt(s) ${unanswered.join(", ")} of conversation ${conversationId} are left unanswered; answer every pending interrupt`);
+    }
+    return answers;
+  }
+
+  /**
+   * A new conversation whose thread is a copy of the source thread up to and
+   * including `checkpointId`; with a message, a run starts on it at once. The
+   * source is untouched.
+   */
+  async forkConversation(input: { checkpointId: string; message?: string | null }): Promise<{ conversation: ConversationRecord; run: RunRecord | null }> {
+    requireUuid(input.checkpointId, "checkpointId");
+    const message = input.message == null ? null : this.validateMessage(input.message);
+    this.#requireAccepting();
+    const [checkpoint] = await this.options.checkpointReads.checkpointsByIds([input.checkpointId.toLowerCase()]);
+    if (!checkpoint) throw new NotFoundError("Checkpoint", input.checkpointId);
+    const source = await this.options.store.getConversation(checkpoint.threadId);
+    if (!source) throw new NotFoundError("Checkpoint", input.checkpointId);
+    const agent = this.#requireAgent(source.agent, source);
+    const conversationId = randomUUID();
+    // The copy first: a crash before the row leaves an unreferenced thread, never a conversation without its history.
+    const { head, messageCount } = await this.options.agent.copyThread(source.id, checkpoint.id, conversationId, agent);
+    const fork = { title: forkTitle(source.title), agent, forkedFrom: { conversationId: source.id, checkpointId: checkpoint.id }, messageCount };
+    if (message === null) {
+      const conversation = await this.options.store.createConversation(conversationId, fork, this.#now());
+      this.#announce({ conversationId, kind: "created", at: this.#now() });
+      return { conversation, run: null };
+    }
+    const result = await this.options.store.startRun(this.#newRun(conversationId, "start", message, mintMark(), head), fork);
+    await this.#launch(result.run, agent, { kind: "message", text: message }, "created");
+    return result;
   }
 
   async cancelRun(input: { runId: string }): Promise<RunRecord> {
@@ -133,6 +239,8 @@ export class RunService {
       // until then a subscriber that asks the database still gets a terminal event.
       lastEventSeq: Math.max(run.lastEventSeq, 1),
       messageCount: null,
+      usage: { inputTokens: 0, outputTokens: 0, modelCalls: 0, timeToFirstTokenMs: null, modelDurationMs: 0 },
+      interrupts: [],
     });
     if (!finished) {
       const now = (await this.options.store.getRun(run.id))!;
@@ -170,9 +278,18 @@ export class RunService {
     clearTimeout(timer);
   }
 
-  /** A start mark after everything the conversation recorded, even when another instance's clock ran ahead of ours. */
-  async #startMark(conversationId: string): Promise<string> {
-    return mintMarkAfter(await this.options.store.lastMark(conversationId), this.options.maxClockSkewMs);
+  #newRun(conversationId: string, kind: NewRun["kind"], input: string | null, startMark: string, startCheckpointId: string | null): NewRun {
+    return { id: randomUUID(), conversationId, kind, input, startedAt: this.#now(), startMark, ownerId: this.options.ownerId, startCheckpointId };
+  }
+
+  /**
+   * Where a run on an existing conversation starts: a mark after everything the
+   * conversation recorded (even when another instance's clock ran ahead of
+   * ours), and the thread's head checkpoint.
+   */
+  async #startPoint(conversationId: string): Promise<[string, string | null]> {
+    const [floor, heads] = await Promise.all([this.options.store.lastMark(conversationId), this.options.checkpointReads.heads([conversationId])]);
+    return [await mintMarkAfter(floor, this.options.maxClockSkewMs), heads.get(conversationId) ?? null];
   }
 
   /** Tells conversationsChanged subscribers; a failure to tell them is logged, never a failed request. */
@@ -181,13 +298,13 @@ export class RunService {
   }
 
   /** Opens the run's event log, publishes RUNNING and starts the work; resolves once RUNNING can be read from any instance. */
-  async #launch(run: RunRecord, message: string | null, change: "created" | "updated"): Promise<void> {
+  async #launch(run: RunRecord, agent: string, input: RunInput, change: "created" | "updated"): Promise<void> {
     const { bus, logger } = this.options;
     const controller = new AbortController();
     const events = bus.openRun(run.id, run.conversationId);
     events.publish({ type: "status", status: "running", errorCode: null, errorMessage: null });
     this.#announce({ conversationId: run.conversationId, kind: change, at: this.#now() });
-    const finished = this.#execute(run, message, controller, events).catch((error) => {
+    const finished = this.#execute(run, agent, input, controller, events).catch((error) => {
       logger.error("run could not be recorded", { runId: run.id, error });
       return null;
     });
@@ -197,9 +314,12 @@ export class RunService {
     await events.flushed().catch((error: unknown) => logger.warn("run events not yet delivered", { runId: run.id, error }));
   }
 
-  async #execute(run: RunRecord, message: string | null, controller: AbortController, events: RunPublisher): Promise<RunRecord | null> {
+  async #execute(run: RunRecord, agentName: string, input: RunInput, controller: AbortController, events: RunPublisher): Promise<RunRecord | null> {
     const { agent, store, logger } = this.options;
     const report: ModelTransportReport = { timedOut: false };
+    const startedAt = performance.now();
+    const usage: RunUsage = { inputTokens: 0, outputTokens: 0, modelCalls: 0, timeToFirstTokenMs: null, modelDurationMs: 0 };
+    let durationNs = 0;
     let partial = "";
     let lastSeq = 1;
     let settled = false;
@@ -211,33 +331,52 @@ export class RunService {
     const ownCheckpoints = new Set<string>();
     let failure: Classified | null = null;
     try {
-      await agent.execute(run.conversationId, message, controller.signal, report, {
-        onToken: (text, messageId, node) => {
-          partial += text;
-          publish({ type: "token", text, messageId, node });
-        },
-        onToolCall: (toolCallId, name, args) => publish({ type: "toolCall", toolCallId, name, args }),
-        onToolResult: (toolCallId, name, content, isError) => publish({ type: "toolResult", toolCallId, name, content, isError }),
-        onCheckpoint: (checkpointId) => {
-          ownCheckpoints.add(checkpointId);
-          publish({ type: "checkpoint", checkpointId, conversationId: run.conversationId });
+      await agent.execute({
+        agentName,
+        conversationId: run.conversationId,
+        input,
+        signal: controller.signal,
+        report,
+        hooks: {
+          onToken: (text, messageId, node) => {
+            usage.timeToFirstTokenMs ??= Math.round(performance.now() - startedAt);
+            partial += text;
+            publish({ type: "token", text, messageId, node });
+          },
+          onToolCall: (toolCallId, name, args) => publish({ type: "toolCall", toolCallId, name, args }),
+          onToolResult: (toolCallId, name, content, isError) => publish({ type: "toolResult", toolCallId, name, content, isError }),
+          onCheckpoint: (checkpointId) => {
+            ownCheckpoints.add(checkpointId);
+            publish({ type: "checkpoint", checkpointId, conversationId: run.conversationId });
+          },
+          onCustom: (name, data) => publish({ type: "custom", name, data }),
+          onModelCall: (call) => {
+            usage.modelCalls += 1;
+            usage.inputTokens += call.inputTokens;
+            usage.outputTokens += call.outputTokens;
+            durationNs += call.durationNs;
+          },
         },
       });
     } catch (error) {
       failure = classifyFailure(error, controller.signal.reason, report);
     }
     settled = true;
+    usage.modelDurationMs = Math.round(durationNs / 1e6);
     const endMark = mintMark();
     let messageCount: number | null = null;
+    let interrupts: RunOutcome["interrupts"] = [];
     try {
-      const thread = await agent.readThread(run.conversationId);
+      const thread = await agent.readThread(run.conversationId, agentName);
       messageCount = thread.messages.length;
       // A stop (cancel, shutdown) or an error that comes after the graph saved its
       // last checkpoint, with nothing left to run, cut nothing short: the run completed.
-      if (failure && thread.next.length === 0 && thread.checkpointId !== null && ownCheckpoints.has(thread.checkpointId)) {
+      if (failure && thread.next.length === 0 && thread.interrupts.length === 0 && thread.checkpointId !== null && ownCheckpoints.has(thread.checkpointId)) {
         logger.info("run reached its end before it could be stopped", { runId: run.id, ignored: failure.errorCode });
         failure = null;
       }
+      // Paused on interrupt(): waiting for a person, told by the pending tasks (not by next).
+      if (!failure) interrupts = thread.interrupts.map(({ id, node, value }) => ({ id, node, value }));
     } catch (error) {
       logger.warn("could not read the thread after the run", { runId: run.id, error });
     }
@@ -246,14 +385,16 @@ export class RunService {
       logger[level]("run ended early", { runId: run.id, errorCode: failure.errorCode, errorMessage: failure.errorMessage });
     }
     const outcome: RunOutcome = {
-      status: failure?.status ?? "completed",
+      status: failure?.status ?? (interrupts.length ? "waiting" : "completed"),
       errorCode: failure?.errorCode ?? null,
       errorMessage: failure?.errorMessage ?? null,
       partialOutput: failure && partial ? partial : null,
       finishedAt: this.#now(),
       endMark,
-      lastEventSeq: lastSeq + 1,
+      lastEventSeq: lastSeq + 1 + interrupts.length,
       messageCount,
+      usage,
+      interrupts,
     };
     const recorded = await store.finishRun(run.id, outcome);
     // Null: another process already ended the row (a cross-process cancel); tell
@@ -261,6 +402,11 @@ export class RunService {
     // process knows.
     let final = recorded ?? (await store.getRun(run.id));
     if (final) {
+      if (recorded) {
+        for (const i of interrupts) {
+          events.publish({ type: "interrupt", interrupt: { ...i, runId: run.id, conversationId: run.conversationId, createdAt: outcome.finishedAt } });
+        }
+      }
       const terminal = events.publish({ type: "status", status: final.status, errorCode: final.errorCode, errorMessage: final.errorMessage });
       if (!recorded) {
         await store.completeEndedElsewhere(run.id, { lastEventSeq: terminal.seq, partialOutput: partial || null, endMark });

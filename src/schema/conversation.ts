@@ -1,11 +1,12 @@
 // Conversation: one chat, its thread's state, its runs and checkpoints; the
 // conversation queries and the rename and delete mutations.
 import { GraphQLError } from "graphql";
-import type { ConversationRecord } from "../domain/records.ts";
+import type { ConversationRecord, RunRecord } from "../domain/records.ts";
 import { ValidationError, NotFoundError, RunInProgressError } from "../domain/errors.ts";
 import { toApiMessages } from "../read/messages.ts";
 import { builder } from "./builder.ts";
-import { Checkpoint, Conversation, Message, Node, Run } from "./refs.ts";
+import { Agent, Checkpoint, Conversation, Interrupt, Message, Node, Run } from "./refs.ts";
+import { Usage } from "./usage.ts";
 import { pageQuery, toConnection, type Connection } from "./connection.ts";
 
 Conversation.implement({
@@ -17,6 +18,25 @@ Conversation.implement({
     createdAt: t.expose("createdAt", { type: "DateTime" }),
     updatedAt: t.expose("updatedAt", { type: "DateTime" }),
     messageCount: t.exposeInt("messageCount", { description: "Messages in the thread after the latest finished run." }),
+    agentName: t.exposeString("agent", { description: "The agent every run of the conversation runs (it keeps the one it started with)." }),
+    agent: t.field({
+      type: Agent,
+      nullable: true,
+      description: "That agent; null when it is no longer configured (its runs are then refused).",
+      resolve: (c, _a, ctx) => ctx.agent.agent(c.agent) ?? null,
+    }),
+    pendingInterrupts: t.field({
+      type: [Interrupt],
+      description: "What the thread waits on: the interrupts resumeRun must answer (LangGraph's pending tasks are the authority).",
+      resolve: (c, _a, ctx, info) => ctx.reads(info.rootValue).pendingInterrupts(c.id),
+    }),
+    usage: t.field({ type: Usage, description: "The sum of its runs' usage.", resolve: (c, _a, ctx, info) => ctx.reads(info.rootValue).usage(c.id) }),
+    forkedFrom: t.field({
+      type: ForkOrigin,
+      nullable: true,
+      description: "Where this conversation was forked from; null for one that was not, or once the source is deleted.",
+      resolve: (c) => (c.forkedFromConversationId && c.forkedFromCheckpointId ? { conversationId: c.forkedFromConversationId, checkpointId: c.forkedFromCheckpointId } : null),
+    }),
     deleted: t.boolean({
       description: "True only on the last conversationsChanged notice of a deleted conversation; every query answers false.",
       resolve: (c) => c.deleted === true,
@@ -31,11 +51,12 @@ Conversation.implement({
       resolve: async (c, _a, ctx, info) => (await ctx.reads(info.rootValue).threadState(c.id)).next,
     }),
     resumable: t.boolean({
-      description: "True when next is non-empty and no run is active: resumeRun will continue the pending step.",
+      description:
+        "True when next is non-empty, no run is active and no interrupt waits for an answer: resumeRun (without responses) will continue the pending step. A thread that waits for answers lists them in pendingInterrupts.",
       resolve: async (c, _a, ctx, info) => {
         const reads = ctx.reads(info.rootValue);
         const [active, state] = await Promise.all([reads.activeRun(c.id), reads.threadState(c.id)]);
-        return active === null && state.next.length > 0;
+        return active === null && state.next.length > 0 && state.interrupts.length === 0;
       },
     }),
     activeRun: t.field({
@@ -93,6 +114,24 @@ Conversation.implement({
       { name: "CheckpointConnection" },
       { name: "CheckpointEdge" },
     ),
+  }),
+});
+
+/** The source of a fork. */
+const ForkOrigin = builder.objectRef<{ conversationId: string; checkpointId: string }>("ForkOrigin").implement({
+  description: "The conversation and checkpoint a fork copied its thread from.",
+  fields: (t) => ({
+    conversation: t.field({
+      type: Conversation,
+      nullable: true,
+      resolve: (f, _a, ctx, info) => ctx.reads(info.rootValue).conversation(f.conversationId),
+    }),
+    checkpoint: t.field({
+      type: Checkpoint,
+      nullable: true,
+      description: "The source's checkpoint: the fork's thread is the source's up to and including it.",
+      resolve: (f, _a, ctx, info) => ctx.reads(info.rootValue).checkpoint(f.checkpointId),
+    }),
   }),
 });
 
@@ -160,5 +199,29 @@ builder.mutationField("deleteConversation", (t) =>
     args: { input: t.arg({ type: DeleteConversationInput, required: true }) },
     errors: { types: [ValidationError, NotFoundError, RunInProgressError], directResult: true, union: { name: "DeleteConversationResult" } },
     resolve: async (_root, { input }, ctx) => ({ conversationId: (await ctx.conversations.delete(String(input.conversationId))).id }),
+  }),
+);
+
+const ForkConversationInput = builder.inputType("ForkConversationInput", {
+  fields: (t) => ({
+    checkpointId: t.id({ required: true, description: "A checkpoint of any conversation: the fork's thread copies the source's up to and including it." }),
+    message: t.string({ description: "With a message, a run starts on the fork at once." }),
+  }),
+});
+
+const ForkConversationSuccess = builder.objectRef<{ conversation: ConversationRecord; run: RunRecord | null }>("ForkConversationSuccess").implement({
+  fields: (t) => ({
+    conversation: t.field({ type: Conversation, resolve: (r) => r.conversation }),
+    run: t.field({ type: Run, nullable: true, description: "The run started with the message; null without one.", resolve: (r) => r.run }),
+  }),
+});
+
+builder.mutationField("forkConversation", (t) =>
+  t.field({
+    type: ForkConversationSuccess,
+    description: "A new conversation (same agent) whose thread is a copy of the source's up to and including the checkpoint; the source is untouched.",
+    args: { input: t.arg({ type: ForkConversationInput, required: true }) },
+    errors: { types: [ValidationError, NotFoundError], directResult: true, union: { name: "ForkConversationResult" } },
+    resolve: (_root, { input }, ctx) => ctx.runs.forkConversation({ checkpointId: String(input.checkpointId), message: input.message }),
   }),
 );

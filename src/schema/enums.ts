@@ -8,6 +8,7 @@ export const RunStatus = builder.enumType("RunStatus", {
     FAILED: { value: "failed" },
     CANCELLED: { value: "cancelled" },
     INTERRUPTED: { value: "interrupted" },
+    WAITING: { value: "waiting", description: "Paused on an interrupt until a person answers it (resumeRun with responses)." },
   } as const,
 });
 
@@ -43,5 +44,29 @@ export const MessageRole = builder.enumType("MessageRole", {
 });
 
 export const ErrorCode = builder.enumType("ErrorCode", {
-  values: ["VALIDATION", "NOT_FOUND", "RUN_IN_PROGRESS", "NOTHING_TO_RESUME", "RUN_NOT_ACTIVE"] as const,
+  values: ["VALIDATION", "NOT_FOUND", "RUN_IN_PROGRESS", "NOTHING_TO_RESUME", "RUN_NOT_ACTIVE", "INTERRUPT_MISMATCH"] as const,
+});
+
+export const AgentKind = builder.enumType("AgentKind", {
+  values: {
+    CHAT: { value: "chat", description: "runledger's tool-calling agent, with built-in and MCP tools." },
+    GRAPH: { value: "graph", description: "A custom LangGraph graph from a module." },
+  } as const,
+});
+
+export const McpServerState = builder.enumType("McpServerState", {
+  values: {
+    STARTING: { value: "starting" },
+    READY: { value: "ready", description: "Connected; its tools are served." },
+    DOWN: { value: "down", description: "Not answering; calls give the model a tool error until it is back." },
+    STOPPED: { value: "stopped", description: "Stopped with the server." },
+  } as const,
+});
+
+export const InterruptState = builder.enumType("InterruptState", {
+  values: {
+    PENDING: { value: "pending", description: "The thread waits for an answer." },
+    ANSWERED: { value: "answered", description: "A resume answered it (answeredBy)." },
+    SUPERSEDED: { value: "superseded", description: "A new message went ahead without answering it." },
+  } as const,
 });

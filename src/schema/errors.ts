@@ -1,7 +1,7 @@
 // The Error interface and one object type per refusal. Mutations list the ones
 // they can return; the errors plugin turns a thrown instance into that member
 // of the mutation's result union.
-import { ApiError, NotFoundError, NothingToResumeError, RunInProgressError, RunNotActiveError, ValidationError } from "../domain/errors.ts";
+import { ApiError, InterruptMismatchError, NotFoundError, NothingToResumeError, RunInProgressError, RunNotActiveError, ValidationError } from "../domain/errors.ts";
 import { builder } from "./builder.ts";
 import { ErrorCode } from "./enums.ts";
 
@@ -57,4 +57,14 @@ builder.objectType(RunNotActiveError, {
   fields: (t) => ({ runId: t.exposeID("runId") }),
 });
 
-export { ValidationError, NotFoundError, RunInProgressError, NothingToResumeError, RunNotActiveError };
+builder.objectType(InterruptMismatchError, {
+  name: "InterruptMismatchError",
+  description: "The answers do not match what the thread waits for: an interrupt that is not pending, one left unanswered, or a plain resume of a thread that waits for answers.",
+  interfaces: [ErrorInterface],
+  fields: (t) => ({
+    conversationId: t.exposeID("conversationId"),
+    pendingInterruptIds: t.exposeIDList("pendingInterruptIds", { description: "The interrupts the thread waits on now." }),
+  }),
+});
+
+export { ValidationError, NotFoundError, RunInProgressError, NothingToResumeError, RunNotActiveError, InterruptMismatchError };

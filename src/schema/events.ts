@@ -7,7 +7,7 @@ import { SubscriberOverflowError } from "../storage/event-bus/subscriber.ts";
 import { followRun, mapStream } from "../read/event-streams.ts";
 import { builder } from "./builder.ts";
 import { RunErrorCode, RunStatus } from "./enums.ts";
-import { Checkpoint, Conversation, RunEventInterface, type ConversationShape } from "./refs.ts";
+import { Checkpoint, Conversation, Interrupt, RunEventInterface, type ConversationShape } from "./refs.ts";
 
 type Of<T extends RunEvent["type"]> = Extract<RunEvent, { type: T }>;
 
@@ -21,6 +21,8 @@ RunEventInterface.implement({
       toolResult: "ToolResultEvent",
       checkpoint: "CheckpointEvent",
       replayGap: "ReplayGapEvent",
+      custom: "CustomEvent",
+      interrupt: "InterruptEvent",
     })[e.type],
   fields: (t) => ({
     seq: t.exposeInt("seq"),
@@ -85,6 +87,26 @@ builder.objectRef<Of<"checkpoint">>("CheckpointEvent").implement({
   }),
 });
 
+builder.objectRef<Of<"custom">>("CustomEvent").implement({
+  description: "What a graph emitted through LangGraph's custom stream writer (config.writer({name, data})).",
+  interfaces: [RunEventInterface],
+  fields: (t) => ({
+    name: t.exposeString("name"),
+    data: t.field({ type: "JSON", nullable: true, resolve: (e) => e.data }),
+  }),
+});
+
+builder.objectRef<Of<"interrupt">>("InterruptEvent").implement({
+  description: "The run paused on an interrupt; the terminal RunStatusEvent WAITING follows.",
+  interfaces: [RunEventInterface],
+  fields: (t) => ({
+    interrupt: t.field({
+      type: Interrupt,
+      resolve: (e) => ({ ...e.interrupt, answeredByRunId: null, answer: null, answeredAt: null }),
+    }),
+  }),
+});
+
 builder.objectRef<Of<"replayGap">>("ReplayGapEvent").implement({
   description: "Events fromSeq..toSeq were no longer retained; the rest follows.",
   interfaces: [RunEventInterface],
@@ -123,6 +145,8 @@ builder.subscriptionField("runEvents", (t) =>
       runId: t.arg.id({ required: true }),
       after: t.arg.int({ description: "The last seq already received; 0 or omitted replays from the start." }),
     },
+    // Over WebSocket, one stream per distinct operation; a late subscriber first gets what it missed (src/server/ws-broadcast.ts).
+    extensions: { broadcast: "replay" },
     subscribe: async (_root, args, ctx) => {
       const runId = String(args.runId);
       const after = args.after ?? 0;
@@ -146,6 +170,7 @@ builder.subscriptionField("conversationEvents", (t) =>
     type: RunEventInterface,
     description: "The events of every run of one conversation, live, across runs, until unsubscribed.",
     args: { conversationId: t.arg.id({ required: true }) },
+    extensions: { broadcast: "live" },
     subscribe: async (_root, args, ctx) => {
       const id = String(args.conversationId);
       try {
@@ -170,6 +195,7 @@ builder.subscriptionField("conversationsChanged", (t) =>
       "what a conversation list needs. Each notice is read when it is delivered, so it shows the current state. " +
       "A deletion is the last notice of a conversation: deleted: true with its last id, title, createdAt, updatedAt and messageCount; " +
       "everything that went with it (runs, messages, checkpoints) answers empty: activeRun and latestRun null, resumable false, lists and connections empty.",
+    extensions: { broadcast: "live" },
     subscribe: async (_root, _args, ctx) =>
       mapStream<ConversationChange, ConversationShape | CutOff>(
         await ctx.bus.subscribeConversationChanges(),

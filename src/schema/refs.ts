@@ -1,6 +1,7 @@
 // The object and interface types, declared before any is implemented, so each
 // type's file can point at the others without importing them (no cycles).
-import type { CheckpointRecord, ConversationRecord, RunRecord } from "../domain/records.ts";
+import type { CheckpointRecord, ConversationRecord, InterruptRecord, RunRecord } from "../domain/records.ts";
+import type { Agent as AgentShape } from "../agent/runtime.ts";
 import type { RunEvent } from "../domain/events.ts";
 import type { ApiMessage } from "../read/messages.ts";
 import type { FailedTask } from "../read/scope.ts";
@@ -16,3 +17,5 @@ export const Checkpoint = builder.objectRef<CheckpointRecord>("Checkpoint");
 export const TaskError = builder.objectRef<FailedTask>("TaskError");
 export const Message = builder.objectRef<ApiMessage>("Message");
 export const RunEventInterface = builder.interfaceRef<RunEvent>("RunEvent");
+export const Agent = builder.objectRef<AgentShape>("Agent");
+export const Interrupt = builder.objectRef<InterruptRecord>("Interrupt");

@@ -3,11 +3,12 @@
 // resume and cancel mutations.
 import { GraphQLError } from "graphql";
 import type { ConversationRecord, RunRecord } from "../domain/records.ts";
-import { NotFoundError, NothingToResumeError, RunInProgressError, RunNotActiveError, ValidationError } from "../domain/errors.ts";
+import { InterruptMismatchError, NotFoundError, NothingToResumeError, RunInProgressError, RunNotActiveError, ValidationError } from "../domain/errors.ts";
 import { toApiMessages } from "../read/messages.ts";
 import { builder } from "./builder.ts";
 import { RunErrorCode, RunKind, RunStatus } from "./enums.ts";
-import { Checkpoint, Conversation, Message, Node, Run, TaskError } from "./refs.ts";
+import { Checkpoint, Conversation, Interrupt, Message, Node, Run, TaskError } from "./refs.ts";
+import { RunUsage } from "./usage.ts";
 
 Run.implement({
   description: "One attempt to advance a conversation's thread: started when, ended how.",
@@ -40,6 +41,18 @@ Run.implement({
       description: "Messages first seen in this run's checkpoints: the user message of a start, the model's and tools' replies.",
       resolve: async (run, _a, ctx, info) => toApiMessages(await ctx.reads(info.rootValue).messagesOf(run)),
     }),
+    usage: t.field({ type: RunUsage, nullable: true, description: "What its model calls cost; stored when it ends (null while running).", resolve: (r) => r.usage }),
+    interrupts: t.field({
+      type: [Interrupt],
+      description: "The interrupts it raised (a WAITING run), and how each was answered.",
+      resolve: (run, _a, ctx, info) => ctx.reads(info.rootValue).interruptsOfRun(run),
+    }),
+    startCheckpoint: t.field({
+      type: Checkpoint,
+      nullable: true,
+      description: "The checkpoint it started from (the thread's head then; a resume's writes land under it); null on an empty thread.",
+      resolve: (run, _a, ctx, info) => (run.startCheckpointId ? ctx.reads(info.rootValue).checkpoint(run.startCheckpointId) : null),
+    }),
     failedTasks: t.field({
       type: [TaskError],
       description: "Tasks that failed while this run worked on them (__error__ writes).",
@@ -61,6 +74,7 @@ const StartRunInput = builder.inputType("StartRunInput", {
   fields: (t) => ({
     conversationId: t.id({ description: "Omit to start a new conversation." }),
     message: t.string({ required: true }),
+    agent: t.string({ description: "The agent of a new conversation (default: default). A conversation keeps its agent: for one that exists, only its own is accepted." }),
   }),
 });
 
@@ -77,12 +91,23 @@ builder.mutationField("startRun", (t) =>
     description: "Records a running run and returns at once; the agent works in the background. Follow it with runEvents.",
     args: { input: t.arg({ type: StartRunInput, required: true }) },
     errors: { types: [ValidationError, NotFoundError, RunInProgressError], directResult: true, union: { name: "StartRunResult" } },
-    resolve: (_root, { input }, ctx) => ctx.runs.startRun({ conversationId: input.conversationId == null ? null : String(input.conversationId), message: input.message }),
+    resolve: (_root, { input }, ctx) =>
+      ctx.runs.startRun({ conversationId: input.conversationId == null ? null : String(input.conversationId), message: input.message, agent: input.agent }),
   }),
 );
 
+const InterruptResponseInput = builder.inputType("InterruptResponseInput", {
+  fields: (t) => ({
+    interruptId: t.id({ required: true }),
+    value: t.field({ type: "JSON", description: 'The answer. A tool approval takes {"toolCalls": [{"id", "decision": "approve" | "reject" | "edit", "reason"?, "args"?}]}.' }),
+  }),
+});
+
 const ResumeRunInput = builder.inputType("ResumeRunInput", {
-  fields: (t) => ({ conversationId: t.id({ required: true }) }),
+  fields: (t) => ({
+    conversationId: t.id({ required: true }),
+    responses: t.field({ type: [InterruptResponseInput], description: "Answers to every pending interrupt of a WAITING conversation; omit to continue a pending step." }),
+  }),
 });
 
 const ResumeRunSuccess = builder.objectRef<{ run: RunRecord }>("ResumeRunSuccess").implement({
@@ -92,10 +117,19 @@ const ResumeRunSuccess = builder.objectRef<{ run: RunRecord }>("ResumeRunSuccess
 builder.mutationField("resumeRun", (t) =>
   t.field({
     type: ResumeRunSuccess,
-    description: "Starts a run that continues the thread's pending step (after a failure, cancel or interruption).",
+    description: "Starts a run that continues the thread: its pending step (after a failure, cancel or interruption), or, with responses, the interrupts it waits on.",
     args: { input: t.arg({ type: ResumeRunInput, required: true }) },
-    errors: { types: [ValidationError, NotFoundError, RunInProgressError, NothingToResumeError], directResult: true, union: { name: "ResumeRunResult" } },
-    resolve: async (_root, { input }, ctx) => ({ run: await ctx.runs.resumeRun({ conversationId: String(input.conversationId) }) }),
+    errors: {
+      types: [ValidationError, NotFoundError, RunInProgressError, NothingToResumeError, InterruptMismatchError],
+      directResult: true,
+      union: { name: "ResumeRunResult" },
+    },
+    resolve: async (_root, { input }, ctx) => ({
+      run: await ctx.runs.resumeRun({
+        conversationId: String(input.conversationId),
+        responses: input.responses?.map((r) => ({ interruptId: String(r.interruptId), value: r.value ?? null })),
+      }),
+    }),
   }),
 );
 

@@ -12,7 +12,7 @@ import { createCorsPolicy } from "./cors.ts";
 import { closeWhenStalled } from "./write-stall.ts";
 import { sendJson } from "./send.ts";
 import { createYogaServer } from "./yoga.ts";
-import { attachWebSocketServer } from "./ws.ts";
+import { attachWebSocketServer, type WebSocketStats } from "./ws.ts";
 import type { ReadinessProbe } from "./readiness.ts";
 import { isConsoleRequest } from "./routes/console.ts";
 import { graphiqlRoute, isGraphiQLRequest } from "./graphiql.ts";
@@ -33,6 +33,8 @@ export interface HttpServer {
   url: string;
   /** Stops accepting connections, lets subscriptions send their last events, closes WebSockets with 1001. */
   close(): Promise<void>;
+  /** What the WebSocket endpoint holds open now. */
+  webSocketStats(): WebSocketStats;
 }
 
 /** Paths that answer without the API token: liveness, readiness, the GraphiQL page and the console's files (which execute nothing). */
@@ -78,6 +80,7 @@ export async function startHttpServer({ config, services, logger, readiness, rou
   return {
     server,
     url,
+    webSocketStats: () => webSockets.stats(),
     async close() {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       await webSockets.close();

@@ -2,15 +2,19 @@
 // HTTP server's /graphql. Each operation runs through yoga's envelop, so the
 // operation limits, masking and shared results apply as over HTTP. Protocol
 // breaches close the socket with graphql-ws's own codes; CLOSE_FORBIDDEN for a
-// connection_init without the token, CLOSE_GOING_AWAY on shutdown.
+// connection_init without the token, CLOSE_GOING_AWAY on shutdown. Subscriptions
+// whose field is marked for it run once per distinct operation and are sent to
+// every socket that asked (ws-broadcast.ts).
 import type http from "node:http";
-import { WebSocketServer } from "ws";
+import { WebSocketServer, type WebSocket } from "ws";
 import { useServer } from "graphql-ws/use/ws";
-import { GraphQLError, type ExecutionArgs } from "graphql";
+import { GraphQLError, getOperationAST, type DocumentNode, type ExecutionArgs, type GraphQLSchema } from "graphql";
 import type { Config } from "../config.ts";
 import type { Yoga } from "./yoga.ts";
 import type { CorsPolicy } from "./cors.ts";
 import { formatForWebSocket } from "./plugins/masking.ts";
+import { BROADCAST_EXTENSION, createBroadcast, type BroadcastMode } from "./ws-broadcast.ts";
+import { SubscriberOverflowError } from "../storage/event-bus/subscriber.ts";
 
 /** WebSocket close code for a connection_init without the right token. */
 export const CLOSE_FORBIDDEN = 4403;
@@ -22,6 +26,14 @@ const WS_DRAIN_MS = 2_000;
 export interface WebSocketEndpoint {
   /** Lets open operations send their last events (for at most a moment), then closes every socket with 1001. */
   close(): Promise<void>;
+  /** Open operations over all sockets, and the broadcast groups that serve their subscriptions. */
+  stats(): WebSocketStats;
+}
+
+export interface WebSocketStats {
+  connections: number;
+  operations: number;
+  broadcast: { groups: number; members: number };
 }
 
 export function attachWebSocketServer(options: {
@@ -41,6 +53,17 @@ export function attachWebSocketServer(options: {
   });
   // Open connections, so shutdown can let each finish sending its operations' last events.
   const connections = new Set<{ subscriptions: Record<string, unknown> }>();
+  const broadcast = createBroadcast({
+    queueLimit: config.subscriberQueueLimit,
+    replayLimit: config.eventRetention,
+    formatErrors: formatForWebSocket,
+    tooSlow: (limit) => {
+      const overflow = new SubscriberOverflowError(limit);
+      return new GraphQLError(overflow.message, { extensions: { code: overflow.code } });
+    },
+  });
+  // Who sent each operation graphql-ws is about to subscribe: its socket, id and payload.
+  const senders = new WeakMap<ExecutionArgs, { socket: WebSocket; id: string; key: string }>();
   const disposable = useServer(
     {
       // WS_INIT_TIMEOUT_MS: no connection_init by then closes the socket with 4408.
@@ -56,8 +79,13 @@ export function attachWebSocketServer(options: {
         connections.delete(ctx);
       },
       execute: (args: ExecutionArgs) => (args.rootValue as { execute: (a: ExecutionArgs) => unknown }).execute(args) as never,
-      subscribe: (args: ExecutionArgs) => (args.rootValue as { subscribe: (a: ExecutionArgs) => unknown }).subscribe(args) as never,
-      onSubscribe: async (ctx, _id, payload) => {
+      subscribe: (args: ExecutionArgs) => {
+        const own = () => (args.rootValue as { subscribe: (a: ExecutionArgs) => Promise<never> }).subscribe(args);
+        const sender = senders.get(args);
+        const mode = sender && broadcastMode(args.schema, args.document, args.operationName);
+        return ((mode && broadcast.join(sender.key, mode, sender, own)) ?? own()) as never;
+      },
+      onSubscribe: async (ctx, id, payload) => {
         // ctx.subscriptions already holds this operation's id.
         if (Object.keys(ctx.subscriptions).length > config.wsMaxSubscriptions) {
           return [
@@ -77,7 +105,7 @@ export function attachWebSocketServer(options: {
         }
         const errors = enveloped.validate(enveloped.schema, document);
         if (errors.length) return errors;
-        return {
+        const args: ExecutionArgs = {
           schema: enveloped.schema,
           operationName: payload.operationName,
           document,
@@ -85,6 +113,9 @@ export function attachWebSocketServer(options: {
           contextValue: await enveloped.contextFactory(),
           rootValue: { execute: enveloped.execute, subscribe: enveloped.subscribe },
         };
+        // Operations with the same text and variables share one stream.
+        senders.set(args, { socket: ctx.extra.socket, id, key: JSON.stringify([payload.query, payload.operationName ?? null, payload.variables ?? null]) });
+        return args;
       },
     },
     wsServer,
@@ -93,6 +124,11 @@ export function attachWebSocketServer(options: {
   );
 
   return {
+    stats() {
+      let operations = 0;
+      for (const ctx of connections) operations += Object.keys(ctx.subscriptions).length;
+      return { connections: connections.size, operations, broadcast: broadcast.stats() };
+    },
     async close() {
       // Subscriptions the event bus has ended still have their last events to send
       // (a run's terminal status among them): close the sockets once they are sent.
@@ -105,4 +141,22 @@ export function attachWebSocketServer(options: {
       await new Promise<void>((resolve) => wsServer.close(() => resolve()));
     },
   };
+}
+
+const modes = new WeakMap<DocumentNode, Map<string | null, BroadcastMode | null>>();
+
+/** The broadcast mode of a subscription with one root field that is marked for it; null otherwise. */
+function broadcastMode(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined): BroadcastMode | null {
+  let byName = modes.get(document);
+  if (!byName) modes.set(document, (byName = new Map()));
+  const name = operationName ?? null;
+  let mode = byName.get(name);
+  if (mode === undefined) {
+    const operation = getOperationAST(document, operationName);
+    const [selection, ...others] = operation?.operation === "subscription" ? operation.selectionSet.selections : [];
+    const field = selection?.kind === "Field" && others.length === 0 ? schema.getSubscriptionType()?.getFields()[selection.name.value] : undefined;
+    mode = (field?.extensions?.[BROADCAST_EXTENSION] as BroadcastMode | undefined) ?? null;
+    byName.set(name, mode);
+  }
+  return mode;
 }

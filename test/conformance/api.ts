@@ -3,12 +3,44 @@
 // the state and carry the events. Every mutation, status and event type of the
 // contract appears here, so a new backend is held to all of them.
 import { randomUUID } from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultResponder, startFakeOllama, type FakeOllama } from "../support/fake-ollama.ts";
-import { startTestApp, waitForRun } from "../support/app.ts";
-import { collect, gql, gqlOk, RESUME_RUN, RUN_EVENTS, START_RUN, CONVERSATION } from "../support/graphql.ts";
-import { CONVERSATIONS_CHANGED, TRANSPORTS, until } from "../support/streaming.ts";
+import { ROOT, startTestApp, waitForRun } from "../support/app.ts";
+import { collect, gql, gqlOk, startRun } from "../support/graphql.ts";
+import { CANCEL_RUN, CONVERSATION, CONVERSATIONS_CHANGED, RESUME_RUN, RUN_EVENTS, START_RUN } from "../support/documents.ts";
+import { TRANSPORTS, until } from "../support/streaming.ts";
 import type { App } from "../../src/app.ts";
+
+/**
+ * The agents every deployment serves: today's default; "careful", whose
+ * calculator and MCP note tool wait for approval; two custom graphs, one that
+ * streams custom events and tokens from its own node, one that asks a person.
+ */
+function writeAgentsFile(): { file: string; notesLog: string } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "runledger-agents-"));
+  const notesLog = path.join(dir, "notes.log");
+  const fixtures = path.join(ROOT, "test", "fixtures");
+  const config = {
+    agents: {
+      default: { type: "chat" },
+      careful: {
+        type: "chat",
+        description: "Asks before it calculates or writes a note.",
+        tools: ["calculator"],
+        mcpServers: { notes: { command: process.execPath, args: [path.join(fixtures, "mcp", "stdio-server.mjs")], env: { MCP_FIXTURE_LOG: notesLog, MCP_FIXTURE_NAME: "notes" }, tools: ["note", "echo"] } },
+        requireApproval: ["calculator", "note"],
+      },
+      planner: { type: "graph", description: "Plans, then answers.", module: path.join(fixtures, "graphs", "two-node.ts"), export: "graph" },
+      interviewer: { type: "graph", module: path.join(fixtures, "graphs", "ask.ts"), export: "graph" },
+    },
+  };
+  const file = path.join(dir, "agents.json");
+  fs.writeFileSync(file, JSON.stringify(config, null, 2));
+  return { file, notesLog };
+}
 
 /** A deployment: the environment that selects its backends, and what to clean up after. */
 export interface Deployment {
@@ -16,11 +48,6 @@ export interface Deployment {
   env(): Promise<{ env: Record<string, string>; cleanup(): Promise<void> }>;
 }
 
-const CANCEL_RUN = /* GraphQL */ `
-  mutation Cancel($runId: ID!) {
-    cancelRun(input: { runId: $runId }) { __typename ... on CancelRunSuccess { run { id status errorCode } } ... on Error { code message } }
-  }
-`;
 const RENAME = /* GraphQL */ `
   mutation Rename($id: ID!, $title: String!) {
     renameConversation(input: { conversationId: $id, title: $title }) { __typename ... on RenameConversationSuccess { conversation { id title } } ... on Error { code } }
@@ -41,6 +68,54 @@ const CORRELATION = /* GraphQL */ `
   }
 `;
 const NODE = /* GraphQL */ `query Node($id: ID!) { node(id: $id) { __typename id } }`;
+const AGENTS = /* GraphQL */ `query { agents { name description kind model tools { name source requiresApproval inputSchema } } }`;
+const START_AGENT = /* GraphQL */ `
+  mutation Start($message: String!, $agent: String, $conversationId: ID) {
+    startRun(input: { message: $message, agent: $agent, conversationId: $conversationId }) {
+      __typename ... on StartRunSuccess { run { id } conversation { id agentName agent { name kind } } } ... on Error { code message } ... on ValidationError { field }
+    }
+  }
+`;
+const ANSWER = /* GraphQL */ `
+  mutation Answer($conversationId: ID!, $responses: [InterruptResponseInput!]) {
+    resumeRun(input: { conversationId: $conversationId, responses: $responses }) {
+      __typename ... on ResumeRunSuccess { run { id kind status } } ... on Error { code message } ... on InterruptMismatchError { pendingInterruptIds } ... on ValidationError { field }
+    }
+  }
+`;
+const FORK = /* GraphQL */ `
+  mutation Fork($checkpointId: ID!, $message: String) {
+    forkConversation(input: { checkpointId: $checkpointId, message: $message }) {
+      __typename ... on ForkConversationSuccess { conversation { id title agentName forkedFrom { conversation { id } checkpoint { id } } } run { id } } ... on Error { code message }
+    }
+  }
+`;
+const EVERY_EVENT = /* GraphQL */ `
+  subscription Events($runId: ID!) {
+    runEvents(runId: $runId) {
+      __typename seq
+      ... on RunStatusEvent { status errorCode }
+      ... on TokenEvent { text node }
+      ... on ToolCallEvent { toolCallId name args }
+      ... on ToolResultEvent { toolCallId name content isError }
+      ... on CustomEvent { name data }
+      ... on InterruptEvent { interrupt { id node value state run { id } } }
+    }
+  }
+`;
+const WAITING = /* GraphQL */ `
+  query Waiting($id: ID!) {
+    conversation(id: $id) {
+      next resumable messageCount
+      pendingInterrupts { id node value state run { id status } }
+      usage { inputTokens outputTokens modelCalls modelDurationMs }
+      messages { role content toolCalls { id name args } toolCallId }
+      runs(first: 20) { edges { node { id kind status startCheckpoint { id } usage { inputTokens outputTokens modelCalls timeToFirstTokenMs modelDurationMs }
+        interrupts { id state answer answeredBy { id } } checkpoints { id } messages { role content } } } }
+      checkpoints(first: 100) { edges { node { id run { id } } } }
+    }
+  }
+`;
 const LIST = /* GraphQL */ `
   query List($first: Int, $after: String) { conversations(first: $first, after: $after) { totalCount pageInfo { hasNextPage endCursor } edges { node { id title latestRun { status } } } } }
 `;
@@ -51,11 +126,15 @@ export function describeApiConformance(deployment: Deployment) {
     let app: App;
     let cleanup: () => Promise<void> = async () => {};
 
+    let notesLog: string;
+
     beforeAll(async () => {
       fake = await startFakeOllama();
       const selected = await deployment.env();
       cleanup = selected.cleanup;
-      app = await startTestApp({ ollamaUrl: fake.url, env: { RUN_HEARTBEAT_MS: "200", RUN_LEASE_MS: "2000", ...selected.env } });
+      const agents = writeAgentsFile();
+      notesLog = agents.notesLog;
+      app = await startTestApp({ ollamaUrl: fake.url, env: { RUN_HEARTBEAT_MS: "200", RUN_LEASE_MS: "2000", RUNLEDGER_CONFIG: agents.file, ...selected.env } });
     }, 60_000);
     afterAll(async () => {
       await app?.close();
@@ -63,11 +142,7 @@ export function describeApiConformance(deployment: Deployment) {
       await fake?.close();
     });
 
-    const start = async (message: string, conversationId?: string) => {
-      const { startRun } = await gqlOk(app.url, START_RUN, { message, conversationId });
-      expect(startRun.__typename).toBe("StartRunSuccess");
-      return { runId: startRun.run.id as string, conversationId: startRun.conversation.id as string };
-    };
+    const start = (message: string, conversationId?: string) => startRun(app.url, message, conversationId);
 
     it("streams a run with a tool call to subscribers on both transports, then answers queries from what it stored", async () => {
       const { runId, conversationId } = await start("Please calculate 17 * 3");
@@ -177,6 +252,189 @@ export function describeApiConformance(deployment: Deployment) {
       for (const line of lines) expect(line.run_id).toBe(runId);
       expect(lines.at(-1)).toMatchObject({ message_count: 2, last_message: { role: "assistant", content: "Echo: list 0" } });
       fake.setResponder(defaultResponder);
+    });
+    describe("agents, approvals, interrupts, forks and usage", () => {
+      const events = async (runId: string, transport = 0) => (await collect(TRANSPORTS[transport]!.client(app.url), EVERY_EVENT, { runId }).done).map((r) => r.runEvents);
+      const noted = () => (fs.existsSync(notesLog) ? fs.readFileSync(notesLog, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l)).filter((e) => e.event === "noted") : []);
+      const waitingConversation = async (id: string) => (await gqlOk(app.url, WAITING, { id })).conversation;
+
+      it("lists the configured agents with their tools, MCP tools included, and refuses an unknown one", async () => {
+        const { agents } = await gqlOk(app.url, AGENTS);
+        expect(agents.map((a: any) => [a.name, a.kind])).toEqual([["default", "CHAT"], ["careful", "CHAT"], ["planner", "GRAPH"], ["interviewer", "GRAPH"]]);
+        const careful = agents[1];
+        expect(careful.description).toBe("Asks before it calculates or writes a note.");
+        await until(async () => (await gqlOk(app.url, AGENTS)).agents[1].tools.length === 3, "the MCP server's tools");
+        const tools = (await gqlOk(app.url, AGENTS)).agents[1].tools;
+        expect(tools.map((t: any) => [t.name, t.source, t.requiresApproval]).sort()).toEqual([["calculator", "builtin", true], ["echo", "mcp:notes", false], ["note", "mcp:notes", true]]);
+        expect(tools.find((t: any) => t.name === "note").inputSchema).toMatchObject({ type: "object", properties: { text: { type: "string" } } });
+        expect(agents[2].tools).toEqual([]);
+        const refused = (await gqlOk(app.url, START_AGENT, { message: "hi", agent: "nobody" })).startRun;
+        expect(refused).toMatchObject({ __typename: "ValidationError", code: "VALIDATION", field: "agent" });
+      });
+
+      it("runs a custom graph: its custom events and tokens from its own node, its checkpoints correlated; a conversation keeps its agent", async () => {
+        const { startRun } = await gqlOk(app.url, START_AGENT, { message: "What is a prime?", agent: "planner" });
+        expect(startRun.conversation).toMatchObject({ agentName: "planner", agent: { name: "planner", kind: "GRAPH" } });
+        const all = await events(startRun.run.id, 1);
+        const custom = all.find((e) => e.__typename === "CustomEvent");
+        expect(custom).toMatchObject({ name: "plan", data: { steps: ["read the question", "answer it briefly"], question: "What is a prime?" } });
+        const tokens = all.filter((e) => e.__typename === "TokenEvent");
+        expect(tokens.length).toBeGreaterThan(0);
+        for (const token of tokens) expect(token.node).toBe("answer");
+        expect(all.indexOf(custom)).toBeLessThan(all.indexOf(tokens[0]));
+        expect(all.at(-1)).toMatchObject({ status: "COMPLETED" });
+        const conversation = await waitingConversation(startRun.conversation.id);
+        expect(conversation.messages.map((m: any) => m.role)).toEqual(["USER", "ASSISTANT"]);
+        const [run] = conversation.runs.edges.map((e: any) => e.node);
+        expect(run.checkpoints.length).toBe(conversation.checkpoints.edges.length);
+        for (const edge of conversation.checkpoints.edges) expect(edge.node.run).toEqual({ id: run.id });
+        const other = (await gqlOk(app.url, START_AGENT, { message: "again", agent: "default", conversationId: startRun.conversation.id })).startRun;
+        expect(other).toMatchObject({ __typename: "ValidationError", field: "agent" });
+      });
+
+      it("pauses for approval of two tool calls in one step, refuses wrong answers typed, and runs each approved or edited call once", async () => {
+        fake.enqueue(
+          { kind: "toolCalls", calls: [{ name: "calculator", args: { expression: "6 * 7" } }, { name: "note", args: { text: "draft" } }, { name: "echo", args: { text: "no approval needed" } }] },
+          { kind: "text", tokens: ["All ", "done."] },
+        );
+        const before = noted().length;
+        const { startRun } = await gqlOk(app.url, START_AGENT, { message: "Calculate and note it.", agent: "careful" });
+        const conversationId = startRun.conversation.id;
+        const first = await events(startRun.run.id);
+        const interruptEvent = first.find((e) => e.__typename === "InterruptEvent");
+        expect(first.at(-1)).toMatchObject({ __typename: "RunStatusEvent", status: "WAITING", errorCode: null });
+        expect(first.indexOf(interruptEvent)).toBe(first.length - 2);
+        const asked = interruptEvent.interrupt;
+        expect(asked).toMatchObject({ node: "approve", state: "PENDING", run: { id: startRun.run.id }, value: { type: "tool_approval" } });
+        expect(asked.value.toolCalls.map((c: any) => [c.name, c.args])).toEqual([["calculator", { expression: "6 * 7" }], ["note", { text: "draft" }]]);
+        expect(first.filter((e) => e.__typename === "ToolResultEvent")).toEqual([]);
+        expect(noted().length).toBe(before);
+
+        const waiting = await waitingConversation(conversationId);
+        expect(waiting).toMatchObject({ next: ["approve"], resumable: false });
+        expect(waiting.pendingInterrupts).toEqual([{ id: asked.id, node: "approve", value: asked.value, state: "PENDING", run: { id: startRun.run.id, status: "WAITING" } }]);
+        // Nothing to cancel, no plain resume, no answers to the wrong question or half an answer.
+        expect((await gqlOk(app.url, CANCEL_RUN, { runId: startRun.run.id })).cancelRun).toMatchObject({ __typename: "RunNotActiveError" });
+        expect((await gqlOk(app.url, ANSWER, { conversationId })).resumeRun).toMatchObject({ __typename: "InterruptMismatchError", code: "INTERRUPT_MISMATCH", pendingInterruptIds: [asked.id] });
+        const [calc, note] = asked.value.toolCalls;
+        const answer = { toolCalls: [{ id: calc.id, decision: "approve" }, { id: note.id, decision: "edit", args: { text: "final" } }] };
+        expect((await gqlOk(app.url, ANSWER, { conversationId, responses: [{ interruptId: "not-pending", value: answer }] })).resumeRun.__typename).toBe("InterruptMismatchError");
+        const half = { toolCalls: [{ id: calc.id, decision: "approve" }] };
+        expect((await gqlOk(app.url, ANSWER, { conversationId, responses: [{ interruptId: asked.id, value: half }] })).resumeRun).toMatchObject({ __typename: "ValidationError", field: "responses" });
+        expect((await waitingConversation(conversationId)).runs.edges).toHaveLength(1);
+
+        const { resumeRun } = await gqlOk(app.url, ANSWER, { conversationId, responses: [{ interruptId: asked.id, value: answer }] });
+        expect(resumeRun).toMatchObject({ __typename: "ResumeRunSuccess", run: { kind: "RESUME", status: "RUNNING" } });
+        const second = await events(resumeRun.run.id, 1);
+        expect(second.at(-1)).toMatchObject({ status: "COMPLETED" });
+        const results = second.filter((e) => e.__typename === "ToolResultEvent");
+        expect(results.map((r) => [r.name, r.content, r.isError]).sort()).toEqual([["calculator", "42", false], ["echo", "no approval needed", false], ["note", "noted: final", false]]);
+        expect(noted().slice(before).map((e) => e.text)).toEqual(["final"]);
+
+        const done = await waitingConversation(conversationId);
+        expect(done).toMatchObject({ next: [], pendingInterrupts: [] });
+        const [waitingRun, resumed] = done.runs.edges.map((e: any) => e.node);
+        expect(waitingRun).toMatchObject({ status: "WAITING", interrupts: [{ id: asked.id, state: "ANSWERED", answer, answeredBy: { id: resumeRun.run.id } }] });
+        // The resume's writes land under the checkpoint the first run waited at.
+        expect(resumed.startCheckpoint.id).toBe(waitingRun.checkpoints.at(-1).id);
+        expect(resumed.messages.map((m: any) => m.role)).toEqual(["TOOL", "TOOL", "TOOL", "ASSISTANT"]);
+        expect(done.messages.find((m: any) => m.toolCalls.length).toolCalls.find((c: any) => c.name === "note").args).toEqual({ text: "final" });
+        for (const run of [waitingRun, resumed]) expect(run.usage).toMatchObject({ modelCalls: 1, inputTokens: 5 });
+        expect(done.usage).toMatchObject({ modelCalls: 2, inputTokens: 10, outputTokens: waitingRun.usage.outputTokens + resumed.usage.outputTokens });
+      });
+
+      it("lets the model hear a rejection's reason as the tool's result, and a new message supersede a pending question", async () => {
+        fake.enqueue({ kind: "toolCalls", calls: [{ name: "note", args: { text: "secret" } }] }, { kind: "text", tokens: ["Understood."] });
+        const before = noted().length;
+        const { startRun } = await gqlOk(app.url, START_AGENT, { message: "Note the secret.", agent: "careful" });
+        const asked = (await events(startRun.run.id)).find((e) => e.__typename === "InterruptEvent").interrupt;
+        const conversationId = startRun.conversation.id;
+        const reject = { toolCalls: [{ id: asked.value.toolCalls[0].id, decision: "reject", reason: "Secrets stay off the record." }] };
+        const { resumeRun } = await gqlOk(app.url, ANSWER, { conversationId, responses: [{ interruptId: asked.id, value: reject }] });
+        const after = await events(resumeRun.run.id);
+        expect(after.find((e) => e.__typename === "ToolResultEvent")).toMatchObject({ name: "note", content: "Secrets stay off the record.", isError: true });
+        expect(after.at(-1)).toMatchObject({ status: "COMPLETED" });
+        expect(fake.requests.at(-1)!.messages.at(-1)).toMatchObject({ role: "tool", content: "Secrets stay off the record." });
+        expect(noted().length).toBe(before);
+
+        fake.enqueue({ kind: "toolCalls", calls: [{ name: "calculator", args: { expression: "1 + 1" } }] });
+        const again = (await gqlOk(app.url, START_AGENT, { message: "Calculate 1 + 1.", conversationId })).startRun;
+        const question = (await events(again.run.id)).find((e) => e.__typename === "InterruptEvent").interrupt;
+        const next = (await gqlOk(app.url, START_AGENT, { message: "Never mind; just say hi.", conversationId })).startRun;
+        expect((await events(next.run.id)).at(-1)).toMatchObject({ status: "COMPLETED" });
+        const state = await waitingConversation(conversationId);
+        expect(state.pendingInterrupts).toEqual([]);
+        const waited = state.runs.edges.map((e: any) => e.node).find((r: any) => r.id === again.run.id);
+        expect(waited.interrupts).toEqual([{ id: question.id, state: "SUPERSEDED", answer: null, answeredBy: null }]);
+        expect(state.messages.at(-1)).toMatchObject({ role: "ASSISTANT", content: "Echo: Never mind; just say hi." });
+      });
+
+      it("pauses a custom graph on its own interrupt and resumes it with the answer", async () => {
+        const { startRun } = await gqlOk(app.url, START_AGENT, { message: "the weather", agent: "interviewer" });
+        const asked = (await events(startRun.run.id, 1)).find((e) => e.__typename === "InterruptEvent").interrupt;
+        expect(asked).toMatchObject({ node: "ask", value: { question: 'Who should answer "the weather"?' } });
+        const { resumeRun } = await gqlOk(app.url, ANSWER, { conversationId: startRun.conversation.id, responses: [{ interruptId: asked.id, value: { name: "Ada" } }] });
+        expect((await events(resumeRun.run.id, 1)).at(-1)).toMatchObject({ status: "COMPLETED" });
+        const done = await waitingConversation(startRun.conversation.id);
+        expect(done.messages.at(-1)).toMatchObject({ role: "ASSISTANT", content: "Ada will answer: the weather" });
+      });
+
+      it("forks a failed run's checkpoint into a new conversation that completes it, leaving the source untouched; usage sums a failure and its resume", async () => {
+        fake.enqueue({ kind: "errorLine", tokens: ["Half "], error: "the model fell over" });
+        const { runId, conversationId } = await start("Fork me.");
+        expect(await waitForRun(app.url, runId)).toMatchObject({ status: "FAILED" });
+        const source = await waitingConversation(conversationId);
+        const sourceCheckpoints = source.checkpoints.edges.map((e: any) => e.node.id);
+        const forkPoint = sourceCheckpoints.at(-1);
+
+        const { forkConversation } = await gqlOk(app.url, FORK, { checkpointId: forkPoint });
+        expect(forkConversation).toMatchObject({ __typename: "ForkConversationSuccess", run: null, conversation: { title: "Fork me. (fork)", agentName: "default", forkedFrom: { conversation: { id: conversationId }, checkpoint: { id: forkPoint } } } });
+        const forkId = forkConversation.conversation.id;
+        const fork = await waitingConversation(forkId);
+        expect(fork).toMatchObject({ next: ["agent"], resumable: true, messageCount: source.messages.length });
+        expect(fork.messages).toEqual(source.messages);
+        const copied = fork.checkpoints.edges.map((e: any) => e.node);
+        expect(copied).toHaveLength(sourceCheckpoints.length);
+        for (const checkpoint of copied) {
+          expect(checkpoint.run).toBeNull();
+          expect(sourceCheckpoints).not.toContain(checkpoint.id);
+          expect((await gqlOk(app.url, NODE, { id: checkpoint.id })).node).toEqual({ __typename: "Checkpoint", id: checkpoint.id });
+        }
+
+        const { resumeRun } = await gqlOk(app.url, RESUME_RUN, { conversationId: forkId });
+        expect(await waitForRun(app.url, resumeRun.run.id)).toMatchObject({ status: "COMPLETED" });
+        const completed = await waitingConversation(forkId);
+        expect(completed.messages.at(-1)).toMatchObject({ role: "ASSISTANT", content: "Echo: Fork me." });
+        const [resumed] = completed.runs.edges.map((e: any) => e.node);
+        expect(resumed.startCheckpoint.id).toBe(copied.at(-1).id);
+        expect(resumed.checkpoints).toHaveLength(1);
+        expect(resumed.messages.map((m: any) => m.content)).toEqual(["Echo: Fork me."]);
+        // The source did not move.
+        const after = await waitingConversation(conversationId);
+        expect(after.checkpoints.edges.map((e: any) => e.node.id)).toEqual(sourceCheckpoints);
+        expect(after).toMatchObject({ next: ["agent"], resumable: true });
+
+        // The source's own resume: usage sums the failed run (its model call broke) and the resume.
+        const sourceResume = (await gqlOk(app.url, RESUME_RUN, { conversationId })).resumeRun;
+        await waitForRun(app.url, sourceResume.run.id);
+        const summed = await waitingConversation(conversationId);
+        const runs = summed.runs.edges.map((e: any) => e.node);
+        expect(runs.map((r: any) => r.status)).toEqual(["FAILED", "COMPLETED"]);
+        expect(runs[0].usage).toMatchObject({ modelCalls: 0, inputTokens: 0 });
+        expect(runs[0].usage.timeToFirstTokenMs).toBeGreaterThanOrEqual(0);
+        expect(runs[1].usage).toMatchObject({ modelCalls: 1, inputTokens: 5 });
+        expect(summed.usage).toEqual({ inputTokens: 5, outputTokens: runs[1].usage.outputTokens, modelCalls: 1, modelDurationMs: runs[1].usage.modelDurationMs });
+
+        // A fork with a message starts its run at once; deleting the source leaves forks without an origin.
+        const withMessage = (await gqlOk(app.url, FORK, { checkpointId: sourceCheckpoints[0], message: "A different question." })).forkConversation;
+        expect(withMessage.run).not.toBeNull();
+        expect(await waitForRun(app.url, withMessage.run.id)).toMatchObject({ status: "COMPLETED" });
+        expect((await gqlOk(app.url, DELETE, { id: conversationId })).deleteConversation.__typename).toBe("DeleteConversationSuccess");
+        expect((await gqlOk(app.url, FORK, { checkpointId: forkPoint })).forkConversation).toMatchObject({ __typename: "NotFoundError" });
+        const orphan = (await gqlOk(app.url, `query($id: ID!) { conversation(id: $id) { forkedFrom { conversation { id } } messages { content } } }`, { id: forkId })).conversation;
+        expect(orphan.forkedFrom).toBeNull();
+        expect(orphan.messages.at(-1).content).toBe("Echo: Fork me.");
+      });
     });
   });
 }

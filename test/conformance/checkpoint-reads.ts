@@ -11,6 +11,7 @@ import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import { holds, mintMark } from "../../src/correlation/index.ts";
 import { ERROR_CHANNEL, type CheckpointRecord } from "../../src/domain/records.ts";
 import type { StorageBackend, TestStorage } from "./backends.ts";
+import { conversation as newConversation, OUTCOME_EXTRAS } from "./records.ts";
 
 interface Truth {
   threadId: string;
@@ -50,7 +51,7 @@ export function describeCheckpointReadsConformance(backend: StorageBackend) {
       const threads = [randomUUID(), randomUUID()];
       for (const [t, threadId] of threads.entries()) {
         // A conversation row, so the thread's checkpoints are the API's.
-        await runs.startRun({ id: randomUUID(), conversationId: threadId, kind: "start", input: "x", startedAt: new Date(), startMark: mintMark(), ownerId: "o" }, { title: "t" });
+        await runs.startRun({ id: randomUUID(), conversationId: threadId, kind: "start", input: "x", startedAt: new Date(), startMark: mintMark(), ownerId: "o", startCheckpointId: null }, newConversation("t"));
         const config = { configurable: { thread_id: threadId } };
         for (let turn = 0; turn < 2 + t; turn++) await graph.invoke({ messages: [new HumanMessage({ id: `q-${t}-${turn}`, content: `question ${turn}` })] }, config);
         failNext = true;

@@ -7,6 +7,7 @@ import type { ConversationRecord } from "../../src/domain/records.ts";
 import type { PageQuery } from "../../src/storage/page.ts";
 import type { StorageBackend, TestStorage } from "./backends.ts";
 import { referencePage } from "./reference-page.ts";
+import { conversation as newConversation, OUTCOME_EXTRAS } from "./records.ts";
 
 export function describeConversationListConformance(backend: StorageBackend) {
   describe(`ConversationList conformance: ${backend.name}`, () => {
@@ -21,8 +22,8 @@ export function describeConversationListConformance(backend: StorageBackend) {
       for (let i = 0; i < 60; i++) {
         const conversationId = randomUUID();
         const { run } = await runs.startRun(
-          { id: randomUUID(), conversationId, kind: "start", input: `m${i}`, startedAt: new Date(base - i * 1000), startMark: `s${i}`, ownerId: "o" },
-          { title: `conversation ${i}` },
+          { id: randomUUID(), conversationId, kind: "start", input: `m${i}`, startedAt: new Date(base - i * 1000), startMark: `s${i}`, ownerId: "o", startCheckpointId: null },
+          newConversation(`conversation ${i}`),
         );
         await runs.finishRun(run.id, {
           status: "completed",
@@ -33,6 +34,7 @@ export function describeConversationListConformance(backend: StorageBackend) {
           endMark: `e${i}`,
           lastEventSeq: 3,
           messageCount: i,
+          ...OUTCOME_EXTRAS,
         });
       }
       const all = [...(await runs.conversations((await opened.storage.conversationList.page({ skip: 0, take: 1000 })).map((c) => c.id))).values()];
@@ -70,8 +72,8 @@ export function describeConversationListConformance(backend: StorageBackend) {
       expect(await opened.storage.conversationList.count()).toBe(60);
       const conversationId = randomUUID();
       await opened.storage.runs.startRun(
-        { id: randomUUID(), conversationId, kind: "start", input: "x", startedAt: new Date(base + 10_000), startMark: "s", ownerId: "o" },
-        { title: "newest" },
+        { id: randomUUID(), conversationId, kind: "start", input: "x", startedAt: new Date(base + 10_000), startMark: "s", ownerId: "o", startCheckpointId: null },
+        newConversation("newest"),
       );
       expect(await opened.storage.conversationList.count()).toBe(61);
       expect((await opened.storage.conversationList.page({ skip: 0, take: 1 }))[0]).toMatchObject({ id: conversationId, title: "newest" });

@@ -10,6 +10,7 @@ import type { PageQuery } from "../../src/storage/page.ts";
 import { emptyCheckpoint, type BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import type { StorageBackend } from "./backends.ts";
 import { referencePage } from "./reference-page.ts";
+import { conversation as newConversation, OUTCOME_EXTRAS } from "./records.ts";
 
 export function describeRunStoreConformance(backend: StorageBackend) {
   const createStore = async () => {
@@ -26,6 +27,7 @@ export function describeRunStoreConformance(backend: StorageBackend) {
       startedAt: at(0),
       startMark: "0001",
       ownerId: "owner-a",
+      startCheckpointId: null,
       ...overrides,
     });
     const outcome = (overrides: Partial<RunOutcome> = {}): RunOutcome => ({
@@ -37,6 +39,7 @@ export function describeRunStoreConformance(backend: StorageBackend) {
       endMark: "0002",
       lastEventSeq: 7,
       messageCount: 2,
+      ...OUTCOME_EXTRAS,
       ...overrides,
     });
 
@@ -52,17 +55,36 @@ export function describeRunStoreConformance(backend: StorageBackend) {
     it("creates a conversation with its running run in one step", () =>
       withStore(async (store) => {
         const id = randomUUID();
-        const { run, conversation } = await store.startRun(newRun(id), { title: "First" });
+        const { run, conversation } = await store.startRun(newRun(id), newConversation("First"));
         expect(conversation).toMatchObject({ id, title: "First", messageCount: 0 });
         expect(conversation.createdAt.getTime()).toBe(at(0).getTime());
         expect(run).toMatchObject({ conversationId: id, status: "running", kind: "start", input: "hello", ownerId: "owner-a", finishedAt: null });
         expect((await store.activeRun(id))?.id).toBe(run.id);
       }));
 
+    it("creates a fork with its origin, agent and copied message count, with or without a first run; deleting the source forgets the origin", () =>
+      withStore(async (store) => {
+        const source = randomUUID();
+        const { run } = await store.startRun(newRun(source), newConversation("Source"));
+        await store.finishRun(run.id, outcome());
+        const forkedFrom = { conversationId: source, checkpointId: "1f0c0000-0000-6000-8000-000000000001" };
+        const quiet = randomUUID();
+        const created = await store.createConversation(quiet, newConversation("Source (fork)", { agent: "planner", forkedFrom, messageCount: 3 }), at(700));
+        expect(created).toMatchObject({ id: quiet, title: "Source (fork)", agent: "planner", messageCount: 3, forkedFromConversationId: source, forkedFromCheckpointId: forkedFrom.checkpointId });
+        expect(created.createdAt.getTime()).toBe(at(700).getTime());
+        expect(await store.getConversation(quiet)).toEqual(created);
+        const busy = randomUUID();
+        const started = await store.startRun(newRun(busy, { startedAt: at(800) }), newConversation("Source (fork)", { forkedFrom, messageCount: 2 }));
+        expect(started.conversation).toMatchObject({ id: busy, messageCount: 2, forkedFromConversationId: source });
+        expect(await store.createConversation(randomUUID(), newConversation("plain"), at(900))).toMatchObject({ messageCount: 0, forkedFromConversationId: null, forkedFromCheckpointId: null });
+        await store.deleteConversation(source);
+        expect(await store.getConversation(quiet)).toMatchObject({ messageCount: 3, forkedFromConversationId: null });
+      }));
+
     it("refuses a second running run and an unknown conversation, writing nothing", () =>
       withStore(async (store) => {
         const id = randomUUID();
-        const { run } = await store.startRun(newRun(id), { title: "t" });
+        const { run } = await store.startRun(newRun(id), newConversation("t"));
         const refused = (await store.startRun(newRun(id, { startedAt: at(100) })).catch((e: unknown) => e)) as RunInProgressError;
         expect(refused).toBeInstanceOf(RunInProgressError);
         expect(refused.activeRunId).toBe(run.id);
@@ -75,7 +97,7 @@ export function describeRunStoreConformance(backend: StorageBackend) {
     it("finishes once: outcome, updated_at and message_count together; terminal states never change", () =>
       withStore(async (store) => {
         const id = randomUUID();
-        const { run } = await store.startRun(newRun(id), { title: "t" });
+        const { run } = await store.startRun(newRun(id), newConversation("t"));
         const finished = await store.finishRun(run.id, outcome({ status: "failed", errorCode: "MODEL_ERROR", errorMessage: "boom", partialOutput: "par" }));
         expect(finished).toMatchObject({ status: "failed", errorCode: "MODEL_ERROR", errorMessage: "boom", partialOutput: "par", endMark: "0002", lastEventSeq: 7 });
         expect(finished?.finishedAt?.getTime()).toBe(at(500).getTime());
@@ -93,7 +115,7 @@ export function describeRunStoreConformance(backend: StorageBackend) {
     it("renames and deletes conversations (runs go with them)", () =>
       withStore(async (store) => {
         const id = randomUUID();
-        const { run } = await store.startRun(newRun(id), { title: "t" });
+        const { run } = await store.startRun(newRun(id), newConversation("t"));
         await expect(store.deleteConversation(id)).rejects.toBeInstanceOf(RunInProgressError);
         await store.finishRun(run.id, outcome());
         expect((await store.renameConversation(id, "New", at(900))).title).toBe("New");
@@ -108,9 +130,9 @@ export function describeRunStoreConformance(backend: StorageBackend) {
       withStore(async (store) => {
         await store.registerOwner({ id: "live", pid: 1, host: "h", startedAt: at(0), heartbeatAt: at(0) });
         await store.registerOwner({ id: "gone", pid: 2, host: "h", startedAt: at(0), heartbeatAt: at(0) });
-        const live = await store.startRun(newRun(randomUUID(), { ownerId: "live" }), { title: "a" });
-        const gone = await store.startRun(newRun(randomUUID(), { ownerId: "gone" }), { title: "b" });
-        const orphan = await store.startRun(newRun(randomUUID(), { ownerId: "never-registered" }), { title: "c" });
+        const live = await store.startRun(newRun(randomUUID(), { ownerId: "live" }), newConversation("a"));
+        const gone = await store.startRun(newRun(randomUUID(), { ownerId: "gone" }), newConversation("b"));
+        const orphan = await store.startRun(newRun(randomUUID(), { ownerId: "never-registered" }), newConversation("c"));
         const changed = await store.interruptRunsOfGoneOwners(["gone"], at(700), "0003", "stopped");
         expect(changed.map((r: RunRecord) => r.id).sort()).toEqual([gone.run.id, orphan.run.id].sort());
         for (const r of changed) expect(r).toMatchObject({ status: "interrupted", errorCode: "INTERRUPTED", errorMessage: "stopped", endMark: "0003" });
@@ -125,7 +147,7 @@ export function describeRunStoreConformance(backend: StorageBackend) {
     it("lets exactly one of concurrent starts on a conversation win", () =>
       withStore(async (store) => {
         const id = randomUUID();
-        const { run } = await store.startRun(newRun(id), { title: "t" });
+        const { run } = await store.startRun(newRun(id), newConversation("t"));
         await store.finishRun(run.id, outcome());
         const attempts = await Promise.allSettled(Array.from({ length: 5 }, (_, i) => store.startRun(newRun(id, { startedAt: at(600 + i) }))));
         const won = attempts.filter((a) => a.status === "fulfilled");
@@ -137,7 +159,7 @@ export function describeRunStoreConformance(backend: StorageBackend) {
     it("adds what only the executing process knows to a run another process ended", () =>
       withStore(async (store) => {
         const id = randomUUID();
-        const { run } = await store.startRun(newRun(id), { title: "t" });
+        const { run } = await store.startRun(newRun(id), newConversation("t"));
         // Still running: nothing changes.
         await store.completeEndedElsewhere(run.id, { lastEventSeq: 3, partialOutput: "x", endMark: "0009" });
         expect(await store.getRun(run.id)).toMatchObject({ lastEventSeq: 0, partialOutput: null, endMark: null });
@@ -155,10 +177,10 @@ export function describeRunStoreConformance(backend: StorageBackend) {
         const a = randomUUID();
         const b = randomUUID();
         const none = randomUUID();
-        const first = await store.startRun(newRun(a, { startedAt: at(10), startMark: "0010" }), { title: "a" });
+        const first = await store.startRun(newRun(a, { startedAt: at(10), startMark: "0010" }), newConversation("a"));
         await store.finishRun(first.run.id, outcome({ finishedAt: at(20), endMark: "0020" }));
         const second = await store.startRun(newRun(a, { startedAt: at(30), startMark: "0030", kind: "resume", input: null }));
-        const onB = await store.startRun(newRun(b, { startedAt: at(40), startMark: "0040" }), { title: "b" });
+        const onB = await store.startRun(newRun(b, { startedAt: at(40), startMark: "0040" }), newConversation("b"));
         await store.finishRun(onB.run.id, outcome({ finishedAt: at(50), endMark: "0050", status: "failed", errorCode: "MODEL_ERROR", errorMessage: "x" }));
 
         const conversations = await store.conversations([a, b, none]);
@@ -193,7 +215,7 @@ export function describeRunStoreConformance(backend: StorageBackend) {
         const written = new Map<string, RunRecord[]>(conversations.map((id) => [id, []]));
         for (const [c, conversationId] of conversations.entries()) {
           for (let i = 0; i < 12; i++) {
-            const { run } = await store.startRun(newRun(conversationId, { startedAt: at(1000 + c * 10 + (i % 4)), startMark: `m${c}-${i}` }), i === 0 ? { title: "t" } : undefined);
+            const { run } = await store.startRun(newRun(conversationId, { startedAt: at(1000 + c * 10 + (i % 4)), startMark: `m${c}-${i}` }), i === 0 ? newConversation("t") : undefined);
             await store.finishRun(run.id, outcome({ finishedAt: at(2000 + i), endMark: `e${c}-${i}` }));
             written.get(conversationId)!.push((await store.getRun(run.id))!);
           }
@@ -223,7 +245,7 @@ export function describeRunStoreConformance(backend: StorageBackend) {
       withStore(async (store, saver) => {
         const id = randomUUID();
         expect(await store.lastMark(id)).toBeNull();
-        const { run } = await store.startRun(newRun(id, { startMark: "0003" }), { title: "t" });
+        const { run } = await store.startRun(newRun(id, { startMark: "0003" }), newConversation("t"));
         expect(await store.lastMark(id)).toBe("0003");
         // A checkpoint written by the run, stamped by a clock ahead of the instance that will recover it.
         await saver.put({ configurable: { thread_id: id, checkpoint_ns: "" } }, { ...emptyCheckpoint(), id: "0007" }, { source: "input", step: -1, parents: {} }, {});
@@ -232,7 +254,7 @@ export function describeRunStoreConformance(backend: StorageBackend) {
         const [interrupted] = await store.interruptRunsOfGoneOwners(["owner-a"], at(900), "0005", "stopped");
         expect(interrupted).toMatchObject({ id: run.id, status: "interrupted", endMark: "0007" });
         const other = randomUUID();
-        const second = await store.startRun(newRun(other, { startMark: "0010" }), { title: "u" });
+        const second = await store.startRun(newRun(other, { startMark: "0010" }), newConversation("u"));
         const [later] = await store.interruptRunsOfGoneOwners([], at(900), "0012", "stopped");
         expect(later).toMatchObject({ id: second.run.id, endMark: "0012" });
         expect(await store.lastMark(other)).toBe("0012");

@@ -1,8 +1,18 @@
 // A fake Ollama server speaking the real HTTP protocol (NDJSON streaming on
 // /api/chat), so the real @langchain/ollama client can be tested end to end
 // without a model: real sockets, real aborts, real broken connections.
+//
+// The benchmark runs the same server in a process of its own
+// (fake-ollama-main.ts) and steers each run through runledger's real API with
+// the run's message, `bench {"tokens":100,"intervalMs":20,...}` (planResponder),
+// with no side channel. Those streams are stamped: each token carries its send
+// time on the shared clock (clock.ts), so latency is read off the token itself.
+// A stream can be held until the harness releases its key over HTTP, so that
+// subscribers attach first and no measured token arrives through replay.
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { randomUUID } from "node:crypto";
+import { nowMs, stampToken } from "./clock.ts";
 
 export type FakeStep =
   | { kind: "text"; tokens: string[]; delayMs?: number; firstDelayMs?: number } // stream tokens then done
@@ -13,7 +23,20 @@ export type FakeStep =
   | { kind: "dropMidStream"; tokens?: string[]; delayMs?: number } // some tokens then destroy the socket abruptly
   | { kind: "silence"; tokens?: string[] } // headers (and optional tokens), then nothing more until aborted or closed
   | { kind: "hangBeforeHeaders" } // never send headers (until aborted/closed)
-  | { kind: "trickle"; tokens: string[]; delayMs: number }; // like text but with a slow delay between tokens
+  | { kind: "trickle"; tokens: string[]; delayMs: number } // like text but with a slow delay between tokens
+  | ({ kind: "stamped" } & StreamPlan); // plan.tokens stamped tokens on an absolute schedule (clock.ts), once the hold is released
+
+/** How a stamped stream goes: what a `bench {...}` message asks for. */
+export interface StreamPlan {
+  /** Tokens to stream. */
+  tokens: number;
+  /** Spacing between tokens; the schedule is absolute, so timer jitter does not accumulate. */
+  intervalMs: number;
+  /** Delay before the first token, counted from the request (or from the release of a held stream). */
+  firstDelayMs?: number;
+  /** Hold the stream, after its headers, until POST /bench/release {"key": ...} names this key. */
+  hold?: string;
+}
 
 export type FakeResponder = (request: FakeChatRequest) => FakeStep | Promise<FakeStep>;
 
@@ -28,7 +51,7 @@ export interface FakeChatRequest {
 export interface FakeOllama {
   url: string; // e.g. http://127.0.0.1:12345
   port: number;
-  requests: FakeChatRequest[]; // every /api/chat request received, in order
+  requests: FakeChatRequest[]; // every /api/chat request received, in order (none with keepRequests: false)
   /** Active /api/chat connections that have not finished (for checking that aborts really close the HTTP request). */
   openChatRequests(): number;
   /** Count of /api/chat requests whose response has closed so far (finished or aborted). */
@@ -44,6 +67,10 @@ export interface FakeOllamaOptions {
   models?: string[] /* default ["qwen3"] */;
   responder?: FakeResponder;
   defaultDelayMs?: number /* default 0 */;
+  /** Record every request in `requests` (default true); a fake serving a whole benchmark has no reader for them. */
+  keepRequests?: boolean;
+  /** How long an idle connection stays open (Node's default is 5 s): longer keeps a client's pooled connection between a benchmark's phases, so no measured request pays for a new one. */
+  keepAliveTimeoutMs?: number;
 }
 
 /** Splits text into word-ish tokens (word plus its trailing spaces) that join back to the exact text. */
@@ -78,6 +105,55 @@ export const defaultResponder: FakeResponder = (request) => {
   return { kind: "text", tokens: splitTokens(`Echo: ${userText}`) };
 };
 
+/** The user message that makes planResponder stream this plan. */
+export function planMessage(plan: StreamPlan): string {
+  return `bench ${JSON.stringify(plan)}`;
+}
+
+/** The plan in a planMessage, or null for any other text. */
+export function parsePlan(text: string): StreamPlan | null {
+  const m = /^bench (\{.*\})\s*$/s.exec(text.trim());
+  if (!m) return null;
+  const plan = JSON.parse(m[1]!) as Partial<StreamPlan>;
+  return { tokens: plan.tokens ?? 5, intervalMs: plan.intervalMs ?? 0, firstDelayMs: plan.firstDelayMs ?? 0, hold: plan.hold };
+}
+
+/** Streams the plan in the last user message (planMessage) as stamped tokens; any other request goes to `fallback`. */
+export function planResponder(fallback: FakeResponder = defaultResponder): FakeResponder {
+  return (request) => {
+    const plan = parsePlan(request.messages.findLast((m) => m.role === "user")?.content ?? "");
+    return plan ? { kind: "stamped", ...plan } : fallback(request);
+  };
+}
+
+/** A hold key no other stream has used: a fake outlives the scenarios that use it and remembers released keys. */
+export function holdKey(name: string): string {
+  return `${name}-${randomUUID().slice(0, 8)}`;
+}
+
+/**
+ * Waits until `count` streams hold on this key: every run has done its set-up
+ * (run row, graph, first checkpoint, model request), so what is measured after
+ * the release is the streaming alone.
+ */
+export async function waitForHeld(fakeUrl: string, key: string, count: number, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const response = await fetch(`${fakeUrl}/bench/held?key=${encodeURIComponent(key)}`);
+    const { held } = (await response.json()) as { held: number };
+    if (held >= count) return;
+    if (Date.now() > deadline) throw new Error(`only ${held} of ${count} model requests arrived for ${key}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Lets the streams held on this key start, and any later one with it start at once. */
+export async function releaseStreams(fakeUrl: string, key: string): Promise<void> {
+  const response = await fetch(`${fakeUrl}/bench/release`, { method: "POST", body: JSON.stringify({ key }) });
+  if (!response.ok) throw new Error(`release failed: ${response.status}`);
+  await response.arrayBuffer();
+}
+
 /** "qwen3" and "qwen3:latest" name the same model, as in Ollama. */
 function fullName(model: string): string {
   return model.includes(":") ? model : `${model}:latest`;
@@ -98,18 +174,23 @@ function readBody(req: http.IncomingMessage): Promise<string> {
   });
 }
 
-/** Waits ms, or less if the response closes first, so no timer outlives an aborted request. */
-function pause(res: http.ServerResponse, ms: number): Promise<void> {
-  if (ms <= 0 || res.destroyed) return Promise.resolve();
+/** Waits until the shared clock reads `at`, or less if the response closes first, so no timer outlives an aborted request. */
+function until(res: http.ServerResponse, at: number): Promise<void> {
+  const wait = at - nowMs();
+  if (wait <= 0 || res.destroyed) return Promise.resolve();
   return new Promise((resolve) => {
     const done = () => {
       clearTimeout(timer);
       res.off("close", done);
       resolve();
     };
-    const timer = setTimeout(done, ms);
+    const timer = setTimeout(done, wait);
     res.once("close", done);
   });
+}
+
+function pause(res: http.ServerResponse, ms: number): Promise<void> {
+  return until(res, nowMs() + ms);
 }
 
 /** Resolves once everything written so far has been handed to the socket. */
@@ -130,12 +211,37 @@ export async function startFakeOllama(options: FakeOllamaOptions = {}): Promise<
   let open = 0;
   let closed = 0;
   let onAllClosed: (() => void) | undefined;
+  const keepRequests = options.keepRequests ?? true;
+  // Held streams by key, each one's resume; and the keys already released, so a late request does not wait for ever.
+  const holders = new Map<string, Set<() => void>>();
+  const released = new Set<string>();
+
+  /** Resolves when the key is released or the response closes (a closed one no longer counts as held). */
+  function held(key: string | undefined, res: http.ServerResponse): Promise<void> {
+    if (key === undefined || released.has(key) || res.destroyed) return Promise.resolve();
+    return new Promise((resolve) => {
+      const waiting = holders.get(key) ?? new Set<() => void>();
+      holders.set(key, waiting);
+      const resume = () => {
+        waiting.delete(resume);
+        if (waiting.size === 0) holders.delete(key);
+        res.off("close", resume);
+        resolve();
+      };
+      waiting.add(resume);
+      res.once("close", resume);
+    });
+  }
+  function release(key: string): void {
+    released.add(key);
+    for (const resume of holders.get(key) ?? []) resume();
+  }
 
   const isKnown = (model: unknown) => typeof model === "string" && models.includes(fullName(model));
   const notFound = (res: http.ServerResponse, model: string) =>
     sendJson(res, 404, { error: `model "${model}" not found, try pulling it first` });
 
-  async function streamStep(res: http.ServerResponse, model: string, step: FakeStep): Promise<void> {
+  async function streamStep(res: http.ServerResponse, model: string, step: FakeStep, requestAt: number): Promise<void> {
     const line = (message: Record<string, unknown>, extra: Record<string, unknown> = {}) => {
       if (res.destroyed || res.writableEnded) return;
       const chunk = { model, created_at: new Date().toISOString(), message: { role: "assistant", content: "", ...message }, ...extra };
@@ -217,10 +323,23 @@ export async function startFakeOllama(options: FakeOllamaOptions = {}): Promise<
         startStream();
         for (const token of step.tokens ?? []) line({ content: token });
         return; // never ends on its own
+      case "stamped": {
+        startStream();
+        await held(step.hold, res);
+        const start = nowMs() + (step.firstDelayMs ?? 0);
+        for (let index = 0; index < step.tokens; index++) {
+          await until(res, start + index * step.intervalMs);
+          if (res.destroyed) return;
+          line({ content: stampToken({ sentAt: nowMs(), requestAt, index }) });
+        }
+        evalCount = step.tokens;
+        return done();
+      }
     }
   }
 
   async function handleChat(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const requestAt = nowMs();
     open++;
     res.once("close", () => {
       open--;
@@ -244,7 +363,7 @@ export async function startFakeOllama(options: FakeOllamaOptions = {}): Promise<
       think: body?.think,
       body,
     };
-    requests.push(request);
+    if (keepRequests) requests.push(request);
     if (!isKnown(model)) return notFound(res, model);
     let step: FakeStep;
     try {
@@ -252,12 +371,21 @@ export async function startFakeOllama(options: FakeOllamaOptions = {}): Promise<
     } catch (error) {
       return sendJson(res, 500, { error: error instanceof Error ? error.message : String(error) });
     }
-    await streamStep(res, model, step);
+    await streamStep(res, model, step, requestAt);
   }
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const path = new URL(req.url ?? "/", "http://localhost").pathname;
+    const url = new URL(req.url ?? "/", "http://localhost");
+    const path = url.pathname;
     if (req.method === "POST" && path === "/api/chat") return handleChat(req, res);
+    if (req.method === "POST" && path === "/bench/release") {
+      const { key } = JSON.parse(await readBody(req)) as { key?: unknown };
+      release(String(key));
+      return sendJson(res, 200, { ok: true });
+    }
+    if (req.method === "GET" && path === "/bench/held") {
+      return sendJson(res, 200, { held: holders.get(url.searchParams.get("key") ?? "")?.size ?? 0 });
+    }
     if ((req.method === "GET" || req.method === "HEAD") && path === "/") {
       res.writeHead(200, { "Content-Type": "text/plain; charset=utf-8" });
       return void res.end("Ollama is running");
@@ -292,6 +420,7 @@ export async function startFakeOllama(options: FakeOllamaOptions = {}): Promise<
       else res.destroy();
     });
   });
+  if (options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = options.keepAliveTimeoutMs;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port ?? 0, "127.0.0.1", () => resolve());

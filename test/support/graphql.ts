@@ -1,8 +1,9 @@
-// Real GraphQL clients for tests: plain HTTP POST, graphql-ws over a WebSocket,
-// and graphql-sse over HTTP.
+// Real GraphQL clients for the specs and the benchmark: plain HTTP POST,
+// graphql-ws over a WebSocket, and graphql-sse over HTTP.
 import { createClient as createWsClient, type Client as WsClient } from "graphql-ws";
 import { createClient as createSseClient, type Client as SseClient } from "graphql-sse";
 import WebSocket from "ws";
+import { START_RUN } from "./documents.ts";
 
 export interface GraphQLResponse<T = any> {
   data?: T;
@@ -23,6 +24,20 @@ export async function gqlOk<T = any>(baseUrl: string, query: string, variables?:
   const result = await gql<T>(baseUrl, query, variables);
   if (result.errors?.length) throw new Error(`GraphQL errors: ${JSON.stringify(result.errors)}`);
   return result.data!;
+}
+
+export interface StartedRun {
+  runId: string;
+  conversationId: string;
+  run: { id: string; status: string; kind: string; input: string | null; startedAt: string };
+  conversation: { id: string; title: string; createdAt: string; updatedAt: string };
+}
+
+/** startRun, failing on a GraphQL error or on any answer but StartRunSuccess. */
+export async function startRun(baseUrl: string, message: string, conversationId?: string): Promise<StartedRun> {
+  const { startRun } = await gqlOk(baseUrl, START_RUN, { message, conversationId });
+  if (startRun.__typename !== "StartRunSuccess") throw new Error(`startRun refused: ${JSON.stringify(startRun)}`);
+  return { runId: startRun.run.id, conversationId: startRun.conversation.id, run: startRun.run, conversation: startRun.conversation };
 }
 
 export function wsClient(baseUrl: string, options: { token?: string; lazy?: boolean } = {}): WsClient {
@@ -64,59 +79,3 @@ export function collect<T = any>(
   });
   return { done, results, dispose: () => dispose() };
 }
-
-export const RUN_EVENTS = /* GraphQL */ `
-  subscription RunEvents($runId: ID!, $after: Int) {
-    runEvents(runId: $runId, after: $after) {
-      __typename
-      seq
-      runId
-      at
-      ... on RunStatusEvent { status errorCode errorMessage }
-      ... on TokenEvent { text messageId node }
-      ... on ToolCallEvent { toolCallId name args }
-      ... on ToolResultEvent { toolCallId name content isError }
-      ... on ReplayGapEvent { fromSeq toSeq }
-    }
-  }
-`;
-
-export const START_RUN = /* GraphQL */ `
-  mutation Start($conversationId: ID, $message: String!) {
-    startRun(input: { conversationId: $conversationId, message: $message }) {
-      __typename
-      ... on StartRunSuccess { run { id status kind input startedAt } conversation { id title createdAt updatedAt } }
-      ... on Error { code message }
-      ... on ValidationError { field }
-      ... on RunInProgressError { activeRunId }
-    }
-  }
-`;
-
-export const RESUME_RUN = /* GraphQL */ `
-  mutation Resume($conversationId: ID!) {
-    resumeRun(input: { conversationId: $conversationId }) {
-      __typename
-      ... on ResumeRunSuccess { run { id status kind input } }
-      ... on Error { code message }
-    }
-  }
-`;
-
-export const RUN = /* GraphQL */ `
-  query Run($id: ID!) {
-    run(id: $id) { id kind status input errorCode errorMessage partialOutput startedAt finishedAt conversation { id } }
-  }
-`;
-
-export const CONVERSATION = /* GraphQL */ `
-  query Conversation($id: ID!) {
-    conversation(id: $id) {
-      id title messageCount next resumable createdAt updatedAt
-      messages { id role content toolCalls { id name args } toolCallId name }
-      activeRun { id }
-      latestRun { id status }
-      runs(first: 100) { totalCount edges { cursor node { id kind status errorCode errorMessage input startedAt finishedAt } } }
-    }
-  }
-`;

@@ -1,46 +1,123 @@
-// Stand-ins until the shared services module lands: chromiumPath() installs
-// Debian's Chromium when missing; postgresDatabase() uses a local server.
-import { execFile } from "node:child_process";
-import fs from "node:fs";
-import { promisify } from "node:util";
+// The real servers a spec may need: this run's PostgreSQL and Redis (one of
+// each per `vitest run`, see test/setup/services.ts) and a Chromium binary.
+//
+// Sharing them: spec files run in parallel against the same two servers, so
+// - PostgreSQL: take a database of your own with postgresDatabase() (one per
+//   spec, or per test) and drop() it afterwards; never use the `postgres`
+//   database itself.
+// - Redis: take a database number of your own with redisDatabase() (its URL
+//   selects it), or put every key under uniqueName(); never FLUSHALL, and
+//   FLUSHDB only in a database you took. Pub/sub channels are shared by all
+//   database numbers: name them with uniqueName() too.
+// - Each of these may install a program from Debian's packages the first time
+//   it is needed on a machine, which takes longer than a hook's default
+//   timeout: call them in a beforeAll with SERVICES_TIMEOUT_MS, e.g.
+//   `beforeAll(async () => { db = await postgresDatabase(); }, SERVICES_TIMEOUT_MS)`.
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { Redis } from "ioredis";
+import { inject } from "vitest";
+import { CHROMIUM_ARGS as chromiumArgs, ensureServer, findChromium, install } from "../../scripts/services.mjs";
+import type { ProvidedServices } from "../setup/services.ts";
 
-const run = promisify(execFile);
-const CHROMIUM = "/usr/bin/chromium";
+/** Time for a hook that may install a server's or Chromium's package first (a few seconds once installed). */
+export const SERVICES_TIMEOUT_MS = 5 * 60_000;
 
-let installing: Promise<string> | undefined;
+/** Arguments Chromium needs here (headless, no sandbox, no calls home); pass them to chromium.launch(). */
+export const CHROMIUM_ARGS: string[] = [...chromiumArgs];
 
-/** Debian's Chromium, installed with apt-get when missing (the specs run as root in CI). */
-export function chromiumPath(): Promise<string> {
-  if (fs.existsSync(CHROMIUM)) return Promise.resolve(CHROMIUM);
-  installing ??= (async () => {
-    const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
-    await run("apt-get", ["update"], { env });
-    await run("apt-get", ["install", "-y", "--no-install-recommends", "chromium"], { env });
-    if (!fs.existsSync(CHROMIUM)) throw new Error(`apt-get installed chromium, but ${CHROMIUM} is missing`);
-    return CHROMIUM;
-  })();
-  return installing;
+function provided(): ProvidedServices {
+  const services = inject("testServices");
+  if (!services) throw new Error("test services are not set up: run the specs through vitest.config.ts, whose globalSetup is test/setup/services.ts");
+  return services;
 }
 
-import { randomUUID } from "node:crypto";
-import pg from "pg";
+const log = (line: string) => console.warn(line);
 
-export async function postgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const admin = process.env.RUNLEDGER_TEST_POSTGRES ?? "postgres://postgres@127.0.0.1:55432/postgres";
-  const name = `t_${randomUUID().replace(/-/g, "")}`;
-  const client = new pg.Client({ connectionString: admin });
+const urls = new Map<"postgres" | "redis", Promise<string>>();
+/**
+ * The URL of this run's server of `kind` once it answers: the global setup may
+ * still be starting it (then this waits on its lock), or it may not be
+ * installed yet (then this installs and starts it).
+ */
+function serverUrl(kind: "postgres" | "redis"): Promise<string> {
+  let url = urls.get(kind);
+  if (!url) {
+    url = ensureServer(provided().dir, kind, { log }).then((server) => {
+      if (!server) throw new Error(`${kind} did not start`);
+      return server.url;
+    });
+    urls.set(kind, url);
+    url.catch(() => urls.delete(kind));
+  }
+  return url;
+}
+
+/** A name no other spec or test of this run uses: a Redis key prefix, a channel, a stream. */
+export function uniqueName(label = "test"): string {
+  return `${label}:${process.pid}:${randomBytes(6).toString("hex")}`;
+}
+
+/** A Redis server for this test run: started once per `vitest run` (the global setup), shared by every spec file. */
+export async function redisServer(): Promise<{ url: string }> {
+  return { url: await serverUrl("redis") };
+}
+
+const DATABASE_COUNTER = "runledger:test:databases";
+
+/**
+ * A Redis database number no other spec of this run uses (1 to 1023; 0 holds
+ * the counter), its URL, and flush() to empty it.
+ */
+export async function redisDatabase(): Promise<{ url: string; db: number; flush(): Promise<void> }> {
+  const { url } = await redisServer();
+  const db = await withRedis(url, (redis) => redis.incr(DATABASE_COUNTER));
+  if (db > 1023) throw new Error("this run took all 1023 Redis databases: share one, with uniqueName() keys");
+  const dbUrl = `${url}/${db}`;
+  return { url: dbUrl, db, flush: () => withRedis(dbUrl, async (redis) => void (await redis.flushdb())) };
+}
+
+async function withRedis<T>(url: string, use: (redis: Redis) => Promise<T>): Promise<T> {
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await redis.connect();
+    return await use(redis);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+async function withPostgres<T>(url: string, use: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
   await client.connect();
-  await client.query(`CREATE DATABASE ${name}`);
-  await client.end();
-  const url = new URL(admin);
+  try {
+    return await use(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** A fresh, empty PostgreSQL database on this test run's server, for one spec (or one test); drop() removes it. */
+export async function postgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const serverUrlText = await serverUrl("postgres");
+  const name = `test_${process.pid}_${randomBytes(6).toString("hex")}`;
+  await withPostgres(serverUrlText, (client) => client.query(`CREATE DATABASE "${name}"`));
+  const url = new URL(serverUrlText);
   url.pathname = `/${name}`;
+  let dropped: Promise<void> | undefined;
   return {
     url: url.toString(),
-    async drop() {
-      const c = new pg.Client({ connectionString: admin });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    },
+    // WITH (FORCE) ends connections a spec left open, so drop() does not wait on them.
+    drop: () => (dropped ??= withPostgres(serverUrlText, async (client) => void (await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)))),
   };
+}
+
+/** The path of a Chromium binary, installed from Debian's packages when missing. */
+export async function chromiumPath(): Promise<string> {
+  const found = findChromium();
+  if (found) return found;
+  await install(["chromium"], { log });
+  const installed = findChromium();
+  if (!installed) throw new Error("Chromium is still not found after installing Debian's chromium");
+  return installed;
 }

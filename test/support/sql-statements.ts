@@ -2,7 +2,7 @@
 // execution (all/get/run/iterate) of a prepared statement on every copy of
 // better-sqlite3 in use, so Prisma's adapter, LangGraph's SqliteSaver and the
 // read models are all seen. Used by the cost specs and by the benchmark's
-// instrumented server.
+// probe (bench/lib/probe.ts).
 import { createRequire } from "node:module";
 
 export interface StatementCounter {

@@ -15,35 +15,10 @@ export const TRANSPORTS: { name: string; client: (url: string) => AnyClient }[] 
   { name: "graphql-sse", client: (url) => sseClient(url) },
 ];
 
-export const CONVERSATION_EVENTS = /* GraphQL */ `
-  subscription ConversationEvents($conversationId: ID!) {
-    conversationEvents(conversationId: $conversationId) {
-      __typename
-      seq
-      runId
-      ... on RunStatusEvent { status errorCode }
-      ... on TokenEvent { text }
-    }
-  }
-`;
-
-export const CONVERSATIONS_CHANGED = /* GraphQL */ `
-  subscription ConversationsChanged {
-    conversationsChanged { id title deleted messageCount updatedAt activeRun { id status } latestRun { id status } }
-  }
-`;
-
-/** A list-style selection: only the row's own fields, which a deletion notice can answer too. */
-export const CONVERSATIONS_CHANGED_ROW = /* GraphQL */ `
-  subscription ConversationsChangedRow {
-    conversationsChanged { id title deleted messageCount updatedAt }
-  }
-`;
-
-export async function until<T>(probe: () => T | undefined | null | false, what: string, timeoutMs = 15_000): Promise<T> {
+export async function until<T>(probe: () => T | undefined | null | false | Promise<T | undefined | null | false>, what: string, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const value = probe();
+    const value = await probe();
     if (value) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));

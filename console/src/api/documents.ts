@@ -7,14 +7,29 @@ const MESSAGE_FIELDS = /* GraphQL */ `
 
 const ROW_FIELDS = /* GraphQL */ `
   fragment ConsoleRow on Conversation {
-    id title createdAt updatedAt messageCount deleted
+    id title agentName createdAt updatedAt messageCount deleted
     activeRun { id status startedAt }
     latestRun { id status kind errorCode }
   }
 `;
 
+// An interrupt's run and answering run are named by id alone: the console has the runs.
+const INTERRUPT_FIELDS = /* GraphQL */ `
+  fragment ConsoleInterrupt on Interrupt { id node value state createdAt answer answeredAt answeredBy { id } run { id } }
+`;
+
+const USAGE_FIELDS = /* GraphQL */ `
+  fragment ConsoleUsage on Usage { inputTokens outputTokens modelCalls modelDurationMs }
+`;
+
 const CHECKPOINT_FIELDS = /* GraphQL */ `
   fragment ConsoleCheckpoint on Checkpoint { id step source next createdAt messageCount run { id } }
+`;
+
+export const AGENTS = /* GraphQL */ `
+  query ConsoleAgents {
+    agents { name description kind model tools { name description source requiresApproval } }
+  }
 `;
 
 export const CONVERSATIONS = /* GraphQL */ `
@@ -39,6 +54,10 @@ export const CONVERSATION = /* GraphQL */ `
   query ConsoleConversation($id: ID!, $runs: Int!, $checkpoints: Int!) {
     conversation(id: $id) {
       id title createdAt updatedAt messageCount next resumable
+      agentName agent { name description kind model tools { name description source requiresApproval } }
+      forkedFrom { conversation { id title } checkpoint { id step } }
+      usage { ...ConsoleUsage }
+      pendingInterrupts { ...ConsoleInterrupt }
       messages { ...ConsoleMessage }
       activeRun { id }
       runs(last: $runs) {
@@ -46,6 +65,9 @@ export const CONVERSATION = /* GraphQL */ `
         edges {
           node {
             id kind status input errorCode errorMessage partialOutput startedAt finishedAt
+            usage { inputTokens outputTokens modelCalls modelDurationMs timeToFirstTokenMs }
+            interrupts { ...ConsoleInterrupt }
+            startCheckpoint { id step }
             messages { ...ConsoleMessage }
             failedTasks { taskId node message checkpoint { id step } }
           }
@@ -59,6 +81,8 @@ export const CONVERSATION = /* GraphQL */ `
   }
   ${MESSAGE_FIELDS}
   ${CHECKPOINT_FIELDS}
+  ${INTERRUPT_FIELDS}
+  ${USAGE_FIELDS}
 `;
 
 export const RUN_EVENTS = /* GraphQL */ `
@@ -71,16 +95,19 @@ export const RUN_EVENTS = /* GraphQL */ `
       ... on ToolResultEvent { toolCallId name content isError }
       ... on CheckpointEvent { checkpoint { ...ConsoleCheckpoint } }
       ... on ReplayGapEvent { fromSeq toSeq }
+      ... on CustomEvent { name data }
+      ... on InterruptEvent { interrupt { ...ConsoleInterrupt } }
     }
   }
   ${CHECKPOINT_FIELDS}
+  ${INTERRUPT_FIELDS}
 `;
 
 // Each mutation asks for the refusal's code and message (... on Error): the
 // console shows them as they come.
 export const START_RUN = /* GraphQL */ `
-  mutation ConsoleStartRun($conversationId: ID, $message: String!) {
-    startRun(input: { conversationId: $conversationId, message: $message }) {
+  mutation ConsoleStartRun($conversationId: ID, $message: String!, $agent: String) {
+    startRun(input: { conversationId: $conversationId, message: $message, agent: $agent }) {
       __typename
       ... on StartRunSuccess { run { id status kind input startedAt } conversation { id title } }
       ... on Error { code message }
@@ -89,10 +116,20 @@ export const START_RUN = /* GraphQL */ `
 `;
 
 export const RESUME_RUN = /* GraphQL */ `
-  mutation ConsoleResumeRun($conversationId: ID!) {
-    resumeRun(input: { conversationId: $conversationId }) {
+  mutation ConsoleResumeRun($conversationId: ID!, $responses: [InterruptResponseInput!]) {
+    resumeRun(input: { conversationId: $conversationId, responses: $responses }) {
       __typename
       ... on ResumeRunSuccess { run { id status kind input startedAt } }
+      ... on Error { code message }
+    }
+  }
+`;
+
+export const FORK_CONVERSATION = /* GraphQL */ `
+  mutation ConsoleForkConversation($checkpointId: ID!, $message: String) {
+    forkConversation(input: { checkpointId: $checkpointId, message: $message }) {
+      __typename
+      ... on ForkConversationSuccess { conversation { id title } run { id status kind input startedAt } }
       ... on Error { code message }
     }
   }

@@ -2,7 +2,8 @@
 // them. Enums are plain strings: a value the console does not know yet (a new
 // run status, say) must still render, not break the page.
 
-export type RunStatus = "RUNNING" | "COMPLETED" | "FAILED" | "CANCELLED" | "INTERRUPTED" | (string & {});
+/** WAITING: the run paused on an interrupt until a person answers it (resumeRun with responses). */
+export type RunStatus = "RUNNING" | "WAITING" | "COMPLETED" | "FAILED" | "CANCELLED" | "INTERRUPTED" | (string & {});
 export type RunKind = "START" | "RESUME" | (string & {});
 
 export interface ToolCall {
@@ -25,10 +26,54 @@ export interface RunRef {
   status: RunStatus;
 }
 
+export interface AgentTool {
+  name: string;
+  description: string;
+  /** builtin, or mcp:<server>. */
+  source: string;
+  requiresApproval: boolean;
+}
+
+export interface Agent {
+  name: string;
+  description: string;
+  kind: "CHAT" | "GRAPH" | (string & {});
+  model: string;
+  tools: AgentTool[];
+}
+
+export type InterruptState = "PENDING" | "ANSWERED" | "SUPERSEDED" | (string & {});
+
+/** A question a run's graph asked (interrupt()); the built-in agent's tool approvals are one kind. */
+export interface Interrupt {
+  id: string;
+  node: string;
+  value: unknown;
+  state: InterruptState;
+  createdAt: string;
+  answer: unknown;
+  answeredAt: string | null;
+  answeredBy: { id: string } | null;
+  run: { id: string };
+}
+
+/** What model calls cost, summed over a conversation's runs. */
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+  modelCalls: number;
+  modelDurationMs: number;
+}
+
+export interface RunUsage extends Usage {
+  timeToFirstTokenMs: number | null;
+}
+
 /** One row of the conversation list, from the list query or a conversationsChanged notice. */
 export interface ConversationRow {
   id: string;
   title: string;
+  agentName: string;
   createdAt: string;
   updatedAt: string;
   messageCount: number;
@@ -66,7 +111,15 @@ export interface RunDetails {
   finishedAt: string | null;
   messages: Message[];
   failedTasks: TaskError[];
-  // Room for Run.usage (tokens, time to first token) and Run.interrupts once the API has them.
+  /** Stored when the run ends; null while it runs. */
+  usage: RunUsage | null;
+  interrupts: Interrupt[];
+  startCheckpoint: { id: string; step: number } | null;
+}
+
+export interface ForkOrigin {
+  conversation: { id: string; title: string } | null;
+  checkpoint: { id: string; step: number } | null;
 }
 
 export interface ConversationDetails {
@@ -75,6 +128,12 @@ export interface ConversationDetails {
   createdAt: string;
   updatedAt: string;
   messageCount: number;
+  agentName: string;
+  /** Null when the agent is no longer configured. */
+  agent: Agent | null;
+  forkedFrom: ForkOrigin | null;
+  usage: Usage;
+  pendingInterrupts: Interrupt[];
   next: string[];
   resumable: boolean;
   messages: Message[];
@@ -90,6 +149,8 @@ export type RunEvent =
   | { __typename: "ToolCallEvent"; seq: number; runId: string; at: string; toolCallId: string; name: string; args: unknown }
   | { __typename: "ToolResultEvent"; seq: number; runId: string; at: string; toolCallId: string; name: string; content: string; isError: boolean }
   | { __typename: "CheckpointEvent"; seq: number; runId: string; at: string; checkpoint: CheckpointSummary }
+  | { __typename: "CustomEvent"; seq: number; runId: string; at: string; name: string; data: unknown }
+  | { __typename: "InterruptEvent"; seq: number; runId: string; at: string; interrupt: Interrupt }
   | { __typename: "ReplayGapEvent"; seq: number; runId: string; at: string; fromSeq: number; toSeq: number };
 
 /** A typed refusal: a member of a mutation's result union implementing Error. */

@@ -2,7 +2,7 @@
 // server (conversation query) combined with what live runs have streamed
 // since. The snapshot is the record; live state fills in a run until the
 // snapshot has its outcome.
-import type { CheckpointSummary, ConversationDetails, Message, RunKind, RunStatus, TaskError } from "../api/types.ts";
+import type { CheckpointSummary, ConversationDetails, Interrupt, Message, RunKind, RunStatus, RunUsage, TaskError } from "../api/types.ts";
 import { isEnded, type LiveRun } from "./run-live.ts";
 
 /** A run the console learned of before its snapshot did (started here, or noticed running). */
@@ -29,8 +29,19 @@ export interface RunView {
   /** The messages the snapshot attributes to the run (its checkpoints). */
   messages: Message[];
   failedTasks: TaskError[];
+  /** Null until the snapshot has the run's outcome. */
+  usage: RunUsage | null;
+  /** What it asked: the snapshot's record, or what it streamed until the snapshot has its outcome. */
+  interrupts: Interrupt[];
+  startCheckpoint: { id: string; step: number } | null;
   /** What the run streamed, while the snapshot does not have its outcome yet; null once it does. */
   live: LiveRun | null;
+  /**
+   * What this page received of the run, kept after the snapshot has its
+   * outcome: custom events and the node each message's tokens came from are
+   * in no snapshot.
+   */
+  seen: LiveRun | null;
 }
 
 export function runViews(details: ConversationDetails | null, live: ReadonlyMap<string, LiveRun>, started: readonly StartedRun[]): RunView[] {
@@ -48,7 +59,9 @@ export function runViews(details: ConversationDetails | null, live: ReadonlyMap<
       errorCode: ended ? ended.errorCode : run.errorCode,
       errorMessage: ended ? ended.errorMessage : run.errorMessage,
       finishedAt: run.finishedAt ?? ended?.endedAt ?? null,
+      interrupts: settled || !stream ? run.interrupts : stream.interrupts,
       live: settled ? null : stream,
+      seen: stream,
     };
   });
   const known = new Set(views.map((v) => v.id));
@@ -67,10 +80,31 @@ export function runViews(details: ConversationDetails | null, live: ReadonlyMap<
       finishedAt: stream?.endedAt ?? null,
       messages: [],
       failedTasks: [],
+      usage: null,
+      interrupts: stream?.interrupts ?? [],
+      startCheckpoint: null,
       live: stream,
+      seen: stream,
     });
   }
   return views;
+}
+
+/**
+ * What the thread waits for: the snapshot's pending interrupts (the API's
+ * authority), and those a run streamed before it ended WAITING that the
+ * snapshot has not caught up with. Nothing while a run is running: its
+ * questions, if any, come when it ends.
+ */
+export function pendingInterrupts(details: ConversationDetails | null, runs: readonly RunView[]): Interrupt[] {
+  if (runs.some((r) => r.status === "RUNNING")) return [];
+  const pending = [...(details?.pendingInterrupts ?? [])];
+  const known = new Set(pending.map((i) => i.id));
+  for (const run of runs) {
+    if (run.live?.status !== "WAITING") continue;
+    for (const interrupt of run.live.interrupts) if (!known.has(interrupt.id) && interrupt.state === "PENDING") pending.push(interrupt);
+  }
+  return pending;
 }
 
 /**

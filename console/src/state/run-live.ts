@@ -2,11 +2,15 @@
 // applied in seq order and at most once: a replay after a reconnection (the
 // WebSocket client resubscribes with the variables it started with) sends
 // events the console already has, and those are dropped by seq.
-import type { CheckpointSummary, RunEvent, RunStatus } from "../api/types.ts";
+import type { CheckpointSummary, Interrupt, RunEvent, RunStatus } from "../api/types.ts";
+
+/** The node the built-in agent's model tokens come from; any other is named beside its text. */
+export const AGENT_NODE = "agent";
 
 export type LiveItem =
-  | { kind: "text"; key: string; messageId: string | null; text: string }
+  | { kind: "text"; key: string; messageId: string | null; node: string; text: string }
   | { kind: "tool"; key: string; toolCallId: string; name: string; args: unknown; result: { content: string; isError: boolean } | null }
+  | { kind: "custom"; key: string; name: string; data: unknown }
   | { kind: "gap"; key: string; fromSeq: number; toSeq: number };
 
 export interface LiveRun {
@@ -20,13 +24,15 @@ export interface LiveRun {
   endedAt: string | null;
   items: LiveItem[];
   checkpoints: CheckpointSummary[];
+  /** What the run asked (InterruptEvent): known before the snapshot has them, since they come before the terminal WAITING. */
+  interrupts: Interrupt[];
 }
 
 export function emptyLiveRun(runId: string): LiveRun {
-  return { runId, lastSeq: 0, status: null, errorCode: null, errorMessage: null, endedAt: null, items: [], checkpoints: [] };
+  return { runId, lastSeq: 0, status: null, errorCode: null, errorMessage: null, endedAt: null, items: [], checkpoints: [], interrupts: [] };
 }
 
-/** Any status but RUNNING ends a run (a status added later, such as one waiting for approval, too). */
+/** Any status but RUNNING ends a run: WAITING too (a resume is a new run), and a status added later. */
 export function isEnded(status: RunStatus | null | undefined): boolean {
   return status != null && status !== "RUNNING";
 }
@@ -39,10 +45,10 @@ export function applyEvent(run: LiveRun, event: RunEvent): LiveRun {
       return { ...next, status: event.status, errorCode: event.errorCode, errorMessage: event.errorMessage, endedAt: isEnded(event.status) ? event.at : null };
     case "TokenEvent": {
       const last = run.items.at(-1);
-      if (last?.kind === "text" && last.messageId === event.messageId) {
+      if (last?.kind === "text" && last.messageId === event.messageId && last.node === event.node) {
         return { ...next, items: [...run.items.slice(0, -1), { ...last, text: last.text + event.text }] };
       }
-      return { ...next, items: [...run.items, { kind: "text", key: `t${event.seq}`, messageId: event.messageId, text: event.text }] };
+      return { ...next, items: [...run.items, { kind: "text", key: `t${event.seq}`, messageId: event.messageId, node: event.node, text: event.text }] };
     }
     case "ToolCallEvent":
       return {
@@ -62,6 +68,10 @@ export function applyEvent(run: LiveRun, event: RunEvent): LiveRun {
     }
     case "CheckpointEvent":
       return run.checkpoints.some((c) => c.id === event.checkpoint.id) ? next : { ...next, checkpoints: [...run.checkpoints, event.checkpoint] };
+    case "CustomEvent":
+      return { ...next, items: [...run.items, { kind: "custom", key: `e${event.seq}`, name: event.name, data: event.data }] };
+    case "InterruptEvent":
+      return run.interrupts.some((i) => i.id === event.interrupt.id) ? next : { ...next, interrupts: [...run.interrupts, event.interrupt] };
     case "ReplayGapEvent":
       return { ...next, items: [...run.items, { kind: "gap", key: `g${event.seq}`, fromSeq: event.fromSeq, toSeq: event.toSeq }] };
     default:

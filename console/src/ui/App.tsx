@@ -106,8 +106,12 @@ function TokenForm({ hadToken, onSubmit }: { hadToken: boolean; onSubmit: (token
 function Console({ api, reconnects, status, onForgetToken }: { api: Api; reconnects: number; status: ReturnType<typeof useConnection>["status"]; onForgetToken: (() => void) | null }) {
   const { list, error, loadMore, loadingMore } = useConversationList(api, reconnects);
   const [selection, setSelection] = useState<Selection>(readSelection);
-  // The run a new conversation's first message started, handed to that conversation's pane.
+  // The run a new conversation's first message (or a fork's) started, handed to that conversation's pane.
   const [handoff, setHandoff] = useState<{ conversationId: string; run: StartedRun } | null>(null);
+  const openConversation = useCallback((conversationId: string, run: StartedRun | null) => {
+    setHandoff(run ? { conversationId, run } : null);
+    location.hash = conversationHref(conversationId);
+  }, []);
 
   useEffect(() => {
     const onHash = () => setSelection(readSelection());
@@ -135,10 +139,7 @@ function Console({ api, reconnects, status, onForgetToken }: { api: Api; reconne
         <NewConversationPane
           api={api}
           connected={status === "connected"}
-          onStarted={(conversationId, run) => {
-            setHandoff({ conversationId, run });
-            location.hash = conversationHref(conversationId);
-          }}
+          onStarted={openConversation}
         />
       )}
       {selectedId && (
@@ -151,6 +152,7 @@ function Console({ api, reconnects, status, onForgetToken }: { api: Api; reconne
           reconnects={reconnects}
           connected={status === "connected"}
           handoff={handoff?.conversationId === selectedId ? handoff.run : null}
+          onOpen={openConversation}
         />
       )}
       {selection.kind === "none" && (

@@ -1,5 +1,6 @@
 // The left pane: every conversation, newest activity first, each with the
-// status of its latest run, kept current by conversationsChanged.
+// status of its latest run (WAITING: it asks a person something) and its
+// agent when not the default, kept current by conversationsChanged.
 import type { ListState } from "../state/conversation-list.ts";
 import { StatusBadge } from "./bits.tsx";
 import { formatDateTime } from "./format.ts";
@@ -30,6 +31,7 @@ export function ConversationList(props: { list: ListState; error: string | null;
                 <span class="conversation-title">{row.title}</span>
                 <span class="conversation-meta">
                   <StatusBadge status={run?.status} code={row.activeRun ? null : row.latestRun?.errorCode} />
+                  {row.agentName !== "default" && <span class="agent-name">{row.agentName}</span>}
                   <span>
                     {row.messageCount} {row.messageCount === 1 ? "message" : "messages"}
                   </span>

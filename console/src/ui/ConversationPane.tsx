@@ -1,25 +1,40 @@
-// The middle and right panes for one conversation: its header and actions,
-// the chat (thread, live runs, composer), and the inspector (runs and
-// checkpoints). Every action's refusal is shown as the API words it.
+// The middle and right panes for one conversation: its header and actions
+// (its agent, where it was forked from, what it cost), the chat (thread, live
+// runs, the answer form of a WAITING thread, composer), and the inspector
+// (runs and checkpoints, forks). Every action's refusal is shown as the API
+// words it.
 import { useMemo, useState } from "preact/hooks";
 import type { Api } from "../api/client.ts";
-import { CANCEL_RUN, DELETE_CONVERSATION, RENAME_CONVERSATION, RESUME_RUN, START_RUN } from "../api/documents.ts";
-import type { ConversationRow, RunKind, RunStatus } from "../api/types.ts";
-import { checkpointViews, runViews, earlierMessages, type RunView, type StartedRun } from "../state/conversation-view.ts";
+import { CANCEL_RUN, DELETE_CONVERSATION, FORK_CONVERSATION, RENAME_CONVERSATION, RESUME_RUN, START_RUN } from "../api/documents.ts";
+import type { ConversationRow, RunKind, RunStatus, ToolCall } from "../api/types.ts";
+import { checkpointViews, runViews, earlierMessages, pendingInterrupts, type RunView, type StartedRun } from "../state/conversation-view.ts";
+import { callApprovals } from "../state/interrupts.ts";
+import { AgentPicker, AgentTag } from "./AgentPicker.tsx";
 import { Duration, Notices, StatusBadge } from "./bits.tsx";
-import { formatDateTime, shortId } from "./format.ts";
-import { useConversation, type Notice } from "./hooks.ts";
+import { formatDateTime, formatUsage, plural, shortId } from "./format.ts";
+import { useAgents, useConversation, type Notice } from "./hooks.ts";
 import { CheckpointsPanel, RunsPanel } from "./Inspector.tsx";
-import { Thread } from "./Thread.tsx";
+import { AnswerPanel, type Response } from "./Interrupts.tsx";
+import { conversationHref } from "./routes.ts";
+import { Thread, type ThreadContext } from "./Thread.tsx";
 
 interface RunStarted {
   run: { id: string; status: RunStatus; kind: RunKind; input: string | null; startedAt: string };
 }
 
-export function NewConversationPane({ api, connected, onStarted }: { api: Api; connected: boolean; onStarted: (conversationId: string, run: StartedRun) => void }) {
+/** Opens a conversation, handing it the run started for it, if any (a fork with a message). */
+export type OpenConversation = (conversationId: string, run: StartedRun | null) => void;
+
+const DEFAULT_AGENT = "default";
+
+export function NewConversationPane({ api, connected, onStarted }: { api: Api; connected: boolean; onStarted: OpenConversation }) {
   const [notices, setNotices] = useState<Notice[]>([]);
+  const { agents, error } = useAgents(api);
+  const [picked, setPicked] = useState<string | null>(null);
+  // The server's default until one is picked (startRun without an agent runs it too).
+  const agent = picked ?? agents?.find((a) => a.name === DEFAULT_AGENT)?.name ?? agents?.[0]?.name ?? null;
   const send = async (message: string) => {
-    const outcome = await api.mutate<RunStarted & { conversation: { id: string } }>(START_RUN, { message }, "startRun");
+    const outcome = await api.mutate<RunStarted & { conversation: { id: string } }>(START_RUN, { message, agent }, "startRun");
     if (outcome.ok) {
       onStarted(outcome.value.conversation.id, outcome.value.run);
       return true;
@@ -35,8 +50,16 @@ export function NewConversationPane({ api, connected, onStarted }: { api: Api; c
           <p class="hint">The first message starts it; its first line becomes the title.</p>
         </header>
         <Notices notices={notices} onDismiss={(id) => setNotices((list) => list.filter((n) => n.id !== id))} />
-        <div class="thread" role="log" aria-label="Messages" />
-        <Composer disabled={!connected} blockedBy={null} onSend={send} />
+        {error && (
+          <p role="alert" class="notice">
+            {error}
+          </p>
+        )}
+        <div class="thread new-thread" role="log" aria-label="Messages">
+          {agents && agent && <AgentPicker agents={agents} selected={agent} onSelect={setPicked} />}
+          {!agents && !error && <p class="hint">Reading the agents…</p>}
+        </div>
+        <Composer disabled={!connected || !agent} blockedBy={null} waiting={false} onSend={send} />
       </main>
       <aside class="inspector" aria-label="Runs and checkpoints" />
     </>
@@ -51,14 +74,28 @@ export function ConversationPane(props: {
   reconnects: number;
   connected: boolean;
   handoff: StartedRun | null;
+  onOpen: OpenConversation;
 }) {
   const { api, id, connected } = props;
   const conversation = useConversation(api, id, props.row, props.reconnects, props.handoff);
   const { details, live, started, report, track } = conversation;
   const runs = useMemo(() => runViews(details, live, started), [details, live, started]);
   const checkpoints = useMemo(() => checkpointViews(details, runs), [details, runs]);
+  const pending = useMemo(() => pendingInterrupts(details, runs), [details, runs]);
+  const context = useMemo<ThreadContext>(() => {
+    const numbers = new Map(runs.map((r) => [r.id, r.number]));
+    const calls = new Map<string, ToolCall>();
+    for (const message of details?.messages ?? []) for (const call of message.toolCalls) calls.set(call.id, call);
+    return {
+      approvals: callApprovals(runs.flatMap((r) => r.interrupts), new Set(pending.map((i) => i.id))),
+      calls,
+      runLabel: (runId) => (numbers.has(runId) ? `run #${numbers.get(runId)}` : `run ${shortId(runId)}`),
+    };
+  }, [runs, details, pending]);
   const active = runs.find((r) => r.status === "RUNNING") ?? null;
   const title = details?.title ?? props.row?.title ?? "…";
+  // With every run listed, a fork's messages before its first run are the ones it copied.
+  const copied = details?.forkedFrom != null && details.runs.edges.length === details.runs.totalCount;
 
   if (props.deleted || conversation.missing) {
     return (
@@ -80,6 +117,18 @@ export function ConversationPane(props: {
   const cancel = async (runId: string) => {
     report("Could not cancel the run", await api.mutate(CANCEL_RUN, { runId }, "cancelRun"));
   };
+  const answer = async (responses: Response[]) => {
+    const outcome = await api.mutate<RunStarted>(RESUME_RUN, { conversationId: id, responses }, "resumeRun");
+    if (report("Could not send the answers", outcome)) track(outcome.value.run);
+    // Refused: what the thread waits for may have changed meanwhile (INTERRUPT_MISMATCH); the form shows it as it is now.
+    else conversation.refetch();
+    return outcome.ok;
+  };
+  const fork = async (checkpointId: string, message: string | null) => {
+    const outcome = await api.mutate<{ conversation: { id: string }; run: StartedRun | null }>(FORK_CONVERSATION, { checkpointId, message }, "forkConversation");
+    if (report("Could not fork", outcome)) props.onOpen(outcome.value.conversation.id, outcome.value.run);
+    return outcome.ok;
+  };
 
   return (
     <>
@@ -94,12 +143,15 @@ export function ConversationPane(props: {
         />
         <Notices notices={conversation.notices} onDismiss={conversation.dismiss} />
         <PendingWork active={active} resumable={details?.resumable ?? false} next={details?.next ?? []} latest={runs.at(-1) ?? null} onCancel={cancel} onResume={resume} />
-        <Thread earlier={earlierMessages(details, runs)} runs={runs} />
-        <Composer disabled={!connected} blockedBy={active} onSend={send} />
+        <Thread earlier={earlierMessages(details, runs)} earlierLabel={copied ? "Copied from the source conversation" : undefined} runs={runs} context={context} />
+        {pending.length > 0 && (
+          <AnswerPanel key={pending.map((i) => i.id).join(" ")} pending={pending} runLabel={context.runLabel} disabled={!connected} onSend={answer} />
+        )}
+        <Composer disabled={!connected} blockedBy={active} waiting={pending.length > 0} onSend={send} />
       </main>
       <aside class="inspector" aria-label="Runs and checkpoints">
-        <RunsPanel runs={runs} total={Math.max(details?.runs.totalCount ?? 0, runs.length)} onCancel={cancel} />
-        <CheckpointsPanel checkpoints={checkpoints} hasEarlier={details?.checkpoints.pageInfo.hasPreviousPage ?? false} />
+        <RunsPanel runs={runs} total={Math.max(details?.runs.totalCount ?? 0, runs.length)} onCancel={cancel} runLabel={context.runLabel} />
+        <CheckpointsPanel checkpoints={checkpoints} hasEarlier={details?.checkpoints.pageInfo.hasPreviousPage ?? false} onFork={fork} />
       </aside>
     </>
   );
@@ -140,8 +192,31 @@ function ConversationHeader(props: {
       <h2 id="conversation-title">{props.title}</h2>
       {details && (
         <p class="hint">
-          <span title={details.id}>id {shortId(details.id)}</span> · {details.messageCount} {details.messageCount === 1 ? "message" : "messages"} · started{" "}
+          <AgentTag name={details.agentName} agent={details.agent} /> · <span title={details.id}>id {shortId(details.id)}</span> · {plural(details.messageCount, "message")} · started{" "}
           {formatDateTime(details.createdAt)}
+        </p>
+      )}
+      {details?.forkedFrom && (
+        <p class="fork-origin" role="note" aria-label="Forked from">
+          {details.forkedFrom.conversation ? (
+            <>
+              Forked from <a href={conversationHref(details.forkedFrom.conversation.id)}>{details.forkedFrom.conversation.title}</a>
+            </>
+          ) : (
+            <>Forked from a conversation that no longer exists</>
+          )}
+          {details.forkedFrom.checkpoint ? (
+            <>
+              {" "}
+              at step {details.forkedFrom.checkpoint.step} <span class="hint">(checkpoint {shortId(details.forkedFrom.checkpoint.id)})</span>
+            </>
+          ) : null}
+          .
+        </p>
+      )}
+      {details && details.usage.modelCalls + details.usage.inputTokens + details.usage.outputTokens > 0 && (
+        <p class="hint usage" role="note" aria-label="Conversation usage">
+          All runs: {formatUsage(details.usage)}
         </p>
       )}
       {mode === "view" && (
@@ -158,7 +233,6 @@ function ConversationHeader(props: {
           <button type="button" class="danger" onClick={() => setMode("delete")}>
             Delete
           </button>
-          {/* "Fork from a checkpoint" joins these once the API has forkConversation. */}
         </div>
       )}
       {mode === "rename" && (
@@ -199,9 +273,8 @@ function ConversationHeader(props: {
 
 /**
  * What the thread is waiting for: the running run (cancel), or a pending step
- * left by a run that did not finish (resume). Human approvals of tool calls
- * (runs ending WAITING with pending interrupts, answered through resumeRun's
- * responses) belong here once the API has them.
+ * left by a run that did not finish (resume). Questions a WAITING run asked
+ * have their own form (AnswerPanel), above the composer.
  */
 function PendingWork(props: {
   active: RunView | null;
@@ -244,7 +317,7 @@ function PendingWork(props: {
   );
 }
 
-function Composer({ disabled, blockedBy, onSend }: { disabled: boolean; blockedBy: RunView | null; onSend: (message: string) => Promise<boolean> }) {
+function Composer({ disabled, blockedBy, waiting, onSend }: { disabled: boolean; blockedBy: RunView | null; waiting: boolean; onSend: (message: string) => Promise<boolean> }) {
   const [text, setText] = useState("");
   const [sending, setSending] = useState(false);
   const submit = async () => {
@@ -278,9 +351,10 @@ function Composer({ disabled, blockedBy, onSend }: { disabled: boolean; blockedB
           }
         }}
       />
-      {/* An agent picker goes here once the API offers several agents (startRun(input: {agent})). */}
       <div class="composer-foot">
-        <span class="hint">{blocked ? `Run #${blockedBy.number} is running: cancel it or wait for it to end.` : ""}</span>
+        <span class="hint">
+          {blocked ? `Run #${blockedBy.number} is running: cancel it or wait for it to end.` : waiting ? "A new message goes ahead without answering the question above." : ""}
+        </span>
         <button type="submit" disabled={disabled || blocked || sending || !text.trim()}>
           Send
         </button>

@@ -1,12 +1,15 @@
 // The right pane: every run of the conversation (one attempt each: status,
-// error, partial output, duration, failed tasks) and the thread's LangGraph
-// checkpoints with the run each belongs to. A failure LangGraph only records
-// as a write against a checkpoint is shown against that checkpoint.
+// error, partial output, duration, usage, failed tasks, what it asked and who
+// answered) and the thread's LangGraph checkpoints with the run each belongs
+// to, each one a place to fork from. A failure LangGraph only records as a
+// write against a checkpoint is shown against that checkpoint.
+import { useState } from "preact/hooks";
 import type { CheckpointView, RunView } from "../state/conversation-view.ts";
-import { Duration, StatusBadge } from "./bits.tsx";
-import { formatTime, shortId } from "./format.ts";
+import { Duration, RunStatusBadge } from "./bits.tsx";
+import { formatTime, formatUsage, shortId } from "./format.ts";
+import { InterruptRecord, type RunLabel } from "./Interrupts.tsx";
 
-export function RunsPanel({ runs, total, onCancel }: { runs: RunView[]; total: number; onCancel: (runId: string) => void }) {
+export function RunsPanel({ runs, total, onCancel, runLabel }: { runs: RunView[]; total: number; onCancel: (runId: string) => void; runLabel: RunLabel }) {
   return (
     <section class="panel" aria-labelledby="runs-heading">
       <h2 id="runs-heading">
@@ -20,7 +23,7 @@ export function RunsPanel({ runs, total, onCancel }: { runs: RunView[]; total: n
           .reverse()
           .map((run) => (
             <li key={run.id}>
-              <RunCard run={run} onCancel={onCancel} />
+              <RunCard run={run} onCancel={onCancel} runLabel={runLabel} />
             </li>
           ))}
       </ol>
@@ -28,14 +31,14 @@ export function RunsPanel({ runs, total, onCancel }: { runs: RunView[]; total: n
   );
 }
 
-function RunCard({ run, onCancel }: { run: RunView; onCancel: (runId: string) => void }) {
+function RunCard({ run, onCancel, runLabel }: { run: RunView; onCancel: (runId: string) => void; runLabel: RunLabel }) {
   const running = run.status === "RUNNING";
   return (
     <article aria-label={`Run ${run.number}`} class={`run run-${run.status.toLowerCase()}`}>
       <header class="run-head">
         <strong>#{run.number}</strong>
         <span class="kind">{run.kind}</span>
-        <StatusBadge status={run.status} code={run.errorCode} />
+        <RunStatusBadge run={run} code={run.errorCode} />
         <Duration class="duration" startedAt={run.startedAt} finishedAt={run.finishedAt} />
       </header>
       <dl class="run-fields">
@@ -75,8 +78,29 @@ function RunCard({ run, onCancel }: { run: RunView; onCancel: (runId: string) =>
             <dd class="clip">{run.partialOutput}</dd>
           </>
         )}
-        {/* Usage (input and output tokens, time to first token) goes here once the API reports Run.usage. */}
+        {run.startCheckpoint && run.kind === "RESUME" && (
+          <>
+            <dt>from</dt>
+            <dd title={run.startCheckpoint.id}>checkpoint step {run.startCheckpoint.step}</dd>
+          </>
+        )}
+        {run.usage && (
+          <>
+            <dt>usage</dt>
+            <dd class="usage">{formatUsage(run.usage)}</dd>
+          </>
+        )}
       </dl>
+      {run.interrupts.length > 0 && (
+        <div class="interrupts">
+          <h3>Asked</h3>
+          <ul>
+            {run.interrupts.map((interrupt) => (
+              <InterruptRecord key={interrupt.id} interrupt={interrupt} runLabel={runLabel} />
+            ))}
+          </ul>
+        </div>
+      )}
       {run.failedTasks.length > 0 && (
         <div class="failed-tasks">
           <h3>Failed tasks</h3>
@@ -99,7 +123,11 @@ function RunCard({ run, onCancel }: { run: RunView; onCancel: (runId: string) =>
   );
 }
 
-export function CheckpointsPanel({ checkpoints, hasEarlier }: { checkpoints: CheckpointView[]; hasEarlier: boolean }) {
+/** Forks at a checkpoint, with an optional first message; true when the fork was made. */
+export type ForkAction = (checkpointId: string, message: string | null) => Promise<boolean>;
+
+export function CheckpointsPanel({ checkpoints, hasEarlier, onFork }: { checkpoints: CheckpointView[]; hasEarlier: boolean; onFork: ForkAction }) {
+  const [forking, setForking] = useState<string | null>(null);
   return (
     <section class="panel" aria-labelledby="checkpoints-heading">
       <h2 id="checkpoints-heading">
@@ -116,12 +144,14 @@ export function CheckpointsPanel({ checkpoints, hasEarlier }: { checkpoints: Che
               <th scope="col">Next</th>
               <th scope="col">Run</th>
               <th scope="col">Created</th>
-              {/* An actions column ("Fork from here") joins once the API has forkConversation. */}
+              <th scope="col">
+                <span class="visually-hidden">Actions</span>
+              </th>
             </tr>
           </thead>
           <tbody>
             {checkpoints.map((c) => (
-              <CheckpointRows key={c.id} checkpoint={c} />
+              <CheckpointRows key={c.id} checkpoint={c} forking={forking === c.id} onForking={(on) => setForking(on ? c.id : null)} onFork={onFork} />
             ))}
           </tbody>
         </table>
@@ -131,7 +161,7 @@ export function CheckpointsPanel({ checkpoints, hasEarlier }: { checkpoints: Che
   );
 }
 
-function CheckpointRows({ checkpoint: c }: { checkpoint: CheckpointView }) {
+function CheckpointRows({ checkpoint: c, forking, onForking, onFork }: { checkpoint: CheckpointView; forking: boolean; onForking: (on: boolean) => void; onFork: ForkAction }) {
   return (
     <>
       <tr class={c.failures.length ? "has-failure" : undefined} title={c.id}>
@@ -142,14 +172,54 @@ function CheckpointRows({ checkpoint: c }: { checkpoint: CheckpointView }) {
         <td>
           <time dateTime={c.createdAt}>{formatTime(c.createdAt)}</time>
         </td>
+        <td>
+          <button type="button" class="link" aria-expanded={forking} onClick={() => onForking(!forking)} title="A new conversation whose thread is this one's up to and including this checkpoint">
+            Fork here
+          </button>
+        </td>
       </tr>
+      {forking && (
+        <tr class="fork-row">
+          <td colSpan={6}>
+            <ForkForm step={c.step} onCancel={() => onForking(false)} onFork={(message) => onFork(c.id, message)} />
+          </td>
+        </tr>
+      )}
       {c.failures.map((failure, i) => (
         <tr key={i} class="failure-row">
-          <td colSpan={5}>
+          <td colSpan={6}>
             ✗ <code>{failure.node ?? "?"}</code> failed from step {c.step} in run #{failure.runNumber}: <span class="error-text">{failure.message}</span>
           </td>
         </tr>
       ))}
     </>
+  );
+}
+
+function ForkForm({ step, onCancel, onFork }: { step: number; onCancel: () => void; onFork: (message: string | null) => Promise<boolean> }) {
+  const [message, setMessage] = useState("");
+  const [busy, setBusy] = useState(false);
+  return (
+    <form
+      aria-label={`Fork at step ${step}`}
+      class="fork-form"
+      onSubmit={async (event) => {
+        event.preventDefault();
+        setBusy(true);
+        // On success the new conversation opens and this pane goes away.
+        if (!(await onFork(message.trim() ? message : null))) setBusy(false);
+      }}
+    >
+      <span>A new conversation from step {step}; this one stays as it is.</span>
+      <input aria-label="First message (optional)" placeholder="First message (optional): starts a run at once" value={message} onInput={(e) => setMessage(e.currentTarget.value)} disabled={busy} />
+      <div class="actions">
+        <button type="submit" disabled={busy}>
+          {message.trim() ? "Fork and send" : "Fork"}
+        </button>
+        <button type="button" onClick={onCancel}>
+          Cancel
+        </button>
+      </div>
+    </form>
   );
 }

@@ -1,16 +1,28 @@
 // The chat: the thread's messages grouped by the run that added them, so an
 // attempt that failed, was cancelled or was interrupted shows where it
 // happened, with its error, instead of disappearing between two answers.
-// A running run shows what it streams: tokens, tool calls and their results.
+// A running run shows what it streams: tokens (with their node when it is not
+// the agent's), tool calls and their results, and a custom graph's events. A
+// run that ended WAITING shows what it asked and, later, how it was answered.
 import { Fragment } from "preact";
 import { useEffect, useRef } from "preact/hooks";
-import type { Message } from "../api/types.ts";
+import type { Interrupt, Message, ToolCall } from "../api/types.ts";
 import type { RunView } from "../state/conversation-view.ts";
-import type { LiveItem } from "../state/run-live.ts";
-import { Duration, StatusBadge } from "./bits.tsx";
-import { formatJson } from "./format.ts";
+import type { CallApproval } from "../state/interrupts.ts";
+import { AGENT_NODE, type LiveItem, type LiveRun } from "../state/run-live.ts";
+import { Duration, RunStatusBadge } from "./bits.tsx";
+import { compactJson, formatJson } from "./format.ts";
+import { describeAnswer, describeQuestion, describeOutcome, type RunLabel } from "./Interrupts.tsx";
 
-export function Thread({ earlier, runs }: { earlier: Message[]; runs: RunView[] }) {
+/** What the thread needs besides its runs: where each tool call stands on approval, and each call as the thread holds it now. */
+export interface ThreadContext {
+  approvals: ReadonlyMap<string, CallApproval>;
+  /** The calls of the thread's latest messages, by id: an edited call's arguments as run, for results shown apart from their call. */
+  calls: ReadonlyMap<string, ToolCall>;
+  runLabel: RunLabel;
+}
+
+export function Thread({ earlier, earlierLabel = "Earlier messages", runs, context }: { earlier: Message[]; earlierLabel?: string; runs: RunView[]; context: ThreadContext }) {
   const box = useRef<HTMLDivElement>(null);
   // Follow the newest output as it streams, unless the reader has scrolled up to read.
   const following = useRef(true);
@@ -36,20 +48,30 @@ export function Thread({ earlier, runs }: { earlier: Message[]; runs: RunView[] 
         {earlier.length > 0 && (
           <>
             <li class="run-divider">
-              <span>Earlier messages</span>
+              <span>{earlierLabel}</span>
             </li>
-            <Messages messages={earlier} />
+            <Messages messages={earlier} context={context} nodes={NO_NODES} />
           </>
         )}
         {runs.map((run) => (
-          <RunTurn key={run.id} run={run} />
+          <RunTurn key={run.id} run={run} context={context} />
         ))}
       </ol>
     </div>
   );
 }
 
-function RunTurn({ run }: { run: RunView }) {
+const NO_NODES: ReadonlyMap<string, string> = new Map();
+
+/** The node each streamed message's tokens came from, by message id. */
+function tokenNodes(seen: LiveRun | null): ReadonlyMap<string, string> {
+  if (!seen) return NO_NODES;
+  const nodes = new Map<string, string>();
+  for (const item of seen.items) if (item.kind === "text" && item.messageId) nodes.set(item.messageId, item.node);
+  return nodes;
+}
+
+function RunTurn({ run, context }: { run: RunView; context: ThreadContext }) {
   const ended = run.status !== "RUNNING";
   return (
     <>
@@ -57,22 +79,42 @@ function RunTurn({ run }: { run: RunView }) {
         <span>
           Run #{run.number} · {run.kind.toLowerCase()}
         </span>{" "}
-        <StatusBadge status={run.status} /> <Duration class="hint" startedAt={run.startedAt} finishedAt={run.finishedAt} />
+        <RunStatusBadge run={run} /> <Duration class="hint" startedAt={run.startedAt} finishedAt={run.finishedAt} />
       </li>
-      {run.live ? <LiveTurn run={run} /> : <Messages messages={run.messages} />}
-      {ended && run.status !== "COMPLETED" && <Outcome run={run} />}
+      {run.live ? <LiveTurn run={run} context={context} /> : <RecordedTurn run={run} context={context} />}
+      {ended && run.status === "WAITING" && <WaitingOutcome run={run} runLabel={context.runLabel} />}
+      {ended && run.status !== "COMPLETED" && run.status !== "WAITING" && <Outcome run={run} />}
     </>
   );
 }
 
-function LiveTurn({ run }: { run: RunView }) {
+/**
+ * A run as the snapshot records it. Custom events are in no snapshot: those
+ * this page saw stream stay, after the run's first user message.
+ */
+function RecordedTurn({ run, context }: { run: RunView; context: ThreadContext }) {
+  const events = run.seen?.items.filter((item) => item.kind === "custom") ?? [];
+  const nodes = tokenNodes(run.seen);
+  const split = run.messages[0]?.role === "USER" ? 1 : 0;
+  return (
+    <>
+      <Messages messages={run.messages.slice(0, split)} context={context} nodes={nodes} />
+      {events.map((item) => (
+        <LiveEntry key={item.key} item={item} streaming={false} context={context} />
+      ))}
+      <Messages messages={run.messages.slice(split)} context={context} nodes={nodes} />
+    </>
+  );
+}
+
+function LiveTurn({ run, context }: { run: RunView; context: ThreadContext }) {
   const live = run.live!;
   const running = run.status === "RUNNING";
   return (
     <>
       {run.kind === "START" && run.input !== null && <Bubble role="USER" content={run.input} />}
       {live.items.map((item) => (
-        <LiveEntry key={item.key} item={item} streaming={running && item === live.items.at(-1)} />
+        <LiveEntry key={item.key} item={item} streaming={running && item === live.items.at(-1)} running={running} context={context} />
       ))}
       {running && live.items.length === 0 && (
         <li class="message message-assistant waiting">
@@ -83,14 +125,33 @@ function LiveTurn({ run }: { run: RunView }) {
   );
 }
 
-function LiveEntry({ item, streaming }: { item: LiveItem; streaming: boolean }) {
+function LiveEntry({ item, streaming, running = false, context }: { item: LiveItem; streaming: boolean; running?: boolean; context: ThreadContext }) {
   switch (item.kind) {
     case "text":
-      return <Bubble role="ASSISTANT" content={item.text} streaming={streaming} />;
-    case "tool":
+      return <Bubble role="ASSISTANT" content={item.text} streaming={streaming} node={item.node} />;
+    case "tool": {
+      // A result whose call this run did not stream (an approved call runs in the resume): the call as the thread holds it.
+      const call = item.args === null ? context.calls.get(item.toolCallId) : undefined;
+      const approval = context.approvals.get(item.toolCallId);
       return (
         <li class="message message-tool">
-          <ToolCard name={item.name} args={item.args} result={item.result} pending={item.result === null} />
+          <ToolCard
+            name={call?.name ?? item.name}
+            args={call ? call.args : item.args}
+            result={item.result}
+            state={item.result ? "done" : running ? "running" : approval ? "approval" : "none"}
+            approval={approval}
+            runLabel={context.runLabel}
+          />
+        </li>
+      );
+    }
+    case "custom":
+      return (
+        <li class="message custom-event">
+          <div role="group" aria-label={`Event ${item.name}`} class="event-card" title={formatJson(item.data)}>
+            <span class="tool-label">event</span> <code class="tool-name">{item.name}</code> <code class="tool-args">{compactJson(item.data)}</code>
+          </div>
         </li>
       );
     case "gap":
@@ -106,55 +167,95 @@ function LiveEntry({ item, streaming }: { item: LiveItem; streaming: boolean }) 
 
 const ROLE_LABELS: Record<string, string> = { USER: "You", ASSISTANT: "Assistant", TOOL: "Tool result" };
 
-function Bubble({ role, content, streaming = false }: { role: string; content: string; streaming?: boolean }) {
+function Bubble({ role, content, streaming = false, node }: { role: string; content: string; streaming?: boolean; node?: string }) {
+  const named = node && node !== AGENT_NODE ? node : null;
   return (
     <li class={`message message-${role.toLowerCase()}${streaming ? " streaming" : ""}`}>
       <article aria-label={ROLE_LABELS[role] ?? role} aria-busy={streaming || undefined}>
+        {named && (
+          <span class="node-label" title="the graph node that produced it">
+            node <code>{named}</code>
+          </span>
+        )}
         <p class="message-text">{content}</p>
       </article>
     </li>
   );
 }
 
-function ToolCard({ name, args, result, pending }: { name: string; args: unknown; result: { content: string; isError: boolean } | null; pending: boolean }) {
+type CardState = "running" | "done" | "approval" | "none";
+
+function approvalWords(approval: CallApproval, runLabel: RunLabel): string {
+  switch (approval.state) {
+    case "waiting":
+      return "waiting for approval";
+    case "superseded":
+      return "not run: a later message went ahead without an answer";
+    case "decided":
+      return `${describeOutcome("", approval.outcome).trim()}${approval.byRun ? ` (${runLabel(approval.byRun)})` : ""}`;
+  }
+}
+
+function ToolCard(props: { name: string; args: unknown; result: { content: string; isError: boolean } | null; state: CardState; approval?: CallApproval; runLabel: RunLabel }) {
+  const { name, args, result, state, approval } = props;
   return (
-    <div role="group" aria-label={`Tool call ${name}`} class="tool-card">
+    <div role="group" aria-label={`Tool call ${name}`} class={`tool-card${approval?.state === "waiting" && !result ? " tool-waiting" : ""}`}>
       <div class="tool-call">
-        <span class="tool-label">tool call</span> <code class="tool-name">{name}</code> <code class="tool-args">{args === null ? "" : formatJson(args)}</code>
+        <span class="tool-label">tool call</span> <code class="tool-name">{name}</code> <code class="tool-args">{args === null || args === undefined ? "" : formatJson(args)}</code>
       </div>
-      <div class={`tool-result${result?.isError ? " tool-error" : ""}`}>
-        <span class="tool-label">{result?.isError ? "tool error" : "result"}</span>{" "}
-        {pending ? <span class="hint">running…</span> : <code>{result?.content ?? "(no result recorded)"}</code>}
-      </div>
+      {state === "approval" && approval ? (
+        <div class="tool-approval">
+          <span class="tool-label">approval</span> {approvalWords(approval, props.runLabel)}
+        </div>
+      ) : (
+        <div class={`tool-result${result?.isError ? " tool-error" : ""}`}>
+          <span class="tool-label">{result?.isError ? "tool error" : "result"}</span>{" "}
+          {state === "running" ? <span class="hint">running…</span> : <code>{result?.content ?? "(no result recorded)"}</code>}
+        </div>
+      )}
     </div>
   );
 }
 
 /** Persisted messages; each tool result is shown with the call it answers. */
-function Messages({ messages }: { messages: Message[] }) {
+function Messages({ messages, context, nodes }: { messages: Message[]; context: ThreadContext; nodes: ReadonlyMap<string, string> }) {
   const results = new Map<string, Message>();
   for (const m of messages) if (m.role === "TOOL" && m.toolCallId) results.set(m.toolCallId, m);
   const answered = new Set<string>();
   for (const m of messages) for (const call of m.toolCalls) if (results.has(call.id)) answered.add(call.id);
+  // A rejected call's result is the rejection: the API's messages carry no error flag, the recorded answer does.
+  const rejected = (id: string | null) => {
+    const approval = id ? context.approvals.get(id) : undefined;
+    return approval?.state === "decided" && approval.outcome.decision === "reject";
+  };
   return (
     <>
       {messages.map((m) => {
         if (m.role === "TOOL" && m.toolCallId && answered.has(m.toolCallId)) return null;
         if (m.role === "TOOL") {
+          const call = m.toolCallId ? context.calls.get(m.toolCallId) : undefined;
           return (
             <li key={m.id} class="message message-tool">
-              <ToolCard name={m.name ?? "tool"} args={null} result={{ content: m.content, isError: false }} pending={false} />
+              <ToolCard name={call?.name ?? m.name ?? "tool"} args={call?.args ?? null} result={{ content: m.content, isError: rejected(m.toolCallId) }} state="done" runLabel={context.runLabel} />
             </li>
           );
         }
         return (
           <Fragment key={m.id}>
-            {m.content && <Bubble role={m.role} content={m.content} />}
+            {m.content && <Bubble role={m.role} content={m.content} node={nodes.get(m.id)} />}
             {m.toolCalls.map((call) => {
               const result = results.get(call.id);
+              const approval = context.approvals.get(call.id);
               return (
                 <li key={`${m.id}:${call.id}`} class="message message-tool">
-                  <ToolCard name={call.name} args={call.args} result={result ? { content: result.content, isError: false } : null} pending={false} />
+                  <ToolCard
+                    name={call.name}
+                    args={call.args}
+                    result={result ? { content: result.content, isError: rejected(call.id) } : null}
+                    state={result ? "done" : approval ? "approval" : "none"}
+                    approval={approval}
+                    runLabel={context.runLabel}
+                  />
                 </li>
               );
             })}
@@ -162,6 +263,37 @@ function Messages({ messages }: { messages: Message[] }) {
         );
       })}
     </>
+  );
+}
+
+/** What a WAITING run asked, in the thread where it asked it; the answer form sits above the composer. */
+function WaitingOutcome({ run, runLabel }: { run: RunView; runLabel: RunLabel }) {
+  return (
+    <li class="outcome outcome-waiting">
+      <article aria-label={`Run ${run.number} outcome`}>
+        {run.interrupts.length === 0 && (
+          <p>
+            <strong>Run #{run.number} is waiting</strong> for an answer.
+          </p>
+        )}
+        {run.interrupts.map((interrupt: Interrupt) => (
+          <p key={interrupt.id}>
+            <strong>
+              Run #{run.number} {interrupt.state === "PENDING" ? "is waiting" : "waited"}
+            </strong>{" "}
+            at <code>{interrupt.node}</code> for {describeQuestion(interrupt)}
+            {interrupt.state === "PENDING" && <>: answer it below.</>}
+            {interrupt.state === "ANSWERED" && (
+              <>
+                {" "}
+                — answered by {interrupt.answeredBy ? runLabel(interrupt.answeredBy.id) : "a later run"}: {describeAnswer(interrupt)}.
+              </>
+            )}
+            {interrupt.state === "SUPERSEDED" && <> — a later message went ahead without answering it.</>}
+          </p>
+        ))}
+      </article>
+    </li>
   );
 }
 

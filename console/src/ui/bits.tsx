@@ -19,15 +19,32 @@ export function ConnectionBadge({ status }: { status: ConnectionStatus }) {
   );
 }
 
-/** A run status as a badge; a status this console does not know yet still shows, in a neutral colour. */
-export function StatusBadge({ status, code }: { status: string | null | undefined; code?: string | null }) {
+/**
+ * A run status as a badge; a status this console does not know yet still
+ * shows, in a neutral colour. A WAITING run whose question was answered or
+ * superseded keeps its recorded status, marked resolved, so it no longer
+ * looks like it waits.
+ */
+export function StatusBadge({ status, code, resolved = false }: { status: string | null | undefined; code?: string | null; resolved?: boolean }) {
   if (!status) return <span class="badge badge-none">no runs</span>;
   return (
-    <span class={`badge badge-${status.toLowerCase()}`}>
+    <span class={`badge badge-${status.toLowerCase()}${resolved ? " badge-resolved" : ""}`}>
       {status}
       {code && status !== "CANCELLED" ? <span class="badge-code"> {code}</span> : null}
     </span>
   );
+}
+
+/** What became of a WAITING run's questions: null while one is pending (or for any other run). */
+export function waitedOutcome(run: { status: string; interrupts: { state: string }[] }): "answered" | "superseded" | null {
+  if (run.status !== "WAITING" || run.interrupts.length === 0 || run.interrupts.some((i) => i.state === "PENDING")) return null;
+  return run.interrupts.some((i) => i.state === "ANSWERED") ? "answered" : "superseded";
+}
+
+/** A run's status badge, with what became of a WAITING run's questions. */
+export function RunStatusBadge({ run, code }: { run: { status: string; interrupts: { state: string }[] }; code?: string | null }) {
+  const waited = waitedOutcome(run);
+  return <StatusBadge status={run.status} code={waited ?? code} resolved={waited !== null} />;
 }
 
 /** Refusals and failures of the user's actions: shown until dismissed, never swallowed. */

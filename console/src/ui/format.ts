@@ -33,6 +33,32 @@ export function formatJson(value: unknown): string {
   }
 }
 
+/** JSON on one line, cut to `max` characters (the whole of it belongs in a title). */
+export function compactJson(value: unknown, max = 160): string {
+  const text = formatJson(value);
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+export function prettyJson(value: unknown): string {
+  try {
+    return JSON.stringify(value, null, 2) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+export function plural(count: number, one: string, many = `${one}s`): string {
+  return `${count} ${count === 1 ? one : many}`;
+}
+
+/** Tokens, model calls and model time, in one line; time to first token when the run has one. */
+export function formatUsage(usage: { inputTokens: number; outputTokens: number; modelCalls: number; modelDurationMs: number; timeToFirstTokenMs?: number | null }): string {
+  const parts = [`${usage.inputTokens} in / ${usage.outputTokens} out tokens`, plural(usage.modelCalls, "model call")];
+  if (usage.timeToFirstTokenMs != null) parts.push(`first token ${formatDuration(usage.timeToFirstTokenMs)}`);
+  parts.push(`model time ${formatDuration(usage.modelDurationMs)}`);
+  return parts.join(" · ");
+}
+
 export function shortId(id: string): string {
   return id.slice(0, 8);
 }

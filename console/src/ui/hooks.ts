@@ -2,8 +2,8 @@
 // conversation, each kept current by subscriptions (never by polling).
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import type { Api, ConnectionState, Outcome } from "../api/client.ts";
-import { CONVERSATION, CONVERSATIONS, CONVERSATIONS_CHANGED, RUN_EVENTS } from "../api/documents.ts";
-import type { ConversationDetails, ConversationRow, RunEvent } from "../api/types.ts";
+import { AGENTS, CONVERSATION, CONVERSATIONS, CONVERSATIONS_CHANGED, RUN_EVENTS } from "../api/documents.ts";
+import type { Agent, ConversationDetails, ConversationRow, RunEvent } from "../api/types.ts";
 import { appendPage, applyNotice, emptyList, replaceWithFirstPage, type ListState, type Page } from "../state/conversation-list.ts";
 import { applyEvent, emptyLiveRun, isEnded, type LiveRun } from "../state/run-live.ts";
 import type { StartedRun } from "../state/conversation-view.ts";
@@ -33,6 +33,23 @@ export function useNow(active: boolean, intervalMs = 200): number {
     return () => clearInterval(timer);
   }, [active, intervalMs]);
   return now;
+}
+
+/** The agents the server offers (read once per page: they change only when the server restarts). */
+export function useAgents(api: Api): { agents: Agent[] | null; error: string | null } {
+  const [agents, setAgents] = useState<Agent[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    let current = true;
+    api.query<{ agents: Agent[] }>(AGENTS, {}).then(
+      (data) => current && setAgents(data.agents),
+      (e: Error) => current && setError(`Could not read the agents: ${e.message}`),
+    );
+    return () => {
+      current = false;
+    };
+  }, [api]);
+  return { agents, error };
 }
 
 interface ConversationsData {

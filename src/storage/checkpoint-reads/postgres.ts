@@ -59,6 +59,7 @@ const SQL = {
         AND ($2::text IS NULL OR ${ID} > ($2::text COLLATE "C"))
         AND ($3::text IS NULL OR ${ID} < ($3::text COLLATE "C"))
     ) p WHERE position <= $4 ORDER BY thread_id, (checkpoint_id COLLATE "C")`,
+  heads: `SELECT thread_id, max(checkpoint_id COLLATE "C") AS head FROM checkpoints WHERE checkpoint_ns = '' AND thread_id = ANY($1) GROUP BY thread_id`,
   byIds: `SELECT ${CHECKPOINT_COLUMNS} FROM checkpoints
     WHERE checkpoint_ns = '' AND checkpoint_id = ANY($1) AND thread_id IN (SELECT id FROM conversations) ORDER BY thread_id, ${ID}`,
   writes: `SELECT ${WRITE_COLUMNS} FROM checkpoint_writes WHERE checkpoint_ns = '' AND checkpoint_id = ANY($1) ORDER BY thread_id, ${ID}, task_id, idx`,
@@ -124,6 +125,12 @@ export class PostgresCheckpointReads implements CheckpointReads {
     });
     for (const row of rows) result.get(row.thread_id)?.push(toCheckpoint(row));
     return result;
+  }
+
+  async heads(threadIds: readonly string[]): Promise<Map<string, string>> {
+    if (threadIds.length === 0) return new Map();
+    const { rows } = await this.pool.query<{ thread_id: string; head: string }>({ name: "runledger_cp_heads", text: SQL.heads, values: [threadIds] });
+    return new Map(rows.map((r) => [r.thread_id, r.head]));
   }
 
   async checkpointsByIds(ids: readonly string[]): Promise<CheckpointRecord[]> {

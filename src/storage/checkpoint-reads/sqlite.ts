@@ -126,6 +126,15 @@ export class SqliteCheckpointReads implements CheckpointReads {
     return result;
   }
 
+  async heads(threadIds: readonly string[]): Promise<Map<string, string>> {
+    if (threadIds.length === 0) return new Map();
+    const rows = this.#all<{ thread_id: string; head: string }>(
+      `SELECT thread_id, max(checkpoint_id) AS head FROM checkpoints WHERE checkpoint_ns = '' AND thread_id IN (SELECT value FROM json_each(?)) GROUP BY thread_id`,
+      JSON.stringify(threadIds),
+    );
+    return new Map(rows.map((r) => [r.thread_id, r.head]));
+  }
+
   async checkpointsByIds(ids: readonly string[]): Promise<CheckpointRecord[]> {
     if (ids.length === 0) return [];
     const rows = this.#all<CheckpointRow>(

@@ -47,6 +47,8 @@ export interface CheckpointReads {
   checkpointsInWindows(windows: readonly WindowQuery[]): Promise<Map<string, CheckpointRecord[]>>;
   /** One window of each thread's checkpoints, oldest first; every thread gets a list. */
   pages(threadIds: readonly string[], window: CheckpointPageWindow): Promise<Map<string, CheckpointRecord[]>>;
+  /** The newest checkpoint of each thread (its head: what a run on it starts from); threads without any are left out. */
+  heads(threadIds: readonly string[]): Promise<Map<string, string>>;
   /** The checkpoints with these ids, of threads whose conversation exists. */
   checkpointsByIds(ids: readonly string[]): Promise<CheckpointRecord[]>;
   /** Every write recorded against these checkpoints, by checkpoint, task and idx. */

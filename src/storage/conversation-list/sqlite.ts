@@ -7,7 +7,7 @@ import { toConversationRecord, type ConversationRow as Row } from "../sqlite/row
 import type { PageQuery } from "../page.ts";
 import type { ConversationList } from "./types.ts";
 
-const COLUMNS = "c.id, c.title, c.created_at, c.updated_at, c.message_count";
+const COLUMNS = "c.id, c.title, c.created_at, c.updated_at, c.message_count, c.agent, c.forked_from_conversation_id, c.forked_from_checkpoint_id";
 // The cursor row's sort key; a cursor that names no row matches nothing. Compared as
 // a row value, so the (updated_at, id) index seeks to the cursor rather than scanning up to it.
 const FROM_CURSOR = "FROM conversations c, (SELECT updated_at AS u, id AS i FROM conversations WHERE id = ?) k";

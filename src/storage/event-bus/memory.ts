@@ -1,19 +1,24 @@
-// The event bus: the seam between runs (publishers) and subscriptions. This is
-// the in-memory backend for one process; another backend (Redis, say) implements
-// the same interface and passes the same conformance suite.
+// The event bus for one process: every run's log lives in this process's memory,
+// and delivery is a synchronous push into each subscriber's bounded queue. It is
+// the default backend and the reference the conformance suite was written from.
 import type { ConversationChange, RunEvent, RunEventBody } from "../../domain/events.ts";
 import { isTerminalEvent } from "../../domain/events.ts";
 import { createSubscriber, type Subscriber } from "./subscriber.ts";
-import type { EventBus, EventBusOptions, RunPublisher } from "./types.ts";
+import type { BusStats, EventBus, EventBusOptions, RunPublisher } from "./types.ts";
 
 interface RunLog {
-  conversationId: string;
+  readonly conversationId: string;
+  /** The retained events, oldest first: at most `retention`. */
   events: RunEvent[];
   /** seq of events[0]. */
   firstSeq: number;
   nextSeq: number;
   finished: boolean;
-  /** Live subscribers, each with the seq it asked to follow (only later events reach it). */
+  /**
+   * Subscribers not yet released, each with the seq it asked to follow (only
+   * later events reach it). A finished log's subscribers stay here until they
+   * have read what is queued, so stats() counts every subscriber still held.
+   */
   subscribers: Map<Subscriber<RunEvent>, number>;
   dropTimer?: NodeJS.Timeout;
 }
@@ -22,24 +27,30 @@ export class MemoryEventBus implements EventBus {
   readonly #logs = new Map<string, RunLog>();
   readonly #conversationSubs = new Map<string, Set<Subscriber<RunEvent>>>();
   readonly #changeSubs = new Set<Subscriber<ConversationChange>>();
+  readonly #cancelListeners = new Set<(runId: string) => void>();
   readonly #options: Required<EventBusOptions>;
+  #closed = false;
 
   constructor(options: EventBusOptions) {
     this.#options = { now: () => new Date(), ...options };
   }
 
-  readonly #cancelListeners = new Set<(runId: string) => void>();
-
   openRun(runId: string, conversationId: string): RunPublisher {
+    this.#assertOpen();
     if (this.#logs.has(runId)) throw new Error(`run ${runId} already has an event log`);
-    this.#logs.set(runId, { conversationId, events: [], firstSeq: 1, nextSeq: 1, finished: false, subscribers: new Map() });
-    return { runId, conversationId, publish: (body) => this.#publish(runId, body), flushed: () => Promise.resolve() };
+    const log: RunLog = { conversationId, events: [], firstSeq: 1, nextSeq: 1, finished: false, subscribers: new Map() };
+    this.#logs.set(runId, log);
+    return {
+      runId,
+      conversationId,
+      publish: (body) => this.#publish(runId, log, body),
+      flushed: () => Promise.resolve(),
+    };
   }
 
-  #publish(runId: string, body: RunEventBody): RunEvent {
-    const log = this.#logs.get(runId);
-    if (!log) throw new Error(`run ${runId} has no open event log`);
+  #publish(runId: string, log: RunLog, body: RunEventBody): RunEvent {
     if (log.finished) throw new Error(`run ${runId} has already published its terminal event`);
+    if (this.#logs.get(runId) !== log) throw new Error(`run ${runId}'s event log is closed`);
     const event = { ...body, seq: log.nextSeq++, runId, conversationId: log.conversationId, at: this.#options.now() } as RunEvent;
     log.events.push(event);
     if (log.events.length > this.#options.retention) {
@@ -55,32 +66,36 @@ export class MemoryEventBus implements EventBus {
     if (convSubs) for (const sub of convSubs) sub.push(event);
     if (terminal) {
       log.finished = true;
-      log.dropTimer = setTimeout(() => this.#logs.delete(runId), this.#options.graceMs);
+      log.dropTimer = setTimeout(() => {
+        if (this.#logs.get(runId) === log) this.#logs.delete(runId);
+      }, this.#options.graceMs);
       log.dropTimer.unref();
     }
     return event;
   }
 
   async subscribeRun(runId: string, after = 0): Promise<Subscriber<RunEvent> | null> {
+    this.#assertOpen();
     const log = this.#logs.get(runId);
     if (!log) return null;
     // Snapshot and registration happen in one synchronous step: no publish can
     // fall between them, so replay and live meet with no gap and no duplicate.
     const replay: RunEvent[] = [];
     if (after + 1 < log.firstSeq) {
-      const at = this.#options.now();
-      replay.push({ type: "replayGap", fromSeq: after + 1, toSeq: log.firstSeq - 1, seq: log.firstSeq - 1, runId, conversationId: log.conversationId, at });
+      const toSeq = log.firstSeq - 1;
+      replay.push({ type: "replayGap", fromSeq: after + 1, toSeq, seq: toSeq, runId, conversationId: log.conversationId, at: this.#options.now() });
     }
     for (const event of log.events) if (event.seq > after) replay.push(event);
     // The replay holds references to retained events, so it does not count
     // against the queue limit: a late subscriber to a long run is not cut off.
     const sub = createSubscriber<RunEvent>(this.#options.subscriberQueueLimit, () => log.subscribers.delete(sub), replay);
+    log.subscribers.set(sub, after);
     if (log.finished) sub.end();
-    else log.subscribers.set(sub, after);
     return sub;
   }
 
   async subscribeConversation(conversationId: string): Promise<Subscriber<RunEvent>> {
+    this.#assertOpen();
     let set = this.#conversationSubs.get(conversationId);
     if (!set) {
       set = new Set();
@@ -96,25 +111,49 @@ export class MemoryEventBus implements EventBus {
   }
 
   async publishConversationChange(change: ConversationChange): Promise<void> {
+    this.#assertOpen();
     for (const sub of this.#changeSubs) sub.push(change);
   }
 
   async subscribeConversationChanges(): Promise<Subscriber<ConversationChange>> {
+    this.#assertOpen();
     const sub = createSubscriber<ConversationChange>(this.#options.subscriberQueueLimit, () => this.#changeSubs.delete(sub));
     this.#changeSubs.add(sub);
     return sub;
   }
 
+  async endAbandonedRun(runId: string, _conversationId: string, body: RunEventBody): Promise<RunEvent | null> {
+    const log = this.#logs.get(runId);
+    if (!log || log.finished) return null;
+    return this.#publish(runId, log, body);
+  }
+
   async requestCancel(runId: string): Promise<void> {
-    for (const listener of this.#cancelListeners) listener(runId);
+    this.#assertOpen();
+    // A copy: a listener may unsubscribe itself while being called. One that
+    // throws does not keep the request from the others.
+    let failure: unknown = null;
+    for (const listener of [...this.#cancelListeners]) {
+      try {
+        listener(runId);
+      } catch (error) {
+        failure ??= error;
+      }
+    }
+    if (failure !== null) throw failure;
   }
 
   onCancelRequest(listener: (runId: string) => void): () => void {
-    this.#cancelListeners.add(listener);
-    return () => this.#cancelListeners.delete(listener);
+    // A fresh function per registration, so registering one listener twice
+    // needs two unsubscribes, as with any other subscription.
+    const entry = (runId: string) => listener(runId);
+    this.#cancelListeners.add(entry);
+    return () => this.#cancelListeners.delete(entry);
   }
 
   async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
     for (const log of this.#logs.values()) {
       for (const sub of log.subscribers.keys()) sub.end();
       if (log.dropTimer) clearTimeout(log.dropTimer);
@@ -122,13 +161,18 @@ export class MemoryEventBus implements EventBus {
     this.#logs.clear();
     for (const set of this.#conversationSubs.values()) for (const sub of set) sub.end();
     for (const sub of this.#changeSubs) sub.end();
+    this.#cancelListeners.clear();
   }
 
-  stats() {
+  stats(): BusStats {
     let runSubscribers = 0;
     for (const log of this.#logs.values()) runSubscribers += log.subscribers.size;
     let conversationSubscribers = 0;
     for (const set of this.#conversationSubs.values()) conversationSubscribers += set.size;
     return { runSubscribers, conversationSubscribers, changeSubscribers: this.#changeSubs.size, logs: this.#logs.size };
+  }
+
+  #assertOpen() {
+    if (this.#closed) throw new Error("the event bus is closed");
   }
 }

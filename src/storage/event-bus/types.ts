@@ -8,6 +8,15 @@
 import type { ConversationChange, RunEvent, RunEventBody } from "../../domain/events.ts";
 import type { Subscriber } from "./subscriber.ts";
 
+/** The log of a run a subscriber followed disappeared before its terminal event (the instance executing the run stopped). */
+export class RunLogLostError extends Error {
+  override name = "RunLogLostError";
+  readonly code = "RUN_LOG_LOST";
+  constructor(runId: string) {
+    super(`the event log of run ${runId} is gone before the run finished (its instance stopped); resubscribe to read the outcome`);
+  }
+}
+
 export interface EventBusOptions {
   /** Events kept per run for replay (`EVENT_RETENTION`); older ones are dropped and reported as a ReplayGapEvent. */
   retention: number;
@@ -45,14 +54,23 @@ export interface BusStats {
 }
 
 export interface EventBus {
-  /** Opens the log of a run this instance executes. Opening a run twice is an error. */
+  /**
+   * Opens the log of a run this instance executes. Opening a run twice is an
+   * error. Subscribers on this instance see the log (and every event published
+   * to it) at once; on other instances, once the publisher's flushed() resolves.
+   */
   openRun(runId: string, conversationId: string): RunPublisher;
   /**
    * The retained events with seq > after, then live events until the terminal
    * one, then done. A ReplayGapEvent comes first when events the subscriber asks
-   * for are no longer retained. Null when no instance holds a log for the run
-   * (never opened, or finished longer than the grace period ago): the caller
-   * answers from the run store.
+   * for are no longer retained. (A backend that delivers asynchronously may
+   * also send one later: when a burst of more than `retention` events is
+   * trimmed before the subscriber's instance has read it.) Null when no
+   * instance holds a log for the run (never opened, or finished longer than the
+   * grace period ago): the caller answers from the run store. A backend shared
+   * by several instances may also fail a subscriber whose log vanished before
+   * its terminal event (the executing instance died); resubscribing then
+   * answers null.
    */
   subscribeRun(runId: string, after?: number): Promise<Subscriber<RunEvent> | null>;
   /** Every event of every run of one conversation, from any instance, live (no replay), until unsubscribed. */
@@ -60,6 +78,13 @@ export interface EventBus {
   /** Tells every instance's conversationsChanged subscribers. */
   publishConversationChange(change: ConversationChange): Promise<void>;
   subscribeConversationChanges(): Promise<Subscriber<ConversationChange>>;
+  /**
+   * Ends the log of a run whose publisher is gone (the instance executing it died
+   * and recovery recorded the run), with `body` (a terminal status) after the
+   * last event the log holds, so its subscribers on every instance get the
+   * outcome. Null when no log exists, or it has already ended.
+   */
+  endAbandonedRun(runId: string, conversationId: string, body: RunEventBody): Promise<RunEvent | null>;
   /** Asks whichever instance executes the run to stop it (cancelRun sent to another instance). */
   requestCancel(runId: string): Promise<void>;
   /** Called on every instance for every cancel request; the executing one acts on it. Returns the unsubscribe function. */

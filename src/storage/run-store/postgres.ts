@@ -3,15 +3,18 @@
 // conversation across every instance. Statements are named, so each connection
 // prepares each once.
 import { NotFoundError, RunInProgressError } from "../../domain/errors.ts";
-import type { ConversationRecord, NewRun, OwnerRecord, RunOutcome, RunRecord } from "../../domain/records.ts";
+import type { ConversationRecord, InterruptRecord, NewConversation, NewRun, OwnerRecord, RunOutcome, RunRecord, Usage } from "../../domain/records.ts";
 import { inTransaction, isUniqueViolation, type PostgresClient, type PostgresPool } from "../postgres/database.ts";
 import {
   CONVERSATION_COLUMNS,
+  INTERRUPT_COLUMNS,
   RUN_COLUMNS,
   toConversationRecord,
+  toInterruptRecord,
   toOwnerRecord,
   toRunRecord,
   type ConversationRow,
+  type InterruptRow,
   type OwnerRow,
   type RunRow,
 } from "../postgres/rows.ts";
@@ -35,17 +38,22 @@ function pageSql(direction: "ASC" | "DESC", fromCursor: boolean): string {
 }
 
 const SQL = {
-  insertConversation: `INSERT INTO conversations (id, title, created_at, updated_at, message_count) VALUES ($1, $2, $3, $3, 0)`,
+  insertConversation: `INSERT INTO conversations (id, title, created_at, updated_at, message_count, agent, forked_from_conversation_id, forked_from_checkpoint_id)
+    VALUES ($1, $2, $3, $3, $7, $4, $5, $6)`,
   touchConversation: `UPDATE conversations SET updated_at = $1 WHERE id = $2`,
   finishConversation: `UPDATE conversations SET updated_at = $1, message_count = COALESCE($2, message_count) WHERE id = $3`,
   renameConversation: `UPDATE conversations SET title = $1, updated_at = $2 WHERE id = $3 RETURNING ${CONVERSATION_COLUMNS}`,
   getConversation: `SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = $1`,
   lockConversation: `SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = $1 FOR UPDATE`,
   deleteConversation: `DELETE FROM conversations WHERE id = $1`,
-  insertRun: `INSERT INTO runs (id, conversation_id, kind, status, input, started_at, start_mark, owner_id, last_event_seq)
-    VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, 0) RETURNING ${RUN_COLUMNS}`,
-  finishRun: `UPDATE runs SET status = $1, error_code = $2, error_message = $3, partial_output = $4, finished_at = $5, end_mark = $6, last_event_seq = $7
+  insertRun: `INSERT INTO runs (id, conversation_id, kind, status, input, started_at, start_mark, owner_id, start_checkpoint_id, last_event_seq)
+    VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, 0) RETURNING ${RUN_COLUMNS}`,
+  finishRun: `UPDATE runs SET status = $1, error_code = $2, error_message = $3, partial_output = $4, finished_at = $5, end_mark = $6, last_event_seq = $7,
+      input_tokens = $9, output_tokens = $10, model_calls = $11, time_to_first_token_ms = $12, model_duration_ms = $13
     WHERE id = $8 AND status = 'running' RETURNING ${RUN_COLUMNS}`,
+  insertInterrupt: `INSERT INTO interrupts (run_id, id, conversation_id, node, value, created_at) VALUES ($1, $2, $3, $4, $5::jsonb, $6)`,
+  answerInterrupt: `UPDATE interrupts SET answered_by_run_id = $1, answer = $2::jsonb, answered_at = $3 WHERE conversation_id = $4 AND id = $5 AND answered_by_run_id IS NULL`,
+  interruptsOf: `SELECT ${INTERRUPT_COLUMNS} FROM interrupts WHERE conversation_id = ANY($1) ORDER BY conversation_id, created_at, ctid`,
   getRun: `SELECT ${RUN_COLUMNS} FROM runs WHERE id = $1`,
   activeRun: `SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = $1 AND status = 'running' LIMIT 1`,
   // Running rows whose owner is gone (listed) or was never registered; RETURNING gives only
@@ -71,6 +79,10 @@ const SQL = {
   latestRuns: `SELECT DISTINCT ON (conversation_id) ${RUN_COLUMNS} FROM runs WHERE conversation_id = ANY($1) ORDER BY conversation_id, started_at DESC, id DESC`,
   runsOf: `SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = ANY($1) ORDER BY conversation_id, start_mark`,
   runCounts: `SELECT conversation_id, count(*)::int AS n FROM runs WHERE conversation_id = ANY($1) GROUP BY conversation_id`,
+  usageOf: `SELECT conversation_id, COALESCE(sum(input_tokens), 0)::int AS i, COALESCE(sum(output_tokens), 0)::int AS o, COALESCE(sum(model_calls), 0)::int AS c,
+      COALESCE(sum(model_duration_ms), 0)::int AS d FROM runs WHERE conversation_id = ANY($1) GROUP BY conversation_id`,
+  createConversation: `INSERT INTO conversations (id, title, created_at, updated_at, message_count, agent, forked_from_conversation_id, forked_from_checkpoint_id)
+    VALUES ($1, $2, $3, $3, $7, $4, $5, $6) RETURNING ${CONVERSATION_COLUMNS}`,
   pageForward: pageSql("ASC", false),
   pageBackward: pageSql("DESC", false),
   pageForwardFrom: pageSql("ASC", true),
@@ -93,14 +105,20 @@ export class PostgresRunStore implements RunStore {
     return (await on.query<Row>({ name: `runledger_${name}`, text: SQL[name], values })).rows;
   }
 
-  async startRun(run: NewRun, newConversation?: { title: string }): Promise<{ run: RunRecord; conversation: ConversationRecord }> {
+  async startRun(run: NewRun, newConversation?: NewConversation): Promise<{ run: RunRecord; conversation: ConversationRecord }> {
     try {
       return await inTransaction(this.#pool, async (client) => {
-        if (newConversation) await this.#query(client, "insertConversation", [run.conversationId, newConversation.title, run.startedAt]);
+        if (newConversation) {
+          const { title, agent, forkedFrom } = newConversation;
+          await this.#query(client, "insertConversation", [run.conversationId, title, run.startedAt, agent, forkedFrom?.conversationId ?? null, forkedFrom?.checkpointId ?? null, newConversation.messageCount ?? 0]);
+        }
         else if ((await client.query({ name: "runledger_touchConversation", text: SQL.touchConversation, values: [run.startedAt, run.conversationId] })).rowCount === 0) {
           throw new NotFoundError("Conversation", run.conversationId);
         }
-        const [row] = await this.#query<RunRow>(client, "insertRun", [run.id, run.conversationId, run.kind, run.input, run.startedAt, run.startMark, run.ownerId]);
+        const [row] = await this.#query<RunRow>(client, "insertRun", [run.id, run.conversationId, run.kind, run.input, run.startedAt, run.startMark, run.ownerId, run.startCheckpointId]);
+        for (const { interruptId, value } of run.answers ?? []) {
+          await this.#query(client, "answerInterrupt", [run.id, JSON.stringify(value ?? null), run.startedAt, run.conversationId, interruptId]);
+        }
         const [conversation] = await this.#query<ConversationRow>(client, "getConversation", [run.conversationId]);
         return { run: toRunRecord(row!), conversation: toConversationRecord(conversation!) };
       });
@@ -115,12 +133,22 @@ export class PostgresRunStore implements RunStore {
 
   finishRun(runId: string, outcome: RunOutcome): Promise<RunRecord | null> {
     return inTransaction(this.#pool, async (client) => {
-      const { status, errorCode, errorMessage, partialOutput, finishedAt, endMark, lastEventSeq } = outcome;
-      const [row] = await this.#query<RunRow>(client, "finishRun", [status, errorCode, errorMessage, partialOutput, finishedAt, endMark, lastEventSeq, runId]);
+      const { status, errorCode, errorMessage, partialOutput, finishedAt, endMark, lastEventSeq, usage } = outcome;
+      const [row] = await this.#query<RunRow>(client, "finishRun", [
+        status, errorCode, errorMessage, partialOutput, finishedAt, endMark, lastEventSeq, runId,
+        usage.inputTokens, usage.outputTokens, usage.modelCalls, usage.timeToFirstTokenMs, usage.modelDurationMs,
+      ]);
       if (!row) return null;
+      for (const i of outcome.interrupts) await this.#query(client, "insertInterrupt", [runId, i.id, row.conversation_id, i.node, JSON.stringify(i.value ?? null), finishedAt]);
       await this.#query(client, "finishConversation", [finishedAt, outcome.messageCount, row.conversation_id]);
       return toRunRecord(row);
     });
+  }
+
+  async createConversation(id: string, conversation: NewConversation, at: Date): Promise<ConversationRecord> {
+    const { title, agent, forkedFrom, messageCount = 0 } = conversation;
+    const [row] = await this.#query<ConversationRow>(this.#pool, "createConversation", [id, title, at, agent, forkedFrom?.conversationId ?? null, forkedFrom?.checkpointId ?? null, messageCount]);
+    return toConversationRecord(row!);
   }
 
   async renameConversation(id: string, title: string, at: Date): Promise<ConversationRecord> {
@@ -239,6 +267,22 @@ export class PostgresRunStore implements RunStore {
     for (const row of await this.#query<RunRow>(this.#pool, name, values)) result.get(row.conversation_id)?.push(toRunRecord(row));
     // Read backwards from the end; each page itself is in list order.
     if (take < 0) for (const list of result.values()) list.reverse();
+    return result;
+  }
+
+  async interruptsOf(conversationIds: readonly string[]): Promise<Map<string, InterruptRecord[]>> {
+    const result = new Map<string, InterruptRecord[]>(conversationIds.map((id) => [id, []]));
+    if (conversationIds.length === 0) return result;
+    for (const row of await this.#query<InterruptRow>(this.#pool, "interruptsOf", [conversationIds])) result.get(row.conversation_id)?.push(toInterruptRecord(row));
+    return result;
+  }
+
+  async usageOf(conversationIds: readonly string[]): Promise<Map<string, Usage>> {
+    const result = new Map<string, Usage>(conversationIds.map((id) => [id, { inputTokens: 0, outputTokens: 0, modelCalls: 0, modelDurationMs: 0 }]));
+    if (conversationIds.length === 0) return result;
+    for (const r of await this.#query<{ conversation_id: string; i: number; o: number; c: number; d: number }>(this.#pool, "usageOf", [conversationIds])) {
+      result.set(r.conversation_id, { inputTokens: r.i, outputTokens: r.o, modelCalls: r.c, modelDurationMs: r.d });
+    }
     return result;
   }
 

@@ -4,17 +4,20 @@
 // process's commit cannot make it fail with SQLITE_BUSY_SNAPSHOT), taken in its
 // turn of the write gate. Reads go through the reader connection.
 import { NotFoundError, RunInProgressError } from "../../domain/errors.ts";
-import type { ConversationRecord, NewRun, OwnerRecord, RunOutcome, RunRecord } from "../../domain/records.ts";
+import type { ConversationRecord, InterruptRecord, NewConversation, NewRun, OwnerRecord, RunOutcome, RunRecord, Usage } from "../../domain/records.ts";
 import type { SqliteDatabase } from "../sqlite/database.ts";
 import type { WriteGate } from "../sqlite/write-gate.ts";
 import {
   CONVERSATION_COLUMNS,
+  INTERRUPT_COLUMNS,
   RUN_COLUMNS,
   formatSqliteDate,
   toConversationRecord,
+  toInterruptRecord,
   toOwnerRecord,
   toRunRecord,
   type ConversationRow,
+  type InterruptRow,
   type OwnerRow,
   type RunRow,
 } from "../sqlite/rows.ts";
@@ -32,8 +35,9 @@ const IN_IDS = "IN (SELECT value FROM json_each(?))";
 
 function writeStatements(db: SqliteDatabase) {
   return {
-    insertConversation: db.prepare<[string, string, string, string]>(
-      `INSERT INTO conversations (id, title, created_at, updated_at, message_count) VALUES (?, ?, ?, ?, 0)`,
+    insertConversation: db.prepare<[string, string, string, string, number, string, string | null, string | null]>(
+      `INSERT INTO conversations (id, title, created_at, updated_at, message_count, agent, forked_from_conversation_id, forked_from_checkpoint_id)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     touchConversation: db.prepare<[string, string]>(`UPDATE conversations SET updated_at = ? WHERE id = ?`),
     finishConversation: db.prepare<[string, number | null, string]>(
@@ -42,13 +46,22 @@ function writeStatements(db: SqliteDatabase) {
     renameConversation: db.prepare<[string, string, string]>(`UPDATE conversations SET title = ?, updated_at = ? WHERE id = ?`),
     deleteConversation: db.prepare<[string]>(`DELETE FROM conversations WHERE id = ?`),
     getConversation: db.prepare<[string], ConversationRow>(`SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = ?`),
-    insertRun: db.prepare<[string, string, string, string | null, string, string, string]>(
-      `INSERT INTO runs (id, conversation_id, kind, status, input, started_at, start_mark, owner_id, last_event_seq)
-       VALUES (?, ?, ?, 'running', ?, ?, ?, ?, 0)`,
+    insertRun: db.prepare<[string, string, string, string | null, string, string, string, string | null]>(
+      `INSERT INTO runs (id, conversation_id, kind, status, input, started_at, start_mark, owner_id, start_checkpoint_id, last_event_seq)
+       VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, 0)`,
     ),
-    finishRun: db.prepare<[string, string | null, string | null, string | null, string, string, number, string]>(
-      `UPDATE runs SET status = ?, error_code = ?, error_message = ?, partial_output = ?, finished_at = ?, end_mark = ?, last_event_seq = ?
-       WHERE id = ? AND status = 'running'`,
+    finishRun: db.prepare(
+      `UPDATE runs SET status = @status, error_code = @errorCode, error_message = @errorMessage, partial_output = @partialOutput,
+         finished_at = @finishedAt, end_mark = @endMark, last_event_seq = @lastEventSeq,
+         input_tokens = @inputTokens, output_tokens = @outputTokens, model_calls = @modelCalls,
+         time_to_first_token_ms = @timeToFirstTokenMs, model_duration_ms = @modelDurationMs
+       WHERE id = @id AND status = 'running'`,
+    ),
+    insertInterrupt: db.prepare<[string, string, string, string, string, string]>(
+      `INSERT INTO interrupts (run_id, id, conversation_id, node, value, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+    ),
+    answerInterrupt: db.prepare<[string, string, string, string, string]>(
+      `UPDATE interrupts SET answered_by_run_id = ?, answer = ?, answered_at = ? WHERE conversation_id = ? AND id = ? AND answered_by_run_id IS NULL`,
     ),
     getRun: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`),
     activeRun: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = ? AND status = 'running' LIMIT 1`),
@@ -109,6 +122,13 @@ function readStatements(db: SqliteDatabase) {
          FROM runs WHERE conversation_id ${IN_IDS}) WHERE position = 1`,
     ),
     runsOf: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id ${IN_IDS} ORDER BY conversation_id, start_mark`),
+    interruptsOf: db.prepare<[string], InterruptRow>(
+      `SELECT ${INTERRUPT_COLUMNS} FROM interrupts WHERE conversation_id ${IN_IDS} ORDER BY conversation_id, created_at, rowid`,
+    ),
+    usageOf: db.prepare<[string], { conversation_id: string; i: number; o: number; c: number; d: number }>(
+      `SELECT conversation_id, COALESCE(sum(input_tokens), 0) AS i, COALESCE(sum(output_tokens), 0) AS o, COALESCE(sum(model_calls), 0) AS c,
+         COALESCE(sum(model_duration_ms), 0) AS d FROM runs WHERE conversation_id ${IN_IDS} GROUP BY conversation_id`,
+    ),
     runCounts: db.prepare<[string], { conversation_id: string; n: number }>(
       `SELECT conversation_id, count(*) AS n FROM runs WHERE conversation_id ${IN_IDS} GROUP BY conversation_id`,
     ),
@@ -144,14 +164,17 @@ export class SqliteRunStore implements RunStore {
     return this.#gate.run(() => this.#writer.transaction(work).immediate());
   }
 
-  async startRun(run: NewRun, newConversation?: { title: string }): Promise<{ run: RunRecord; conversation: ConversationRecord }> {
+  async startRun(run: NewRun, newConversation?: NewConversation): Promise<{ run: RunRecord; conversation: ConversationRecord }> {
     const w = this.#w;
     const startedAt = formatSqliteDate(run.startedAt);
     try {
       return await this.#write(() => {
-        if (newConversation) w.insertConversation.run(run.conversationId, newConversation.title, startedAt, startedAt);
-        else if (w.touchConversation.run(startedAt, run.conversationId).changes === 0) throw new NotFoundError("Conversation", run.conversationId);
-        w.insertRun.run(run.id, run.conversationId, run.kind, run.input, startedAt, run.startMark, run.ownerId);
+        if (newConversation) {
+          const { title, agent, forkedFrom } = newConversation;
+          w.insertConversation.run(run.conversationId, title, startedAt, startedAt, newConversation.messageCount ?? 0, agent, forkedFrom?.conversationId ?? null, forkedFrom?.checkpointId ?? null);
+        } else if (w.touchConversation.run(startedAt, run.conversationId).changes === 0) throw new NotFoundError("Conversation", run.conversationId);
+        w.insertRun.run(run.id, run.conversationId, run.kind, run.input, startedAt, run.startMark, run.ownerId, run.startCheckpointId);
+        for (const { interruptId, value } of run.answers ?? []) w.answerInterrupt.run(run.id, JSON.stringify(value ?? null), startedAt, run.conversationId, interruptId);
         return { run: toRunRecord(w.getRun.get(run.id)!), conversation: toConversationRecord(w.getConversation.get(run.conversationId)!) };
       });
     } catch (error) {
@@ -167,11 +190,22 @@ export class SqliteRunStore implements RunStore {
     const w = this.#w;
     const finishedAt = formatSqliteDate(outcome.finishedAt);
     return this.#write(() => {
-      const { status, errorCode, errorMessage, partialOutput, endMark, lastEventSeq } = outcome;
-      if (w.finishRun.run(status, errorCode, errorMessage, partialOutput, finishedAt, endMark, lastEventSeq, runId).changes === 0) return null;
+      const { status, errorCode, errorMessage, partialOutput, endMark, lastEventSeq, usage } = outcome;
+      const changed = w.finishRun.run({ id: runId, status, errorCode, errorMessage, partialOutput, finishedAt, endMark, lastEventSeq, ...usage }).changes;
+      if (changed === 0) return null;
       const run = toRunRecord(w.getRun.get(runId)!);
+      for (const i of outcome.interrupts) w.insertInterrupt.run(runId, i.id, run.conversationId, i.node, JSON.stringify(i.value ?? null), finishedAt);
       w.finishConversation.run(finishedAt, outcome.messageCount, run.conversationId);
       return run;
+    });
+  }
+
+  createConversation(id: string, conversation: NewConversation, at: Date): Promise<ConversationRecord> {
+    const w = this.#w;
+    const when = formatSqliteDate(at);
+    return this.#write(() => {
+      w.insertConversation.run(id, conversation.title, when, when, conversation.messageCount ?? 0, conversation.agent, conversation.forkedFrom?.conversationId ?? null, conversation.forkedFrom?.checkpointId ?? null);
+      return toConversationRecord(w.getConversation.get(id)!);
     });
   }
 
@@ -303,6 +337,20 @@ export class SqliteRunStore implements RunStore {
     for (const row of rows) result.get(row.conversation_id)?.push(toRunRecord(row));
     // Read backwards from the end; each page itself is in list order.
     if (take < 0) for (const list of result.values()) list.reverse();
+    return result;
+  }
+
+  async interruptsOf(conversationIds: readonly string[]): Promise<Map<string, InterruptRecord[]>> {
+    const result = new Map<string, InterruptRecord[]>(conversationIds.map((id) => [id, []]));
+    if (conversationIds.length === 0) return result;
+    for (const row of this.#r.interruptsOf.all(JSON.stringify(conversationIds))) result.get(row.conversation_id)?.push(toInterruptRecord(row));
+    return result;
+  }
+
+  async usageOf(conversationIds: readonly string[]): Promise<Map<string, Usage>> {
+    const result = new Map<string, Usage>(conversationIds.map((id) => [id, { inputTokens: 0, outputTokens: 0, modelCalls: 0, modelDurationMs: 0 }]));
+    if (conversationIds.length === 0) return result;
+    for (const r of this.#r.usageOf.all(JSON.stringify(conversationIds))) result.set(r.conversation_id, { inputTokens: r.i, outputTokens: r.o, modelCalls: r.c, modelDurationMs: r.d });
     return result;
   }
 

@@ -2,7 +2,7 @@
 // service writes through it and every GraphQL read of those rows goes through
 // it (batched per operation by src/read/scope.ts). Backends: sqlite.ts;
 // test/conformance/run-store.ts holds every backend to the same rules.
-import type { ConversationRecord, NewRun, OwnerRecord, RunOutcome, RunRecord } from "../../domain/records.ts";
+import type { ConversationRecord, InterruptRecord, NewConversation, NewRun, OwnerRecord, RunOutcome, RunRecord, Usage } from "../../domain/records.ts";
 import type { PageQuery } from "../page.ts";
 
 export interface RunStore {
@@ -12,11 +12,17 @@ export interface RunStore {
    * Creates the conversation when `newConversation` is given (else requires it to
    * exist: NotFoundError), inserts the running row (RunInProgressError when the
    * conversation already has one: the database enforces one running run per
-   * conversation) and bumps the conversation's updatedAt.
+   * conversation), records `run.answers` as answered by it, and bumps the
+   * conversation's updatedAt.
    */
-  startRun(run: NewRun, newConversation?: { title: string }): Promise<{ run: RunRecord; conversation: ConversationRecord }>;
-  /** The outcome, updatedAt and messageCount. Null when the run was no longer running: terminal states never change. */
+  startRun(run: NewRun, newConversation?: NewConversation): Promise<{ run: RunRecord; conversation: ConversationRecord }>;
+  /**
+   * The outcome with its usage, updatedAt and messageCount, and the interrupts a
+   * waiting run raised. Null when the run was no longer running: terminal states never change.
+   */
   finishRun(runId: string, outcome: RunOutcome): Promise<RunRecord | null>;
+  /** A conversation without a run yet (a fork asked for without a message). */
+  createConversation(id: string, conversation: NewConversation, at: Date): Promise<ConversationRecord>;
   renameConversation(id: string, title: string, at: Date): Promise<ConversationRecord>;
   /** Deletes the conversation, its runs and its LangGraph thread. NotFoundError, or RunInProgressError while a run is active. */
   deleteConversation(id: string): Promise<ConversationRecord>;
@@ -66,4 +72,8 @@ export interface RunStore {
   runPages(conversationIds: readonly string[], page: PageQuery): Promise<Map<string, RunRecord[]>>;
   /** How many runs each conversation has; every conversation gets a count. */
   runCounts(conversationIds: readonly string[]): Promise<Map<string, number>>;
+  /** The sum of each conversation's runs' usage; every conversation gets one. */
+  usageOf(conversationIds: readonly string[]): Promise<Map<string, Usage>>;
+  /** Every interrupt raised in each conversation, oldest first; every conversation gets a list. */
+  interruptsOf(conversationIds: readonly string[]): Promise<Map<string, InterruptRecord[]>>;
 }

@@ -2,7 +2,7 @@
 // Dates are ISO 8601 text in the format Prisma's SQLite client writes
 // ("2026-11-30T14:02:00.000+00:00"), which databases made by earlier versions
 // hold: one format keeps text comparison and ORDER BY chronological.
-import type { ConversationRecord, OwnerRecord, RunErrorCodeValue, RunKindValue, RunRecord, RunStatusValue } from "../../domain/records.ts";
+import type { ConversationRecord, InterruptRecord, OwnerRecord, RunErrorCodeValue, RunKindValue, RunRecord, RunStatusValue } from "../../domain/records.ts";
 
 /** A stored DATETIME: ISO 8601 text, or SQLite's CURRENT_TIMESTAMP default ("YYYY-MM-DD HH:MM:SS", UTC). */
 export function parseSqliteDate(value: string | number): Date {
@@ -20,9 +20,12 @@ export interface ConversationRow {
   created_at: string | number;
   updated_at: string | number;
   message_count: number;
+  agent: string;
+  forked_from_conversation_id: string | null;
+  forked_from_checkpoint_id: string | null;
 }
 
-export const CONVERSATION_COLUMNS = "id, title, created_at, updated_at, message_count";
+export const CONVERSATION_COLUMNS = "id, title, created_at, updated_at, message_count, agent, forked_from_conversation_id, forked_from_checkpoint_id";
 
 export function toConversationRecord(row: ConversationRow): ConversationRecord {
   return {
@@ -31,6 +34,9 @@ export function toConversationRecord(row: ConversationRow): ConversationRecord {
     createdAt: parseSqliteDate(row.created_at),
     updatedAt: parseSqliteDate(row.updated_at),
     messageCount: row.message_count,
+    agent: row.agent,
+    forkedFromConversationId: row.forked_from_conversation_id,
+    forkedFromCheckpointId: row.forked_from_checkpoint_id,
   };
 }
 
@@ -49,10 +55,17 @@ export interface RunRow {
   end_mark: string | null;
   last_event_seq: number;
   owner_id: string | null;
+  start_checkpoint_id: string | null;
+  input_tokens: number | null;
+  output_tokens: number | null;
+  model_calls: number | null;
+  time_to_first_token_ms: number | null;
+  model_duration_ms: number | null;
 }
 
 export const RUN_COLUMNS = `id, conversation_id, kind, status, input, error_code, error_message, partial_output,
-  started_at, finished_at, start_mark, end_mark, last_event_seq, owner_id`;
+  started_at, finished_at, start_mark, end_mark, last_event_seq, owner_id, start_checkpoint_id,
+  input_tokens, output_tokens, model_calls, time_to_first_token_ms, model_duration_ms`;
 
 /** The table's CHECK constraints hold kind, status and error_code to the domain's values. */
 export function toRunRecord(row: RunRow): RunRecord {
@@ -71,6 +84,17 @@ export function toRunRecord(row: RunRow): RunRecord {
     endMark: row.end_mark,
     lastEventSeq: row.last_event_seq,
     ownerId: row.owner_id,
+    startCheckpointId: row.start_checkpoint_id,
+    usage:
+      row.model_calls === null
+        ? null
+        : {
+            inputTokens: row.input_tokens ?? 0,
+            outputTokens: row.output_tokens ?? 0,
+            modelCalls: row.model_calls,
+            timeToFirstTokenMs: row.time_to_first_token_ms,
+            modelDurationMs: row.model_duration_ms ?? 0,
+          },
   };
 }
 
@@ -84,4 +108,32 @@ export interface OwnerRow {
 
 export function toOwnerRecord(row: OwnerRow): OwnerRecord {
   return { id: row.id, pid: row.pid, host: row.host, startedAt: parseSqliteDate(row.started_at), heartbeatAt: parseSqliteDate(row.heartbeat_at) };
+}
+
+export const INTERRUPT_COLUMNS = "run_id, id, conversation_id, node, value, created_at, answered_by_run_id, answer, answered_at";
+
+export interface InterruptRow {
+  run_id: string;
+  id: string;
+  conversation_id: string;
+  node: string;
+  value: string;
+  created_at: string | number;
+  answered_by_run_id: string | null;
+  answer: string | null;
+  answered_at: string | number | null;
+}
+
+export function toInterruptRecord(row: InterruptRow): InterruptRecord {
+  return {
+    id: row.id,
+    runId: row.run_id,
+    conversationId: row.conversation_id,
+    node: row.node,
+    value: JSON.parse(row.value),
+    createdAt: parseSqliteDate(row.created_at),
+    answeredByRunId: row.answered_by_run_id,
+    answer: row.answer === null ? null : JSON.parse(row.answer),
+    answeredAt: row.answered_at === null ? null : parseSqliteDate(row.answered_at),
+  };
 }

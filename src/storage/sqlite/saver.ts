@@ -1,11 +1,12 @@
 // LangGraph's SqliteSaver on the writer connection: its writes take their turn
-// in the write gate with runledger's own, and deleting a thread can join a run
-// store transaction (deleteThreadRows), since the saver is the one that knows
-// its own tables.
+// in the write gate with runledger's own, its statements are compiled once
+// (statement-cache.ts), and deleting a thread can join a run store transaction
+// (deleteThreadRows), since the saver is the one that knows its own tables.
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { Checkpoint, CheckpointMetadata, PendingWrite } from "@langchain/langgraph-checkpoint";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import type { SqliteDatabase } from "./database.ts";
+import { withStatementCache } from "./statement-cache.ts";
 import type { WriteGate } from "./write-gate.ts";
 
 export class GatedSqliteSaver extends SqliteSaver {
@@ -13,8 +14,9 @@ export class GatedSqliteSaver extends SqliteSaver {
   readonly #gate: WriteGate;
 
   constructor(db: SqliteDatabase, gate: WriteGate) {
-    super(db);
-    this.#db = db;
+    const cached = withStatementCache(db);
+    super(cached);
+    this.#db = cached;
     this.#gate = gate;
   }
 

@@ -1,0 +1,64 @@
+// runledger for a scenario, through the process harness the specs use
+// (test/support/processes.ts): src/main.ts on a fresh temporary database
+// (removed on stop) unless one is given, its CPU profile in
+// bench/results/profiles/<name>, and, for the scenarios that read the server's
+// own instruments, probe.ts loaded ahead of it and asked over IPC.
+import path from "node:path";
+import { startServerProcess, tempDatabaseUrl, type ServerProcess } from "../../test/support/processes.ts";
+import { PROFILE_DIR } from "./profile.ts";
+import type { ProbeRequest, LoopDelay } from "./probe.ts";
+
+export type { LoopDelay };
+
+/** A benchmark child still running this long after SIGTERM is killed: a stuck server must not hang the run. */
+export const KILL_AFTER_MS = 20_000;
+
+export interface RunledgerProcess extends ServerProcess {
+  databaseFile: string;
+}
+
+export async function startRunledger(options: {
+  modelUrl: string;
+  env?: Record<string, string>;
+  databaseFile?: string;
+  /** Write V8 CPU profiles into bench/results/profiles/<cpuProfile>. */
+  cpuProfile?: string;
+  /** Load probe.ts, for ask(). */
+  probe?: boolean;
+  exposeGc?: boolean;
+}): Promise<RunledgerProcess> {
+  const database = options.databaseFile ? null : tempDatabaseUrl("runledger-bench-");
+  const databaseFile = options.databaseFile ?? database!.file;
+  let server: ServerProcess;
+  try {
+    server = await startServerProcess(
+      { HOST: "127.0.0.1", DATABASE_URL: `file:${databaseFile}`, OLLAMA_HOST: options.modelUrl, ...options.env },
+      {
+        cpuProfileDir: options.cpuProfile ? path.join(PROFILE_DIR, options.cpuProfile) : undefined,
+        probe: options.probe ? "bench/lib/probe.ts" : undefined,
+        exposeGc: options.exposeGc,
+        killAfterMs: KILL_AFTER_MS,
+      },
+    );
+  } catch (error) {
+    database?.remove();
+    throw error;
+  }
+  const stopServer = server.stop;
+  return Object.assign(server, {
+    databaseFile,
+    async stop(signal?: NodeJS.Signals) {
+      const code = await stopServer(signal);
+      database?.remove();
+      return code;
+    },
+  });
+}
+
+/** Sends one request to the probe and resolves with the next message the server sends back. */
+export function ask<T>(server: ServerProcess, request: ProbeRequest): Promise<T> {
+  return new Promise((resolve) => {
+    server.child.once("message", (reply) => resolve(reply as T));
+    server.child.send(request);
+  });
+}

@@ -1,0 +1,58 @@
+// The checkpointer every compiled graph uses: the storage backend's saver, plus
+// a report of each checkpoint once it is stored, to the run executing on that
+// thread, so the run can publish "the checkpoint just saved" as it happens.
+// Graphs are compiled once per agent, so the report goes by thread id (one
+// active run per conversation).
+import type { RunnableConfig } from "@langchain/core/runnables";
+import {
+  BaseCheckpointSaver,
+  type ChannelVersions,
+  type Checkpoint,
+  type CheckpointListOptions,
+  type CheckpointMetadata,
+  type CheckpointTuple,
+  type PendingWrite,
+} from "@langchain/langgraph-checkpoint";
+
+export class CheckpointObserver extends BaseCheckpointSaver {
+  readonly #listeners = new Map<string, (checkpointId: string) => void>();
+
+  constructor(private readonly inner: BaseCheckpointSaver) {
+    super(inner.serde);
+  }
+
+  /** Reports the thread's checkpoints to `listener` until the returned function is called. */
+  watch(threadId: string, listener: (checkpointId: string) => void): () => void {
+    this.#listeners.set(threadId, listener);
+    return () => {
+      if (this.#listeners.get(threadId) === listener) this.#listeners.delete(threadId);
+    };
+  }
+
+  getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+    return this.inner.getTuple(config);
+  }
+
+  list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
+    return this.inner.list(config, options);
+  }
+
+  async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
+    const stored = await this.inner.put(config, checkpoint, metadata, newVersions);
+    this.#listeners.get(String(config.configurable?.thread_id))?.(checkpoint.id);
+    return stored;
+  }
+
+  putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string): Promise<void> {
+    return this.inner.putWrites(config, writes, taskId);
+  }
+
+  deleteThread(threadId: string): Promise<void> {
+    return this.inner.deleteThread(threadId);
+  }
+
+  // The backend's versioning (PostgreSQL's saver makes unique ones) must survive the wrapper.
+  override getNextVersion(current: number | undefined): number {
+    return this.inner.getNextVersion(current);
+  }
+}

@@ -1,0 +1,800 @@
+// The event bus for several instances sharing one Redis.
+//
+// Each run's log is a Redis Stream whose entry ids are `0-<seq>`: the stream
+// orders, trims and replays by seq, so "replay everything after n, then live"
+// is one range read followed by XREAD from the same id, with no gap and no
+// duplicate. The stream is trimmed to exactly `retention` entries, so a replay
+// reports the same gap as the memory bus would. Conversation events,
+// conversation changes and cancel requests are live-only and go over pub/sub.
+//
+// Connections per instance, whatever the number of subscribers:
+// - one for commands: publishes are batched per tick into one pipeline, in call
+//   order, and replay reads go after the batch, so an instance reads its own
+//   writes;
+// - one in subscriber mode for the pub/sub channels;
+// - one per FEEDS_PER_READER runs followed at once, each looping on a blocking
+//   XREAD over all its runs. Subscribers of one run on one instance share a
+//   feed (one cursor, each event parsed once) and each has its own bounded queue.
+import { randomUUID } from "node:crypto";
+import { Redis, type RedisOptions } from "ioredis";
+import type { ConversationChange, RunEvent, RunEventBody } from "../../domain/events.ts";
+import { isTerminalEvent } from "../../domain/events.ts";
+import { createSubscriber, SubscriberOverflowError, type Subscriber } from "./subscriber.ts";
+import { RunLogLostError, type BusStats, type EventBus, type EventBusOptions, type RunPublisher } from "./types.ts";
+
+export { RunLogLostError };
+
+export interface RedisEventBusOptions extends EventBusOptions {
+  /** Prefix of every key and channel the bus uses (default `runledger:`); instances share events only when they share it. */
+  keyPrefix?: string;
+  /** How long connecting and the first PING may take before connectRedisEventBus gives up (default 2000 ms). */
+  connectTimeoutMs?: number;
+  /**
+   * How often an instance checks that the runs its subscribers follow still have
+   * a log (default 5000 ms). A log vanishes before its terminal event only when
+   * the instance executing the run died and stopped renewing it; its
+   * subscribers then fail with RunLogLostError instead of waiting forever.
+   */
+  livenessCheckMs?: number;
+  /** Told about errors no caller is waiting for (a reader's failed XREAD, a lost connection); ioredis reconnects by itself. Default: ignored. */
+  onError?: (error: Error) => void;
+}
+
+/** Runs one reader connection follows at once; past it, another connection opens. Keeps each XREAD's key list short. */
+const FEEDS_PER_READER = 64;
+/**
+ * Most entries one XREAD takes per run: one busy run cannot hold the reader for
+ * long, and one read never hands a subscriber more than half its queue limit,
+ * so a subscriber that keeps up is not cut off by the batching alone.
+ */
+const MAX_READ_COUNT = 1000;
+/** A reader's XREAD returns at least this often even when nothing happens (then it reissues). */
+const BLOCK_MS = 10_000;
+/** An open run's log lives at least this long without being renewed, whatever the grace period. */
+const MIN_OPEN_TTL_MS = 30_000;
+/**
+ * A finished run's log stays in Redis at least this long, whatever the grace
+ * period: readers on other instances that were busy when the run finished must
+ * still find its last events (the terminal one above all) when they read next.
+ */
+const MIN_FINISHED_TTL_MS = 1000;
+
+type Command = [name: string, ...args: (string | number)[]];
+type Reply = [error: Error | null, result: unknown];
+type OnReplies = (replies: Reply[], from: number, count: number) => void;
+
+/** Commands queued for the next pipeline, and who wants their replies. */
+interface Batch {
+  commands: Command[];
+  callbacks: { onReplies: OnReplies; from: number; count: number }[];
+  done: Promise<void>;
+  resolve: () => void;
+}
+type StreamEntry = [id: string, fields: string[]];
+
+/** A follower's position in a run: the seq it expects next. */
+interface Cursor {
+  next: number;
+}
+
+/** A subscribeRun call waiting for its replay read; it keeps what the feed delivers meanwhile. */
+interface Joiner {
+  buffer: RunEvent[];
+  overflowed: boolean;
+}
+
+/** One run followed by this instance, shared by all its subscribers here. */
+interface Feed {
+  readonly runId: string;
+  readonly key: string;
+  /** seq of the last entry read; the next XREAD starts after it. null until a replay read has placed it. */
+  cursor: number | null;
+  readonly live: Map<Subscriber<RunEvent>, Cursor>;
+  readonly joiners: Set<Joiner>;
+  reader: StreamReader | null;
+  /** The terminal event has been read: nothing more will come. */
+  ended: boolean;
+}
+
+interface LocalLog {
+  finished: boolean;
+  dropTimer?: NodeJS.Timeout;
+}
+
+interface ConversationChannel {
+  readonly subs: Set<Subscriber<RunEvent>>;
+  /** Settles with the SUBSCRIBE reply: from then on Redis delivers the channel's messages. */
+  readonly subscribed: Promise<unknown>;
+}
+
+/**
+ * Connects to the Redis at `url` (`REDIS_URL`) and returns a bus on it. Throws an
+ * Error naming REDIS_URL when the URL is malformed or the server does not answer
+ * a PING within `connectTimeoutMs`.
+ */
+export function connectRedisEventBus(url: string, options: RedisEventBusOptions): Promise<RedisEventBus> {
+  return RedisEventBus.connect(url, options);
+}
+
+export class RedisEventBus implements EventBus {
+  readonly #url: string;
+  readonly #options: Required<Omit<RedisEventBusOptions, "onError">> & Pick<RedisEventBusOptions, "onError">;
+  readonly #prefix: string;
+  readonly #command: Redis;
+  readonly #pubsub: Redis;
+  readonly #readers: StreamReader[] = [];
+  readonly #instanceId = randomUUID();
+  #readerCount = 0;
+
+  readonly #logs = new Map<string, LocalLog>();
+  readonly #feeds = new Map<string, Feed>();
+  readonly #runSubs = new Set<Subscriber<RunEvent>>();
+  readonly #conversations = new Map<string, ConversationChannel>();
+  readonly #changeSubs = new Set<Subscriber<ConversationChange>>();
+  readonly #cancelListeners = new Set<(runId: string) => void>();
+
+  #batch: Batch | null = null;
+  readonly #timers: NodeJS.Timeout[] = [];
+  /** Where connection errors go: noted while connecting, then handed to onError. */
+  #onConnectionError: (error: Error) => void = () => {};
+  #closed = false;
+
+  static async connect(url: string, options: RedisEventBusOptions): Promise<RedisEventBus> {
+    const target = describeUrl(url);
+    const bus = new RedisEventBus(url, options);
+    const timeoutMs = bus.#options.connectTimeoutMs;
+    let lastError: Error | null = null;
+    bus.#onConnectionError = (error) => (lastError = error);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      });
+      await Promise.race([
+        (async () => {
+          await Promise.all([bus.#command.connect(), bus.#pubsub.connect()]);
+          await bus.#command.ping();
+          // Subscribed before the bus is handed out: onCancelRequest cannot wait
+          // for a SUBSCRIBE reply, and a change published after connect() returns
+          // must reach this instance's subscribers.
+          await bus.#pubsub.subscribe(bus.#changesChannel, bus.#cancelChannel);
+        })(),
+        timeout,
+      ]);
+    } catch (error) {
+      bus.#command.disconnect();
+      bus.#pubsub.disconnect();
+      const cause = (lastError as Error | null)?.message ?? (error as Error).message;
+      throw new Error(`REDIS_URL: cannot reach Redis at ${target}: ${cause}`);
+    } finally {
+      clearTimeout(timer);
+    }
+    bus.#onConnectionError = (error) => bus.#options.onError?.(error);
+    bus.#start();
+    return bus;
+  }
+
+  private constructor(url: string, options: RedisEventBusOptions) {
+    this.#url = url;
+    this.#options = {
+      ...options,
+      now: options.now ?? (() => new Date()),
+      keyPrefix: options.keyPrefix ?? "runledger:",
+      connectTimeoutMs: options.connectTimeoutMs ?? 2000,
+      livenessCheckMs: options.livenessCheckMs ?? 5000,
+    };
+    this.#prefix = this.#options.keyPrefix;
+    this.#command = new Redis(url, this.#connectionOptions("command", { lazyConnect: true }));
+    this.#pubsub = new Redis(url, this.#connectionOptions("pubsub", { lazyConnect: true }));
+    // Without a listener ioredis prints every connection error to the console.
+    for (const connection of [this.#command, this.#pubsub]) connection.on("error", (error: Error) => this.#onConnectionError(error));
+  }
+
+  #connectionOptions(role: string, extra: RedisOptions = {}): RedisOptions {
+    return {
+      // CLIENT LIST shows which deployment (prefix) and role each connection serves.
+      connectionName: `${this.#prefix}bus-${role}`.replace(/[^\w:.-]/g, "_"),
+      connectTimeout: this.#options.connectTimeoutMs,
+      ...extra,
+    };
+  }
+
+  #start() {
+    this.#pubsub.on("message", (channel: string, message: string) => this.#onMessage(channel, message));
+    // An open run's log expires unless its instance renews it: a log whose
+    // instance died goes away like a finished one.
+    const renew = setInterval(() => this.#renewOpenLogs(), this.#openTtlMs / 3);
+    const check = setInterval(() => this.#checkFeeds(), this.#options.livenessCheckMs);
+    for (const timer of [renew, check]) {
+      timer.unref();
+      this.#timers.push(timer);
+    }
+  }
+
+  get #openTtlMs() {
+    return Math.max(this.#options.graceMs, MIN_OPEN_TTL_MS);
+  }
+  get #changesChannel() {
+    return `${this.#prefix}conversations-changed`;
+  }
+  get #cancelChannel() {
+    return `${this.#prefix}cancel`;
+  }
+  #runKey(runId: string) {
+    return `${this.#prefix}run:${runId}`;
+  }
+  #conversationChannel(conversationId: string) {
+    return `${this.#prefix}conversation:${conversationId}`;
+  }
+
+  // ---- writing ----
+
+  /**
+   * Queues commands on the command connection. Everything queued in one tick
+   * goes out as one pipeline, in call order. `onReplies` gets the batch's
+   * replies and where these commands' replies start. The promise (one per
+   * batch, so a burst of publishes makes no promise each) settles after every
+   * callback of the batch ran; it never rejects.
+   */
+  #write(commands: Command[], onReplies?: OnReplies): Promise<void> {
+    if (!this.#batch) {
+      let resolve!: () => void;
+      const done = new Promise<void>((r) => (resolve = r));
+      this.#batch = { commands: [], callbacks: [], done, resolve };
+      queueMicrotask(() => this.#flushBatch());
+    }
+    const batch = this.#batch;
+    if (onReplies) batch.callbacks.push({ onReplies, from: batch.commands.length, count: commands.length });
+    for (const command of commands) batch.commands.push(command);
+    return batch.done;
+  }
+
+  /** Sends the queued batch now (before a read that must see it). */
+  #flushBatch() {
+    const batch = this.#batch;
+    if (!batch) return;
+    this.#batch = null;
+    const settle = (replies: Reply[]) => {
+      for (const { onReplies, from, count } of batch.callbacks) onReplies(replies, from, count);
+      batch.resolve();
+    };
+    this.#command
+      .pipeline(batch.commands)
+      .exec()
+      .then(
+        (replies) => settle((replies ?? []) as Reply[]),
+        (error: Error) => settle(batch.commands.map(() => [error, null])),
+      );
+  }
+
+  /** Writes and resolves with these commands' replies. */
+  #writeForReplies(commands: Command[]): Promise<Reply[]> {
+    let mine: Reply[] = [];
+    return this.#write(commands, (replies, from, count) => (mine = replies.slice(from, from + count))).then(() => mine);
+  }
+
+  openRun(runId: string, conversationId: string): RunPublisher {
+    this.#assertOpen();
+    if (this.#logs.has(runId)) throw new Error(`run ${runId} already has an event log`);
+    const log: LocalLog = { finished: false };
+    this.#logs.set(runId, log);
+    const key = this.#runKey(runId);
+    const channel = this.#conversationChannel(conversationId);
+    let nextSeq = 1;
+    let failure: Error | null = null;
+    let written: Promise<void> = Promise.resolve();
+    const noteFailure: OnReplies = (replies, from, count) => {
+      for (let i = from; i < from + count; i++) failure ??= replies[i]![0];
+    };
+    // The log exists (empty) from now on, so a subscriber on any instance gets
+    // a subscription rather than null, as with the memory bus. MKSTREAM creates
+    // an empty stream; the group it needs is dropped at once.
+    const group = `open-${this.#instanceId}`;
+    written = this.#write(
+      [
+        ["xgroup", "CREATE", key, group, "$", "MKSTREAM"],
+        ["xgroup", "DESTROY", key, group],
+        ["pexpire", key, this.#openTtlMs],
+      ],
+      noteFailure,
+    );
+    return {
+      runId,
+      conversationId,
+      publish: (body: RunEventBody): RunEvent => {
+        if (log.finished) throw new Error(`run ${runId} has already published its terminal event`);
+        if (this.#closed) throw new Error(`run ${runId}'s event log is closed`);
+        const seq = nextSeq++;
+        const event = { ...body, seq, runId, conversationId, at: this.#options.now() } as RunEvent;
+        const json = JSON.stringify(event);
+        const commands: Command[] = [
+          ["xadd", key, "MAXLEN", this.#options.retention, `0-${seq}`, "e", json],
+          ["publish", channel, json],
+        ];
+        if (isTerminalEvent(event)) {
+          log.finished = true;
+          commands.push(["pexpire", key, Math.max(this.#options.graceMs, MIN_FINISHED_TTL_MS)]);
+          log.dropTimer = setTimeout(() => {
+            if (this.#logs.get(runId) === log) this.#logs.delete(runId);
+          }, this.#options.graceMs);
+          log.dropTimer.unref();
+        }
+        // Batches settle in order: awaiting the latest covers every earlier one.
+        written = this.#write(commands, noteFailure);
+        return event;
+      },
+      flushed: async () => {
+        await written;
+        if (failure) throw failure;
+      },
+    };
+  }
+
+  #renewOpenLogs() {
+    const commands: Command[] = [];
+    for (const [runId, log] of this.#logs) if (!log.finished) commands.push(["pexpire", this.#runKey(runId), this.#openTtlMs]);
+    if (commands.length) void this.#writeForReplies(commands).then((replies) => this.#reportFirst(replies));
+  }
+
+  // ---- run subscriptions ----
+
+  async subscribeRun(runId: string, after = 0): Promise<Subscriber<RunEvent> | null> {
+    this.#assertOpen();
+    let feed = this.#feeds.get(runId);
+    if (!feed) {
+      feed = { runId, key: this.#runKey(runId), cursor: null, live: new Map(), joiners: new Set(), reader: null, ended: false };
+      this.#feeds.set(runId, feed);
+    }
+    // Already following this run from a point the subscriber has: nothing to
+    // read back, the feed delivers every later event.
+    if (feed.cursor !== null && !feed.ended && after >= feed.cursor) return this.#follow(feed, [], after + 1, false);
+
+    const joiner: Joiner = { buffer: [], overflowed: false };
+    feed.joiners.add(joiner);
+    let snapshot: Snapshot;
+    try {
+      snapshot = await this.#snapshot(feed.key, after);
+    } finally {
+      feed.joiners.delete(joiner);
+    }
+    if (this.#closed) {
+      this.#dropFeedIfIdle(feed);
+      throw new Error("the event bus is closed");
+    }
+    if (!snapshot.exists) {
+      this.#dropFeedIfIdle(feed);
+      return null;
+    }
+    // The replay covers seqs up to the snapshot's last; the feed delivered
+    // everything after its cursor, which was at most that, into the buffer:
+    // together they leave no gap, and the cursor drops what both hold.
+    const initial: RunEvent[] = [];
+    const cursor: Cursor = { next: after + 1 };
+    let ended = false;
+    for (const event of [...snapshot.entries, ...joiner.buffer]) {
+      if (ended) break;
+      this.#advance(cursor, event, initial);
+      if (isTerminalEvent(event)) ended = true;
+    }
+    ended ||= snapshot.finished;
+    if (feed.cursor === null && !ended) {
+      feed.cursor = snapshot.lastSeq;
+      this.#attach(feed);
+    }
+    const sub = this.#follow(feed, initial, cursor.next, ended);
+    if (joiner.overflowed) sub.fail(new SubscriberOverflowError(this.#options.subscriberQueueLimit));
+    return sub;
+  }
+
+  #follow(feed: Feed, initial: RunEvent[], next: number, ended: boolean): Subscriber<RunEvent> {
+    const sub = createSubscriber<RunEvent>(
+      this.#options.subscriberQueueLimit,
+      () => {
+        this.#runSubs.delete(sub);
+        feed.live.delete(sub);
+        this.#dropFeedIfIdle(feed);
+      },
+      initial,
+    );
+    this.#runSubs.add(sub);
+    if (ended || feed.ended) sub.end();
+    else feed.live.set(sub, { next });
+    this.#dropFeedIfIdle(feed);
+    return sub;
+  }
+
+  /**
+   * Adds `event` for a follower at `cursor`: nothing when it has it already, and
+   * a replayGap first when seqs it expects were trimmed before it could read them.
+   */
+  #advance(cursor: Cursor, event: RunEvent, into: { push(event: RunEvent): unknown }) {
+    if (event.seq < cursor.next) return;
+    if (event.seq > cursor.next) {
+      const toSeq = event.seq - 1;
+      into.push({ type: "replayGap", fromSeq: cursor.next, toSeq, seq: toSeq, runId: event.runId, conversationId: event.conversationId, at: this.#options.now() });
+    }
+    into.push(event);
+    cursor.next = event.seq + 1;
+  }
+
+  async #snapshot(key: string, after: number): Promise<Snapshot> {
+    // After this instance's queued publishes, so it reads its own writes.
+    this.#flushBatch();
+    const replies = await this.#command
+      .multi()
+      .exists(key)
+      .xrevrange(key, "+", "-", "COUNT", 1)
+      .xrange(key, `(0-${after}`, "+")
+      .exec();
+    if (!replies) throw new Error("the replay read was aborted");
+    for (const [error] of replies) if (error) throw error;
+    const [exists, last, entries] = replies.map(([, result]) => result) as [number, StreamEntry[], StreamEntry[]];
+    const lastEntry = last[0];
+    const lastEvent = lastEntry ? decodeEntry(lastEntry) : null;
+    return {
+      exists: exists === 1,
+      lastSeq: lastEvent?.seq ?? 0,
+      finished: lastEvent !== null && isTerminalEvent(lastEvent),
+      entries: entries.map(decodeEntry),
+    };
+  }
+
+  #attach(feed: Feed) {
+    let reader = this.#readers.find((r) => r.feeds.size < FEEDS_PER_READER);
+    if (!reader) {
+      reader = new StreamReader(
+        new Redis(this.#url, this.#connectionOptions(`reader-${this.#readerCount}`, { maxRetriesPerRequest: null })),
+        `${this.#prefix}wake:${this.#instanceId}:${this.#readerCount++}`,
+        (f, entries) => this.#onEntries(f, entries),
+        (wakeKey) => this.#writeForReplies([["xadd", wakeKey, "MAXLEN", 1, "*", "w", ""], ["pexpire", wakeKey, 60_000]]),
+        (error) => this.#options.onError?.(error),
+        Math.max(1, Math.min(MAX_READ_COUNT, Math.floor(this.#options.subscriberQueueLimit / 2))),
+      );
+      this.#readers.push(reader);
+    }
+    feed.reader = reader;
+    reader.add(feed);
+  }
+
+  #onEntries(feed: Feed, entries: StreamEntry[]) {
+    for (const entry of entries) {
+      if (feed.ended) return;
+      const event = decodeEntry(entry);
+      feed.cursor = event.seq;
+      const limit = this.#options.subscriberQueueLimit;
+      for (const joiner of feed.joiners) {
+        if (joiner.buffer.length >= limit) joiner.overflowed = true;
+        else joiner.buffer.push(event);
+      }
+      for (const [sub, cursor] of feed.live) this.#advance(cursor, event, sub);
+      if (isTerminalEvent(event)) {
+        feed.ended = true;
+        for (const sub of feed.live.keys()) sub.end();
+        this.#detach(feed);
+      }
+    }
+  }
+
+  #detach(feed: Feed) {
+    const reader = feed.reader;
+    if (!reader) return;
+    feed.reader = null;
+    reader.remove(feed);
+    // The first reader stays for the next run; extra ones go when idle.
+    const index = this.#readers.indexOf(reader);
+    if (reader.feeds.size === 0 && index > 0) {
+      this.#readers.splice(index, 1);
+      reader.close();
+    }
+  }
+
+  #dropFeedIfIdle(feed: Feed) {
+    if (feed.live.size > 0 || feed.joiners.size > 0) return;
+    this.#detach(feed);
+    if (this.#feeds.get(feed.runId) === feed) this.#feeds.delete(feed.runId);
+  }
+
+  /** Fails the subscribers of followed runs whose log vanished before its terminal event. */
+  #checkFeeds() {
+    const feeds = [...this.#feeds.values()].filter((f) => f.reader && !f.ended);
+    if (!feeds.length) return;
+    void this.#writeForReplies(feeds.map((f) => ["exists", f.key])).then((replies) => {
+      replies.forEach(([error, result], i) => {
+        const feed = feeds[i]!;
+        if (error) return this.#options.onError?.(error);
+        if (result !== 0 || feed.ended || this.#feeds.get(feed.runId) !== feed) return;
+        feed.ended = true;
+        for (const sub of feed.live.keys()) sub.fail(new RunLogLostError(feed.runId));
+        this.#detach(feed);
+        this.#dropFeedIfIdle(feed);
+      });
+    });
+  }
+
+  // ---- pub/sub ----
+
+  async subscribeConversation(conversationId: string): Promise<Subscriber<RunEvent>> {
+    this.#assertOpen();
+    const name = this.#conversationChannel(conversationId);
+    let channel = this.#conversations.get(name);
+    if (!channel) {
+      channel = { subs: new Set(), subscribed: this.#pubsub.subscribe(name) };
+      this.#conversations.set(name, channel);
+    }
+    const entry = channel;
+    const sub = createSubscriber<RunEvent>(this.#options.subscriberQueueLimit, () => {
+      entry.subs.delete(sub);
+      if (entry.subs.size === 0 && this.#conversations.get(name) === entry) {
+        this.#conversations.delete(name);
+        // Ordered after the SUBSCRIBE on the same connection; a later
+        // subscriber's SUBSCRIBE is ordered after this.
+        if (!this.#closed) this.#pubsub.unsubscribe(name).catch((error: Error) => this.#options.onError?.(error));
+      }
+    });
+    entry.subs.add(sub);
+    try {
+      await entry.subscribed;
+    } catch (error) {
+      await sub.return!();
+      throw error;
+    }
+    return sub;
+  }
+
+  async publishConversationChange(change: ConversationChange): Promise<void> {
+    this.#assertOpen();
+    await this.#writeOrThrow([["publish", this.#changesChannel, JSON.stringify(change)]]);
+  }
+
+  async subscribeConversationChanges(): Promise<Subscriber<ConversationChange>> {
+    this.#assertOpen();
+    const sub = createSubscriber<ConversationChange>(this.#options.subscriberQueueLimit, () => this.#changeSubs.delete(sub));
+    this.#changeSubs.add(sub);
+    return sub;
+  }
+
+  async endAbandonedRun(runId: string, conversationId: string, body: RunEventBody): Promise<RunEvent | null> {
+    this.#assertOpen();
+    const key = this.#runKey(runId);
+    // The publisher is gone, so nothing appends meanwhile; XADD refuses an id at or below the last one anyway.
+    const [exists, last] = (await this.#command.multi().exists(key).xrevrange(key, "+", "-", "COUNT", 1).exec())!.map(([error, reply]) => {
+      if (error) throw error;
+      return reply;
+    }) as [number, [string, string[]][]];
+    if (!exists) return null;
+    const entry = last[0];
+    if (entry && isTerminalEvent(JSON.parse(entry[1][1]!) as RunEvent)) return null;
+    const seq = entry ? Number(entry[0].split("-")[1]) + 1 : 1;
+    const event = { ...body, seq, runId, conversationId, at: this.#options.now() } as RunEvent;
+    const json = JSON.stringify(event);
+    await this.#writeOrThrow([
+      ["xadd", key, "MAXLEN", this.#options.retention, `0-${seq}`, "e", json],
+      ["publish", this.#conversationChannel(conversationId), json],
+      ["pexpire", key, Math.max(this.#options.graceMs, MIN_FINISHED_TTL_MS)],
+    ]);
+    return event;
+  }
+
+  async requestCancel(runId: string): Promise<void> {
+    this.#assertOpen();
+    await this.#writeOrThrow([["publish", this.#cancelChannel, runId]]);
+  }
+
+  onCancelRequest(listener: (runId: string) => void): () => void {
+    const entry = (runId: string) => listener(runId);
+    this.#cancelListeners.add(entry);
+    return () => this.#cancelListeners.delete(entry);
+  }
+
+  #onMessage(channel: string, message: string) {
+    try {
+      if (channel === this.#cancelChannel) {
+        for (const listener of [...this.#cancelListeners]) {
+          try {
+            listener(message);
+          } catch (error) {
+            this.#options.onError?.(error as Error);
+          }
+        }
+      } else if (channel === this.#changesChannel) {
+        if (this.#changeSubs.size === 0) return;
+        const change = decodeChange(message);
+        for (const sub of this.#changeSubs) sub.push(change);
+      } else {
+        const entry = this.#conversations.get(channel);
+        if (!entry || entry.subs.size === 0) return;
+        const event = decodeEvent(message);
+        for (const sub of entry.subs) sub.push(event);
+      }
+    } catch (error) {
+      this.#options.onError?.(error as Error);
+    }
+  }
+
+  // ---- lifecycle ----
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const timer of this.#timers) clearInterval(timer);
+    for (const log of this.#logs.values()) if (log.dropTimer) clearTimeout(log.dropTimer);
+    this.#logs.clear();
+    const readers = this.#readers.splice(0);
+    for (const reader of readers) reader.close();
+    if (readers.length) void this.#write([["del", ...readers.map((r) => r.wakeKey)]]);
+    for (const feed of this.#feeds.values()) feed.ended = true;
+    for (const sub of this.#runSubs) sub.end();
+    for (const channel of this.#conversations.values()) for (const sub of channel.subs) sub.end();
+    for (const sub of this.#changeSubs) sub.end();
+    this.#cancelListeners.clear();
+    this.#flushBatch();
+    // QUIT goes after the queued commands, so publishes made before close()
+    // still land; a connection that cannot say goodbye in time is cut.
+    const quit = Promise.allSettled([this.#command.quit(), this.#pubsub.quit()]);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([quit, new Promise((resolve) => (timer = setTimeout(resolve, this.#options.connectTimeoutMs)))]);
+    clearTimeout(timer);
+    this.#command.disconnect();
+    this.#pubsub.disconnect();
+  }
+
+  stats(): BusStats {
+    let conversationSubscribers = 0;
+    for (const channel of this.#conversations.values()) conversationSubscribers += channel.subs.size;
+    return {
+      runSubscribers: this.#runSubs.size,
+      conversationSubscribers,
+      changeSubscribers: this.#changeSubs.size,
+      logs: this.#logs.size,
+    };
+  }
+
+  async #writeOrThrow(commands: Command[]) {
+    for (const [error] of await this.#writeForReplies(commands)) if (error) throw error;
+  }
+
+  #reportFirst(replies: Reply[]) {
+    const failed = replies.find(([error]) => error);
+    if (failed) this.#options.onError?.(failed[0]!);
+  }
+
+  #assertOpen() {
+    if (this.#closed) throw new Error("the event bus is closed");
+  }
+}
+
+interface Snapshot {
+  exists: boolean;
+  /** seq of the newest retained entry (0 when none). */
+  lastSeq: number;
+  /** The newest entry is the terminal event. */
+  finished: boolean;
+  /** Entries after the requested seq, oldest first. */
+  entries: RunEvent[];
+}
+
+/**
+ * One connection looping on XREAD BLOCK over the runs it follows. A run added
+ * while it blocks must join the next XREAD at once: the reader also reads a wake
+ * stream of its own, from the last id it saw, so an XADD there ends the block
+ * even when it reaches Redis before the XREAD does.
+ */
+class StreamReader {
+  readonly feeds = new Set<Feed>();
+  #wakeId = "0-0";
+  #blocking = false;
+  #idle: (() => void) | null = null;
+  #closed = false;
+
+  constructor(
+    readonly connection: Redis,
+    readonly wakeKey: string,
+    readonly onEntries: (feed: Feed, entries: StreamEntry[]) => void,
+    readonly wake: (wakeKey: string) => Promise<Reply[]>,
+    readonly onError: (error: Error) => void,
+    readonly readCount: number,
+  ) {
+    connection.on("error", onError);
+    void this.#loop();
+  }
+
+  add(feed: Feed) {
+    this.feeds.add(feed);
+    if (this.#idle) {
+      this.#idle();
+      this.#idle = null;
+    } else if (this.#blocking) {
+      void this.wake(this.wakeKey).then(([[error] = [null]]) => error && this.onError(error));
+    }
+  }
+
+  remove(feed: Feed) {
+    // A pending XREAD may still name it; its entries are then ignored.
+    this.feeds.delete(feed);
+  }
+
+  close() {
+    this.#closed = true;
+    this.#idle?.();
+    this.connection.disconnect();
+  }
+
+  async #loop() {
+    let failures = 0;
+    while (!this.#closed) {
+      if (this.feeds.size === 0) {
+        await new Promise<void>((resolve) => (this.#idle = resolve));
+        continue;
+      }
+      const feeds = [...this.feeds];
+      const byKey = new Map(feeds.map((f) => [f.key, f]));
+      const keys = [this.wakeKey, ...feeds.map((f) => f.key)];
+      const ids = [this.#wakeId, ...feeds.map((f) => `0-${f.cursor}`)];
+      let reply: [key: string, entries: StreamEntry[]][] | null;
+      this.#blocking = true;
+      try {
+        reply = (await this.connection.xread("COUNT", this.readCount, "BLOCK", BLOCK_MS, "STREAMS", ...keys, ...ids)) as typeof reply;
+        failures = 0;
+      } catch (error) {
+        if (this.#closed) return;
+        this.onError(error as Error);
+        failures += 1;
+        await new Promise((r) => setTimeout(r, Math.min(1000, 50 * 2 ** failures)));
+        continue;
+      } finally {
+        this.#blocking = false;
+      }
+      if (this.#closed) return;
+      for (const [key, entries] of reply ?? []) {
+        if (key === this.wakeKey) {
+          this.#wakeId = entries[entries.length - 1]![0];
+          continue;
+        }
+        const feed = byKey.get(key);
+        if (feed && this.feeds.has(feed)) this.onEntries(feed, entries);
+      }
+      // Subscribers waiting for an event were resumed by the push, as
+      // microtasks queued before this one: they take it before the next XREAD
+      // is built and written, whose cost would otherwise come first and add to
+      // every event's latency. (Still in this tick, so the next read's round
+      // trip overlaps whatever the subscribers do after that.)
+      if (reply) await Promise.resolve();
+    }
+  }
+}
+
+function decodeEntry([, fields]: StreamEntry): RunEvent {
+  // Entries have one field, "e": the event as JSON.
+  return decodeEvent(fields[1]!);
+}
+
+function decodeEvent(json: string): RunEvent {
+  const event = JSON.parse(json) as RunEvent;
+  event.at = new Date(event.at);
+  return event;
+}
+
+function decodeChange(json: string): ConversationChange {
+  const change = JSON.parse(json) as ConversationChange;
+  change.at = new Date(change.at);
+  if (change.kind === "deleted") {
+    change.snapshot.createdAt = new Date(change.snapshot.createdAt);
+    change.snapshot.updatedAt = new Date(change.snapshot.updatedAt);
+  }
+  return change;
+}
+
+/** The URL without its password, for messages; throws when it is not a Redis URL. */
+function describeUrl(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new Error(`REDIS_URL must be a redis:// or rediss:// URL, got "${url.replace(/:[^:@/]*@/, ":***@")}"`);
+  }
+  if (parsed.protocol !== "redis:" && parsed.protocol !== "rediss:") {
+    throw new Error(`REDIS_URL must be a redis:// or rediss:// URL, got a ${parsed.protocol}// URL`);
+  }
+  if (parsed.password) parsed.password = "***";
+  return parsed.toString();
+}

@@ -1,0 +1,172 @@
+// Several instances behind a load balancer: real server processes on one
+// PostgreSQL database and one Redis. A run started on one instance streams to
+// subscribers on another with the same seqs; starts race across instances with
+// exactly one winner; a cancel sent anywhere stops the run where it executes;
+// an instance killed mid-stream has its run recorded INTERRUPTED by another
+// once its lease lapses, its subscribers told, and the run resumable anywhere;
+// a graceful stop of one instance loses nothing on the others; instances that
+// start together on an empty database migrate it once.
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { defaultResponder, startFakeOllama, type FakeOllama, type FakeStep } from "./support/fake-ollama.ts";
+import { PROCESS_TEST_TIMEOUT_MS, trackedServerProcesses, waitForRun } from "./support/app.ts";
+import { collect, gql, gqlOk, startRun, sseClient, wsClient } from "./support/graphql.ts";
+import { CANCEL_RUN, CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS, START_RUN } from "./support/documents.ts";
+import { until } from "./support/streaming.ts";
+import { postgresDatabase, redisServer, SERVICES_TIMEOUT_MS, uniqueName } from "./support/services.ts";
+import type { ServerProcess } from "./support/processes.ts";
+
+const startServer = trackedServerProcesses();
+/** Fast heartbeats and a short lease, so a dead instance is found within seconds. */
+const OWNERSHIP = { RUN_HEARTBEAT_MS: "200", RUN_LEASE_MS: "1500" };
+
+let fake: FakeOllama;
+let database: { url: string; drop(): Promise<void> };
+let env: Record<string, string>;
+let a: ServerProcess;
+let b: ServerProcess;
+let c: ServerProcess;
+
+/** An answer the fake model holds until released, streaming slowly after that. */
+function held(tokens = ["Held ", "answer."]): { step: Promise<FakeStep>; release: () => void } {
+  let release = () => {};
+  const step = new Promise<FakeStep>((resolve) => {
+    release = () => resolve({ kind: "text", tokens });
+  });
+  return { step, release };
+}
+
+beforeAll(async () => {
+  fake = await startFakeOllama();
+  const [db, redis] = await Promise.all([postgresDatabase(), redisServer()]);
+  database = db;
+  env = { DATABASE_URL: db.url, REDIS_URL: redis.url, REDIS_KEY_PREFIX: `${uniqueName("instances")}:`, OLLAMA_HOST: fake.url, ...OWNERSHIP };
+  // Three instances starting at once on an empty database: the advisory lock lets one migrate.
+  [a, b, c] = await Promise.all([startServer(env), startServer(env), startServer(env)]);
+}, SERVICES_TIMEOUT_MS);
+afterAll(async () => {
+  for (const server of [a, b, c]) await server?.stop("SIGKILL");
+  await database?.drop();
+  await fake?.close();
+});
+
+describe("three instances on one PostgreSQL and one Redis", () => {
+  it("started together on an empty database, migrated it exactly once", async () => {
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ migration_name: string; n: number }>(`SELECT migration_name, count(*)::int AS n FROM "_prisma_migrations" GROUP BY migration_name ORDER BY 1`);
+      expect(rows.length).toBeGreaterThanOrEqual(2);
+      for (const row of rows) expect(row.n).toBe(1);
+      for (const server of [a, b, c]) expect(server.output()).not.toMatch(/"level":"error"/);
+    } finally {
+      await client.end();
+    }
+  });
+
+  it("streams a run started on A to subscribers on B and C, with the same seqs, over both transports", async () => {
+    const answer = held(["one ", "two ", "three."]);
+    fake.setResponder(() => answer.step);
+    try {
+      const { runId, conversationId } = await startRun(a.url, "Stream me across instances.");
+      const streams = [collect(wsClient(a.url), RUN_EVENTS, { runId }), collect(wsClient(b.url), RUN_EVENTS, { runId }), collect(sseClient(c.url), RUN_EVENTS, { runId })];
+      await until(() => streams.every((s) => s.results.length > 0), "every subscriber's first event");
+      answer.release();
+      const [onA, onB, onC] = (await Promise.all(streams.map((s) => s.done))).map((results) => results.map((r) => r.runEvents)) as [any[], any[], any[]];
+      expect(onB).toEqual(onA);
+      expect(onC).toEqual(onA);
+      expect(onA.map((e) => e.seq)).toEqual(onA.map((_, i) => i + 1));
+      expect(onA.filter((e) => e.__typename === "TokenEvent").map((e) => e.text).join("")).toBe("one two three.");
+      expect(onA.at(-1)).toMatchObject({ __typename: "RunStatusEvent", status: "COMPLETED" });
+      // A late subscriber on another instance replays it all.
+      expect((await collect(wsClient(c.url), RUN_EVENTS, { runId }).done).map((r) => r.runEvents)).toEqual(onA);
+      expect((await gqlOk(b.url, CONVERSATION, { id: conversationId })).conversation.messages.at(-1).content).toBe("one two three.");
+    } finally {
+      fake.setResponder(defaultResponder);
+    }
+  });
+
+  it("lets exactly one of starts racing on three instances win, 50 times", async () => {
+    const conversations: string[] = [];
+    for (let i = 0; i < 50; i++) {
+      const { runId, conversationId } = await startRun([a, b, c][i % 3]!.url, `race ${i}`);
+      conversations.push(conversationId);
+      await waitForRun(a.url, runId);
+    }
+    const answer = held();
+    fake.setResponder(() => answer.step);
+    try {
+      const results = await Promise.all(
+        conversations.flatMap((conversationId, i) => [a, b, c].map((server) => gql(server.url, START_RUN, { conversationId, message: `attempt ${i}` }))),
+      );
+      for (const result of results) expect(result.errors).toBeUndefined();
+      for (let i = 0; i < 50; i++) {
+        const kinds = results.slice(i * 3, i * 3 + 3).map((r) => r.data.startRun.__typename).sort();
+        expect(kinds, `conversation ${i}`).toEqual(["RunInProgressError", "RunInProgressError", "StartRunSuccess"]);
+      }
+      answer.release();
+      const winners = results.map((r) => r.data.startRun).filter((r) => r.__typename === "StartRunSuccess");
+      for (const winner of winners) expect(await waitForRun(b.url, winner.run.id)).toMatchObject({ status: "COMPLETED" });
+    } finally {
+      fake.setResponder(defaultResponder);
+    }
+  }, PROCESS_TEST_TIMEOUT_MS);
+
+  it("stops a run executing on A within a second when B is asked to cancel it", async () => {
+    fake.enqueue({ kind: "silence", tokens: ["Working "] });
+    const { runId } = await startRun(a.url, "Cancel me from elsewhere.");
+    await until(() => fake.openChatRequests() === 1, "the model request from A");
+    const stream = collect(wsClient(c.url), RUN_EVENTS, { runId });
+    await until(() => stream.results.length > 0, "the subscriber on C");
+    const asked = Date.now();
+    const { cancelRun } = await gqlOk(b.url, CANCEL_RUN, { runId });
+    expect(cancelRun).toMatchObject({ __typename: "CancelRunSuccess", run: { status: "CANCELLED" } });
+    await until(() => fake.openChatRequests() === 0, "A to close the model request", 5_000);
+    expect(Date.now() - asked).toBeLessThan(1_000);
+    const events = (await stream.done).map((r) => r.runEvents);
+    expect(events.at(-1)).toMatchObject({ status: "CANCELLED", errorCode: "CANCELLED" });
+    const run = (await gqlOk(a.url, RUN, { id: runId })).run;
+    expect(run).toMatchObject({ status: "CANCELLED", partialOutput: "Working " });
+  });
+
+  it("records a run of a killed instance INTERRUPTED from another, tells its subscribers, and resumes it anywhere", async () => {
+    const victim = await startServer(env);
+    fake.enqueue({ kind: "silence", tokens: ["Half an "] });
+    const { runId, conversationId } = await startRun(victim.url, "Kill the one that runs me.");
+    await until(() => fake.openChatRequests() === 1, "the model request from the victim");
+    const stream = collect(wsClient(b.url), RUN_EVENTS, { runId });
+    await until(() => stream.results.some((r) => r.runEvents.__typename === "TokenEvent"), "the token on B");
+    await victim.stop("SIGKILL");
+    const events = (await stream.done).map((r) => r.runEvents);
+    expect(events.at(-1)).toMatchObject({ __typename: "RunStatusEvent", status: "INTERRUPTED", errorCode: "INTERRUPTED" });
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    const run = (await gqlOk(c.url, RUN, { id: runId })).run;
+    expect(run).toMatchObject({ status: "INTERRUPTED", errorCode: "INTERRUPTED" });
+    // A subscriber arriving later gets the same terminal event, from storage.
+    expect((await collect(wsClient(a.url), RUN_EVENTS, { runId, after: events.at(-2).seq }).done).map((r) => r.runEvents)).toEqual([events.at(-1)]);
+    const { conversation } = await gqlOk(c.url, CONVERSATION, { id: conversationId });
+    expect(conversation).toMatchObject({ resumable: true, activeRun: null });
+    const { resumeRun } = await gqlOk(c.url, RESUME_RUN, { conversationId });
+    expect(await waitForRun(a.url, resumeRun.run.id)).toMatchObject({ status: "COMPLETED" });
+    expect((await gqlOk(b.url, CONVERSATION, { id: conversationId })).conversation.messages.at(-1).content).toBe("Echo: Kill the one that runs me.");
+  }, PROCESS_TEST_TIMEOUT_MS);
+
+  it("stops one instance gracefully without losing anything on the others", async () => {
+    const leaving = await startServer(env);
+    const answer = held(["kept ", "going."]);
+    fake.setResponder(() => answer.step);
+    try {
+      const onA = await startRun(a.url, "A keeps going.");
+      const onLeaving = await startRun(leaving.url, "This one stops with its instance.");
+      const stream = collect(wsClient(b.url), RUN_EVENTS, { runId: onA.runId });
+      await until(() => stream.results.length > 0, "the subscriber on B");
+      expect(await leaving.stop("SIGTERM")).toBe(0);
+      expect((await gqlOk(a.url, RUN, { id: onLeaving.runId })).run).toMatchObject({ status: "INTERRUPTED" });
+      answer.release();
+      expect((await stream.done).at(-1).runEvents).toMatchObject({ status: "COMPLETED" });
+      expect((await gqlOk(c.url, RUN, { id: onA.runId })).run.status).toBe("COMPLETED");
+    } finally {
+      fake.setResponder(defaultResponder);
+    }
+  }, PROCESS_TEST_TIMEOUT_MS);
+});
