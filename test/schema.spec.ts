@@ -56,6 +56,7 @@ describe("schema.graphql", () => {
     const notNodeIds: Record<string, string> = {
       Message: "LangChain's message id",
       ToolCall: "the model's tool call id",
+      Interrupt: "LangGraph's interrupt id, which resumeRun's responses name",
     };
     const offenders: string[] = [];
     for (const type of Object.values(schema.getTypeMap())) {
