@@ -137,7 +137,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     config,
     services,
     logger,
-    readiness: { database: () => storage.ping(), ollamaHost: config.ollamaHost, ollamaModel: config.ollamaModel },
+    readiness: { database: () => storage.ping(), ...modelProbe(config, agent) },
     routes: [
       exportRoute(reads),
       labRoute({ runs, bus, reads, logger, maxBodyBytes: config.limits.requestBytes }),
@@ -164,5 +164,14 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
       })();
       return closing;
     },
+  };
+}
+
+/** What the readiness check and the start-up report ask Ollama for: OLLAMA_MODEL and each agent's model. */
+export function modelProbe(config: Pick<Config, "ollamaHost" | "ollamaModel">, agent: Pick<AgentRuntime, "agents">) {
+  return {
+    ollamaHost: config.ollamaHost,
+    ollamaModel: config.ollamaModel,
+    agentModels: agent.agents().map((a) => ({ agent: a.definition.name, model: a.definition.model })),
   };
 }

@@ -3,7 +3,7 @@
 // line naming the variable (exit code 2).
 import { ConfigError, describeDatabase, loadConfig } from "./config.ts";
 import { createLogger } from "./logger.ts";
-import { startApp } from "./app.ts";
+import { modelProbe, startApp } from "./app.ts";
 import { reportModelAtStartup } from "./server/readiness.ts";
 
 function refuse(error: unknown): never {
@@ -34,7 +34,7 @@ logger.info("runledger listening", {
 });
 // Once, after listening and without delaying it: an Ollama that cannot serve the
 // model is said now rather than at the first run's failure.
-void reportModelAtStartup({ ollamaHost: config.ollamaHost, ollamaModel: config.ollamaModel }, logger);
+void reportModelAtStartup(modelProbe(config, app.services.agent), logger);
 
 let stopping = false;
 const stop = (signal: string) => {

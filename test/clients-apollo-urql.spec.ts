@@ -7,7 +7,8 @@ import WebSocket from "ws";
 import { gql } from "@apollo/client";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp, waitForRun } from "./support/app.ts";
-import { gqlOk, START_RUN } from "./support/graphql.ts";
+import { gqlOk } from "./support/graphql.ts";
+import { START_RUN } from "./support/documents.ts";
 import { createApolloClient } from "./clients/apollo.ts";
 import { createUrqlClient } from "./clients/urql.ts";
 

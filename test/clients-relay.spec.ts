@@ -13,7 +13,8 @@ import WebSocket from "ws";
 import { commitMutation, fetchQuery, requestSubscription, type Environment, type GraphQLTaggedNode } from "relay-runtime";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { ROOT, startTestApp, waitForRun } from "./support/app.ts";
-import { gqlOk, START_RUN } from "./support/graphql.ts";
+import { gqlOk } from "./support/graphql.ts";
+import { START_RUN } from "./support/documents.ts";
 import { createRelayEnvironment } from "./clients/relay.ts";
 
 const OPERATIONS = /* JavaScript */ `

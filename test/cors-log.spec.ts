@@ -4,7 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { PROCESS_TEST_TIMEOUT_MS, tempDatabaseUrl, trackedServerProcesses, type ServerProcess } from "./support/app.ts";
+import { PROCESS_TEST_TIMEOUT_MS, tempDatabaseUrl, trackedServerProcesses } from "./support/app.ts";
+import type { ServerProcess } from "./support/processes.ts";
 import { REFUSAL_LOG_LINES_PER_INTERVAL } from "../src/server/cors.ts";
 
 const startServer = trackedServerProcesses();

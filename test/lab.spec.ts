@@ -5,7 +5,8 @@
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultResponder, splitTokens, startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { closedPort, PROCESS_TEST_TIMEOUT_MS, startServerProcess, startTestApp, tempDatabaseUrl, type ServerProcess } from "./support/app.ts";
+import { closedPort, PROCESS_TEST_TIMEOUT_MS, startTestApp, tempDatabaseUrl } from "./support/app.ts";
+import { startServerProcess, type ServerProcess } from "./support/processes.ts";
 
 interface SseEvent {
   id?: string;

@@ -9,7 +9,8 @@ import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { defaultResponder, startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { tempDatabaseUrl, waitForRun } from "./support/app.ts";
-import { gqlOk, RUN, START_RUN } from "./support/graphql.ts";
+import { gqlOk } from "./support/graphql.ts";
+import { RUN, START_RUN } from "./support/documents.ts";
 import { buildServer, DIST_MAIN, isAlive, node22, NODE22_VERSION, startListening, type ProcessServer } from "./support/built.ts";
 
 let fake: FakeOllama;

@@ -1,10 +1,15 @@
 // At start-up the server checks once, after it listens and without waiting for
-// the answer, whether Ollama serves OLLAMA_MODEL, and says in the log what is
-// wrong (and which variable to look at) rather than leaving it to the first run.
+// the answer, whether Ollama serves OLLAMA_MODEL and each agent's own model, and
+// says in the log what is wrong (and which variable to look at) rather than
+// leaving it to the first run; /ready names the same.
+import fs from "node:fs";
 import net from "node:net";
+import os from "node:os";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { closedPort, PROCESS_TEST_TIMEOUT_MS, tempDatabaseUrl, trackedServerProcesses, type ServerProcess } from "./support/app.ts";
+import { closedPort, PROCESS_TEST_TIMEOUT_MS, tempDatabaseUrl, trackedServerProcesses } from "./support/app.ts";
+import type { ServerProcess } from "./support/processes.ts";
 
 const startServer = trackedServerProcesses();
 let withModel: FakeOllama;
@@ -17,6 +22,8 @@ let unreachable: ServerProcess;
 let notPulled: ServerProcess;
 let fine: ServerProcess;
 let hanging: ServerProcess;
+/** OLLAMA_MODEL is served; the agents' "llama3.2" is not. */
+let agentMissing: ServerProcess;
 /** Whether the hanging server had said anything about Ollama when it started listening. */
 let hangingSaidAtStart: Record<string, unknown>[] = [];
 
@@ -27,7 +34,9 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
   // The four start together: a process start is the slow part.
   const silentPort = (silent.address() as net.AddressInfo).port;
-  [unreachable, notPulled, fine, hanging] = await Promise.all([
+  const agents = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "runledger-startup-agents-")), "agents.json");
+  fs.writeFileSync(agents, JSON.stringify({ agents: { default: { type: "chat" }, careful: { type: "chat", model: "llama3.2" }, terse: { type: "chat", model: "llama3.2" } } }));
+  [unreachable, notPulled, fine, hanging, agentMissing] = await Promise.all([
     serve(`http://127.0.0.1:${await closedPort()}`),
     serve(withoutModel.url),
     serve(withModel.url),
@@ -35,6 +44,7 @@ beforeAll(async () => {
       hangingSaidAtStart = about(server);
       return server;
     }),
+    serve(withModel.url, { RUNLEDGER_CONFIG: agents }),
   ]);
 }, PROCESS_TEST_TIMEOUT_MS);
 afterAll(async () => {
@@ -52,8 +62,8 @@ const lines = (server: ServerProcess) =>
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 const about = (server: ServerProcess) => lines(server).filter((l) => /Ollama/.test(String(l.msg)));
 
-function serve(ollamaHost: string): Promise<ServerProcess> {
-  return startServer({ DATABASE_URL: tempDatabaseUrl("runledger-startup-").url, OLLAMA_HOST: ollamaHost, OLLAMA_MODEL: "qwen3" });
+function serve(ollamaHost: string, env: Record<string, string> = {}): Promise<ServerProcess> {
+  return startServer({ DATABASE_URL: tempDatabaseUrl("runledger-startup-").url, OLLAMA_HOST: ollamaHost, OLLAMA_MODEL: "qwen3", ...env });
 }
 
 describe("start-up says whether Ollama serves the model", () => {
@@ -78,6 +88,21 @@ describe("start-up says whether Ollama serves the model", () => {
         const messages = lines(server).map((l) => l.msg);
         expect(messages.indexOf("runledger listening")).toBeLessThan(messages.findIndex((m) => /Ollama/.test(String(m))));
       }
+    },
+    PROCESS_TEST_TIMEOUT_MS,
+  );
+
+  it(
+    "warns about an agent's own model that Ollama lacks, naming its agents, and /ready names it too",
+    async () => {
+      await vi.waitFor(() => expect(about(agentMissing)).toHaveLength(1), { timeout: 10_000 });
+      const [warning] = about(agentMissing);
+      expect(warning).toMatchObject({ level: "warn", model: "llama3.2", agents: ["careful", "terse"] });
+      expect(warning!.msg).toMatch(/model llama3\.2 of agents "careful", "terse" \(RUNLEDGER_CONFIG\).*MODEL_NOT_FOUND.*`ollama pull llama3\.2`/);
+      const ready = await fetch(`${agentMissing.url}/ready`);
+      expect(ready.status).toBe(503);
+      expect(await ready.json()).toEqual({ ready: false, database: "ok", model: "error: model llama3.2 is not pulled" });
+      expect((await fetch(`${fine.url}/ready`)).status).toBe(200);
     },
     PROCESS_TEST_TIMEOUT_MS,
   );

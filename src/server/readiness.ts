@@ -1,5 +1,6 @@
 // Readiness (/ready): the database answers and Ollama serves the configured
-// model. Served by yoga's readiness plugin; liveness (/health) is yoga's own.
+// model and every agent's own. Served by yoga's readiness plugin; liveness
+// (/health) is yoga's own.
 import { useReadinessCheck, type Plugin } from "graphql-yoga";
 import type { Logger } from "../logger.ts";
 
@@ -8,7 +9,11 @@ export interface ReadinessProbe {
   database(): Promise<void>;
   ollamaHost: string;
   ollamaModel: string;
+  /** Agents (RUNLEDGER_CONFIG) and the model each runs; those on OLLAMA_MODEL add nothing to check. */
+  agentModels?: { agent: string; model: string }[];
 }
+
+type ModelProbe = Pick<ReadinessProbe, "ollamaHost" | "ollamaModel" | "agentModels">;
 
 export interface Readiness {
   ready: boolean;
@@ -19,16 +24,21 @@ export interface Readiness {
 /** Whether Ollama serves the model: what /ready reports, and what start-up warns about. */
 export type ModelCheck =
   | { status: "ok" }
-  | { status: "unreachable" | "notPulled" | "error"; /** As /ready words it. */ message: string };
+  | { status: "unreachable" | "error"; /** As /ready words it. */ message: string }
+  | { status: "notPulled"; message: string; /** The models Ollama lacks, OLLAMA_MODEL's first, each with the agents that run it. */ missing: { model: string; agents: string[] }[] };
 
-export async function checkModel(probe: Pick<ReadinessProbe, "ollamaHost" | "ollamaModel">): Promise<ModelCheck> {
+export async function checkModel(probe: ModelProbe): Promise<ModelCheck> {
   try {
     const response = await fetch(`${probe.ollamaHost}/api/tags`, { signal: AbortSignal.timeout(2_000) });
     if (!response.ok) return { status: "error", message: `error: Ollama answered HTTP ${response.status}` };
     const { models = [] } = (await response.json()) as { models?: { name?: string; model?: string }[] };
     const names = new Set(models.flatMap((m) => [m.name, m.model]).filter(Boolean));
-    const wanted = probe.ollamaModel.includes(":") ? [probe.ollamaModel] : [probe.ollamaModel, `${probe.ollamaModel}:latest`];
-    if (!wanted.some((w) => names.has(w))) return { status: "notPulled", message: `error: model ${probe.ollamaModel} is not pulled` };
+    const served = (model: string) => (model.includes(":") ? [model] : [model, `${model}:latest`]).some((w) => names.has(w));
+    const wanted = new Map<string, string[]>([[probe.ollamaModel, []]]);
+    for (const { agent, model } of probe.agentModels ?? []) wanted.set(model, [...(wanted.get(model) ?? []), agent]);
+    const missing = [...wanted].filter(([model]) => !served(model)).map(([model, agents]) => ({ model, agents }));
+    if (missing.length === 1) return { status: "notPulled", message: `error: model ${missing[0]!.model} is not pulled`, missing };
+    if (missing.length > 1) return { status: "notPulled", message: `error: models ${missing.map((m) => m.model).join(", ")} are not pulled`, missing };
     return { status: "ok" };
   } catch (error) {
     const cause = (error as { cause?: { code?: unknown } }).cause?.code;
@@ -54,21 +64,31 @@ export async function checkReadiness(probe: ReadinessProbe): Promise<Readiness> 
  * naming the problem and the variable to look at, so a server that cannot
  * answer does not look healthy until its first run fails. Never throws.
  */
-export async function reportModelAtStartup(probe: Pick<ReadinessProbe, "ollamaHost" | "ollamaModel">, logger: Pick<Logger, "info" | "warn">): Promise<void> {
+export async function reportModelAtStartup(probe: ModelProbe, logger: Pick<Logger, "info" | "warn">): Promise<void> {
   const check = await checkModel(probe);
   const fields = { OLLAMA_HOST: probe.ollamaHost, OLLAMA_MODEL: probe.ollamaModel };
   if (check.status === "ok") {
-    logger.info("Ollama serves the model", fields);
+    logger.info((probe.agentModels ?? []).some((a) => a.model !== probe.ollamaModel) ? "Ollama serves every agent's model" : "Ollama serves the model", fields);
   } else if (check.status === "unreachable") {
     logger.warn(
       `Ollama cannot be reached at OLLAMA_HOST (${check.message.replace(/^error: Ollama unreachable \((.*)\)$/, "$1")}); runs will fail with MODEL_UNAVAILABLE until it answers: start Ollama, or set OLLAMA_HOST to where it listens`,
       fields,
     );
   } else if (check.status === "notPulled") {
-    logger.warn(
-      `Ollama at OLLAMA_HOST does not have the model OLLAMA_MODEL=${probe.ollamaModel}; runs will fail with MODEL_NOT_FOUND until it does: \`ollama pull ${probe.ollamaModel}\`, or set OLLAMA_MODEL to a model it has`,
-      fields,
-    );
+    for (const { model, agents } of check.missing) {
+      if (model === probe.ollamaModel) {
+        logger.warn(
+          `Ollama at OLLAMA_HOST does not have the model OLLAMA_MODEL=${probe.ollamaModel}; runs will fail with MODEL_NOT_FOUND until it does: \`ollama pull ${probe.ollamaModel}\`, or set OLLAMA_MODEL to a model it has`,
+          fields,
+        );
+      } else {
+        const named = agents.map((a) => JSON.stringify(a)).join(", ");
+        logger.warn(
+          `Ollama at OLLAMA_HOST does not have the model ${model} of agent${agents.length > 1 ? "s" : ""} ${named} (RUNLEDGER_CONFIG); their runs will fail with MODEL_NOT_FOUND until it does: \`ollama pull ${model}\`, or change the agent's model`,
+          { ...fields, model, agents },
+        );
+      }
+    }
   } else {
     logger.warn(`Ollama at OLLAMA_HOST did not list its models (${check.message.replace(/^error: /, "")}); runs may fail until it does`, fields);
   }
