@@ -84,6 +84,10 @@ describe("node dist/main.js (npm run build)", () => {
     const consolePage = await fetch(`${server.url}/console`);
     expect(consolePage.status).toBe(200);
     expect(await consolePage.text()).toContain("<script");
+    // GraphiQL's page, rendered in a worker thread that loads its package from dist/'s node_modules.
+    const graphiql = await fetch(`${server.url}/graphql`, { headers: { accept: "text/html" } });
+    expect(graphiql.status).toBe(200);
+    expect(await graphiql.text()).toContain("<title>runledger</title>");
 
     const { code, runs, done, active } = await runThenSignal(server, db.file, "SIGTERM", "node 20");
     expect(code).toBe(0);

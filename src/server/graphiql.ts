@@ -2,10 +2,14 @@
 // with, and how its page is served.
 //
 // The page is yoga's, with GraphiQL's scripts and styles inlined so it works
-// without a CDN: about 9 MB. It is rendered once, and compressed once per
+// without a CDN: about 9 MB. It is rendered once, on the first request, in a
+// worker thread: the package that renders it holds its scripts as one string
+// (32 MB of heap once imported), which then goes with the worker instead of
+// staying in the server's heap for good. The page is compressed once per
 // encoding a browser asks for (brotli or gzip, by Accept-Encoding), off the
 // event loop; later requests get the kept bytes, or 304 for a matching ETag.
 import crypto from "node:crypto";
+import { Worker } from "node:worker_threads";
 import zlib from "node:zlib";
 import { promisify } from "node:util";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -113,6 +117,23 @@ export const GRAPHIQL_OPTIONS: GraphiQLOptions = graphiqlOptions;
 /** The requests yoga answers with GraphiQL: a GET whose Accept names text/html. */
 export function isGraphiQLRequest(req: IncomingMessage, pathname: string): boolean {
   return pathname === "/graphql" && req.method === "GET" && (req.headers.accept ?? "").includes("text/html");
+}
+
+/** Renders in a worker what @graphql-yoga/render-graphiql's renderGraphiQL renders; yoga's `renderGraphiQL` option. */
+export function renderGraphiQLInWorker(options: GraphiQLOptions): Promise<string> {
+  const worker = new Worker(
+    `const { parentPort, workerData } = require("node:worker_threads");
+     import(workerData.module).then(({ renderGraphiQL }) => parentPort.postMessage(renderGraphiQL(workerData.options)));`,
+    { eval: true, workerData: { module: import.meta.resolve("@graphql-yoga/render-graphiql"), options } },
+  );
+  return new Promise<string>((resolve, reject) => {
+    worker.once("message", (page: string) => {
+      resolve(page);
+      void worker.terminate();
+    });
+    worker.once("error", reject);
+    worker.once("exit", (code) => reject(new Error(`the GraphiQL page's worker exited with code ${code} before rendering it`)));
+  });
 }
 
 const brotli = promisify(zlib.brotliCompress);

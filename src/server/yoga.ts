@@ -3,12 +3,11 @@
 // through the same envelop (src/server/ws.ts), so each plugin holds on every
 // transport.
 import { createYoga, type YogaServerInstance } from "graphql-yoga";
-import { renderGraphiQL } from "@graphql-yoga/render-graphiql";
 import type { Config } from "../config.ts";
 import type { Logger } from "../logger.ts";
 import { schema } from "../schema/index.ts";
 import { createContext, type Context, type Services } from "../context.ts";
-import { GRAPHIQL_OPTIONS } from "./graphiql.ts";
+import { GRAPHIQL_OPTIONS, renderGraphiQLInWorker } from "./graphiql.ts";
 import { useReadiness, type ReadinessProbe } from "./readiness.ts";
 import { useJsonBodiesOnly } from "./plugins/content-type.ts";
 import { useOperationLimits } from "./plugins/operation-limits.ts";
@@ -29,8 +28,8 @@ export function createYogaServer(options: { config: Config; services: Services; 
     context: () => createContext(services),
     graphiql: GRAPHIQL_OPTIONS,
     // GraphiQL's scripts and styles inlined in the page: it works without access to
-    // a CDN. http.ts serves the page compressed (graphiql.ts).
-    renderGraphiQL,
+    // a CDN. Rendered in a worker; http.ts serves the page compressed (graphiql.ts).
+    renderGraphiQL: renderGraphiQLInWorker,
     landingPage: false,
     healthCheckEndpoint: "/health",
     // CORS is src/server/cors.ts's, for every route.
