@@ -5,6 +5,7 @@ export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' |
 import type { TypedDocumentNode as DocumentNode } from '@graphql-typed-document-node/core';
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 export type ErrorCode =
+  | 'INTERRUPT_MISMATCH'
   | 'NOTHING_TO_RESUME'
   | 'NOT_FOUND'
   | 'RUN_IN_PROGRESS'
@@ -39,7 +40,9 @@ export type RunStatus =
   | 'COMPLETED'
   | 'FAILED'
   | 'INTERRUPTED'
-  | 'RUNNING';
+  | 'RUNNING'
+  /** Paused on an interrupt until a person answers it (resumeRun with responses). */
+  | 'WAITING';
 
 export type StartRunMutationVariables = Exact<{
   message: string;
@@ -61,6 +64,8 @@ export type FollowRunSubscriptionVariables = Exact<{
 
 export type FollowRunSubscription = { runEvents:
     | { __typename: 'CheckpointEvent', seq: number, at: string }
+    | { __typename: 'CustomEvent', seq: number, at: string }
+    | { __typename: 'InterruptEvent', seq: number, at: string }
     | { __typename: 'ReplayGapEvent', seq: number, at: string }
     | { __typename: 'RunStatusEvent', status: RunStatus, errorCode: RunErrorCode | null, seq: number, at: string }
     | { __typename: 'TokenEvent', text: string, seq: number, at: string }
