@@ -1,11 +1,23 @@
-import { execFileSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { describe, expect, it } from "vitest";
+import { beforeAll, afterAll, describe, expect, it } from "vitest";
 import { migrate } from "../src/storage/sqlite/migrate.ts";
+import { openPostgresStorage } from "../src/storage/postgres/index.ts";
 import { BUSY_TIMEOUT_MS, openSqlite } from "../src/storage/sqlite/database.ts";
 import { ROOT, tempDatabaseUrl } from "./support/app.ts";
+import { postgresDatabase, SERVICES_TIMEOUT_MS } from "./support/services.ts";
+
+/** `prisma migrate status` through the project's wrapper (JavaScript engines only): its output (it exits 1 while migrations are pending). */
+function prismaMigrateStatus(databaseUrl: string): string {
+  const result = spawnSync(process.execPath, ["scripts/prisma.mjs", "migrate", "status"], {
+    cwd: ROOT,
+    env: { ...process.env, DATABASE_URL: databaseUrl, PATH: `${ROOT}/node_modules/.bin:${process.env.PATH}` },
+    encoding: "utf8",
+  });
+  return `${result.stdout}${result.stderr}`;
+}
 
 describe("migrations", () => {
   it("create the database file and its folder, once, recorded as Prisma records them", () => {
@@ -33,12 +45,7 @@ describe("migrations", () => {
       db.close();
     }
     // Prisma's own CLI agrees that nothing is pending.
-    const status = execFileSync(process.execPath, ["scripts/prisma.mjs", "migrate", "status"], {
-      cwd: ROOT,
-      env: { ...process.env, DATABASE_URL: `file:${file}`, PATH: `${ROOT}/node_modules/.bin:${process.env.PATH}` },
-      encoding: "utf8",
-    });
-    expect(status).toMatch(/Database schema is up to date/);
+    expect(prismaMigrateStatus(`file:${file}`)).toMatch(/Database schema is up to date/);
   });
 
   it("refuses a migration that changed after it was applied", () => {
@@ -54,6 +61,30 @@ describe("migrations", () => {
     } finally {
       db.close();
     }
+  });
+});
+
+describe("PostgreSQL migrations", () => {
+  let database: Awaited<ReturnType<typeof postgresDatabase>>;
+  beforeAll(async () => {
+    database = await postgresDatabase();
+  }, SERVICES_TIMEOUT_MS);
+  afterAll(() => database?.drop());
+
+  it("are applied once and recorded so that Prisma's CLI, pointed at the same URL, finds nothing pending", async () => {
+    const pending = prismaMigrateStatus(database.url);
+    expect(pending).toMatch(/not yet been applied/);
+    const first = await openPostgresStorage(database.url);
+    await first.close();
+    const migrationsDir = path.join(ROOT, "prisma", "postgres", "migrations");
+    const all = fs.readdirSync(migrationsDir, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort();
+    expect(first.migrated).toEqual(all);
+    const again = await openPostgresStorage(database.url);
+    await again.close();
+    expect(again.migrated).toEqual([]);
+    expect(prismaMigrateStatus(database.url)).toMatch(/Database schema is up to date/);
+    // The CLI read the Postgres folder, not the SQLite one: it names the Postgres migrations.
+    expect(pending).toContain(all[0]);
   });
 });
 

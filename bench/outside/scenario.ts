@@ -5,7 +5,7 @@
 // model), runledger (graphql-ws) and the peer (its SDK) in turn, repetition by
 // repetition. Every number is "added": above the floor measured in the same
 // repetitions. See README.md in this folder.
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -99,15 +99,25 @@ async function startModel(): Promise<Proc & { url: string }> {
   return Object.assign(proc, { url });
 }
 
-/** runledger as `npm start` runs it: src/main.ts under tsx, port 0, a fresh database, info logs. */
+let built = false;
+
+/**
+ * runledger as production runs it: `npm run build`, then `node dist/main.js`, port
+ * 0, a fresh database, info logs. Under --cpu-prof, src/main.ts under tsx instead,
+ * so the profile names source files.
+ */
 async function startRunledger(modelUrl: string, dir: string, cpuProfile: boolean): Promise<Proc & { url: string }> {
-  const args = ["--import", "tsx"];
+  const args: string[] = [];
   if (cpuProfile) {
     fs.rmSync(PROFILE_DIR, { recursive: true, force: true });
     fs.mkdirSync(PROFILE_DIR, { recursive: true });
-    args.push("--cpu-prof", "--cpu-prof-dir", PROFILE_DIR);
+    args.push("--import", "tsx", "--cpu-prof", "--cpu-prof-dir", PROFILE_DIR, "src/main.ts");
+  } else {
+    if (!built) execFileSync(process.execPath, ["scripts/build.mjs"], { stdio: "ignore" });
+    built = true;
+    args.push("dist/main.js");
   }
-  const proc = spawnNode([...args, "src/main.ts"], {
+  const proc = spawnNode(args, {
     PORT: "0",
     HOST: "127.0.0.1",
     DATABASE_URL: `file:${path.join(dir, "runledger.db")}`,

@@ -25,7 +25,7 @@ builder.objectType(NotFoundError, {
   description: "No conversation or run has the id given.",
   interfaces: [ErrorInterface],
   fields: (t) => ({
-    entity: t.exposeString("entity", { description: "What was looked for: Conversation or Run." }),
+    entity: t.exposeString("entity", { description: "What was looked for: Conversation, Run or Checkpoint." }),
     // Not `id`: Relay keys records by `id` and adds it to every selection on a
     // type that has one, so this error would overwrite the record of the
     // conversation it names. Only Node types have an `id`.
