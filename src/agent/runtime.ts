@@ -3,12 +3,12 @@
 // graph is compiled once, at start-up, with the shared checkpointer; a run
 // passes its own model (one ChatOllama per run, carrying the run's abort signal)
 // and tools through the config.
-import { HumanMessage, isAIMessage, isAIMessageChunk, isToolMessage, type BaseMessage, type BaseMessageChunk } from "@langchain/core/messages";
+import { HumanMessage, coerceMessageLikeToMessage, isAIMessage, isAIMessageChunk, isToolMessage, type BaseMessage, type BaseMessageChunk, type BaseMessageLike } from "@langchain/core/messages";
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import type { LLMResult } from "@langchain/core/outputs";
 import type { StructuredToolInterface } from "@langchain/core/tools";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { Command, type BaseCheckpointSaver, type StateSnapshot } from "@langchain/langgraph";
+import { Command, Overwrite, type BaseCheckpointSaver, type StateSnapshot } from "@langchain/langgraph";
 import type { CheckpointTuple, PendingWrite } from "@langchain/langgraph-checkpoint";
 import { mintCheckpointId } from "../correlation/marks.ts";
 import type { AgentDefinition } from "./definitions.ts";
@@ -178,7 +178,7 @@ export class AgentRuntime {
         callbacks: [settled, new UsageMeter(run.hooks)],
         signal: run.signal,
       });
-      const seenCalls = new Set<string>();
+      const seenCalls = new Map<string, string>();
       for await (const [mode, payload] of stream as AsyncIterable<[string, unknown]>) dispatch(mode, payload, run.hooks, seenCalls);
     } catch (error) {
       await settled.wait(SETTLE_TIMEOUT_MS);
@@ -270,7 +270,7 @@ export class AgentRuntime {
 }
 
 /** Turns one item of the graph's stream into run events. */
-function dispatch(mode: string, payload: unknown, hooks: RunHooks, seenCalls: Set<string>): void {
+function dispatch(mode: string, payload: unknown, hooks: RunHooks, seenCalls: Map<string, string>): void {
   if (mode === "messages") {
     const [chunk, meta] = payload as [BaseMessage, { langgraph_node?: string }];
     if (isAIMessageChunk(chunk as BaseMessageChunk)) {
@@ -278,19 +278,20 @@ function dispatch(mode: string, payload: unknown, hooks: RunHooks, seenCalls: Se
       if (text) hooks.onToken(text, chunk.id ?? null, meta?.langgraph_node ?? "");
     }
   } else if (mode === "updates") {
-    for (const update of Object.values(payload as Record<string, { messages?: BaseMessage[] } | undefined>)) {
-      if (!update || typeof update !== "object" || !Array.isArray(update.messages)) continue;
-      for (const msg of update.messages) {
+    // A node that writes a channel more than once in a step has its updates listed.
+    for (const update of Object.values(payload as Record<string, unknown>).flat()) {
+      if (!update || typeof update !== "object" || !("messages" in update)) continue;
+      for (const msg of updateMessages(update.messages)) {
         if (isAIMessage(msg)) {
           for (const call of msg.tool_calls ?? []) {
             // A message can come again (an approval's edit replaces it in place): each call is told once.
             const id = call.id ?? "";
             if (id && seenCalls.has(id)) continue;
-            seenCalls.add(id);
+            seenCalls.set(id, call.name);
             hooks.onToolCall(id, call.name, call.args);
           }
         } else if (isToolMessage(msg)) {
-          hooks.onToolResult(msg.tool_call_id, msg.name ?? "", messageText(msg), msg.status === "error");
+          hooks.onToolResult(msg.tool_call_id, msg.name ?? seenCalls.get(msg.tool_call_id) ?? "", messageText(msg), msg.status === "error");
         }
       }
     }
@@ -299,6 +300,26 @@ function dispatch(mode: string, payload: unknown, hooks: RunHooks, seenCalls: Se
     if (named !== null && typeof named === "object" && typeof named.name === "string") hooks.onCustom(named.name, named.data ?? null);
     else hooks.onCustom("custom", payload ?? null);
   }
+}
+
+/**
+ * The messages a node's update writes, in every form LangGraph's messages
+ * reducer takes: one message or a list; message objects, chunks, or what
+ * coerceMessageLikeToMessage turns into one (`{role: "assistant", tool_calls}`,
+ * `{type: "tool", tool_call_id}`, OpenAI-style tool calls, serialized messages);
+ * an Overwrite's value. What cannot be coerced is left out: the reducer fails
+ * the step for it, the events need not.
+ */
+export function updateMessages(value: unknown): BaseMessage[] {
+  const written = Overwrite.isInstance(value) ? value.value : value;
+  if (written === undefined || written === null) return [];
+  return (Array.isArray(written) ? written : [written]).flatMap((item: unknown) => {
+    try {
+      return [coerceMessageLikeToMessage(item as BaseMessageLike)];
+    } catch {
+      return [];
+    }
+  });
 }
 
 /** Reads what Ollama reported at the end of each model call (the callbacks have it; the messages stream does not). */
