@@ -106,6 +106,7 @@ describe("a custom graph's tools, streamed over the API", () => {
       default: { type: "chat" },
       geographer: { type: "graph", module: path.join(graphs, "tools.ts"), export: "graph" },
       researcher: { type: "graph", module: path.join(graphs, "subgraph.ts"), export: "graph" },
+      invoker: { type: "graph", module: path.join(graphs, "subgraph.ts"), export: "invoking" },
     };
     fs.writeFileSync(path.join(dir, "agents.json"), JSON.stringify({ agents }));
     app = await startTestApp({ ollamaUrl: fake.url, env: { RUNLEDGER_CONFIG: path.join(dir, "agents.json") } });
@@ -157,5 +158,53 @@ describe("a custom graph's tools, streamed over the API", () => {
     expect(conversation.messages[1].toolCalls.map((c: any) => c.id)).toEqual(events.filter((e) => e.__typename === "ToolCallEvent").map((e) => e.toolCallId));
     // The model heard both results.
     expect(fake.requests.at(-1)!.messages.filter((m) => m.role === "tool").map((m) => m.content)).toEqual(["Paris", expect.stringContaining("Atlantis")]);
+  });
+
+  it.each([
+    ["researcher", "a compiled subgraph as a node"],
+    ["invoker", "a node that invokes a compiled graph"],
+  ])("%s: streams what happens inside %s, once, with the subgraph's node names; the run's checkpoints are the conversation's", async (agent) => {
+    fake.enqueue(
+      { kind: "toolCalls", text: ["Checking. "], calls: [{ name: "capital", args: { country: "France" } }] },
+      { kind: "text", tokens: ["Paris ", "it is."] },
+      { kind: "text", tokens: ["In ", "short: ", "Paris."] },
+    );
+    const first = await run(agent, "Capital of France?");
+    expect(story(first.events)).toEqual([
+      ["custom", "brief", { question: "Capital of France?" }],
+      ["token", "model", "Checking. "],
+      ["call", "capital", { country: "France" }],
+      ["result", "capital", "Paris", false],
+      ["token", "model", "Paris "],
+      ["token", "model", "it is."],
+      ["token", "answer", "In "],
+      ["token", "answer", "short: "],
+      ["token", "answer", "Paris."],
+    ]);
+    expectPaired(first.events);
+    expect(first.conversation.messages.map((m: any) => m.role)).toEqual(["USER", "ASSISTANT", "TOOL", "ASSISTANT", "ASSISTANT"]);
+    // The subgraph's own checkpoints (its namespace) are not the conversation's: a run tells only of the parent graph's.
+    const told = first.events.filter((e) => e.__typename === "CheckpointEvent").map((e) => e.checkpoint.id);
+    const kept = first.conversation.checkpoints.edges.map((e: any) => e.node);
+    expect(told).toEqual(kept.map((c: any) => c.id));
+    for (const checkpoint of kept) expect(checkpoint.run).toEqual({ id: first.runId });
+
+    // The next run tells of its own call only, though the subgraph hands the whole thread back to the parent.
+    fake.enqueue(
+      { kind: "toolCalls", calls: [{ name: "capital", args: { country: "Japan" } }] },
+      { kind: "text", tokens: ["Tokyo."] },
+      { kind: "text", tokens: ["Tokyo, ", "then."] },
+    );
+    const second = await run(agent, "And of Japan?", first.conversationId);
+    expect(story(second.events)).toEqual([
+      ["custom", "brief", { question: "And of Japan?" }],
+      ["call", "capital", { country: "Japan" }],
+      ["result", "capital", "Tokyo", false],
+      ["token", "model", "Tokyo."],
+      ["token", "answer", "Tokyo, "],
+      ["token", "answer", "then."],
+    ]);
+    expectPaired(second.events);
+    expect(second.conversation.messages).toHaveLength(10);
   });
 });

@@ -172,14 +172,16 @@ export class AgentRuntime {
       const stream = await agent.graph.stream(input as never, {
         configurable: { thread_id: run.conversationId, model, tools },
         streamMode: ["messages", "updates", "custom"],
+        // Tokens, tool calls and custom events from inside a subgraph (a compiled graph as a node) too; items come as [namespace, mode, payload].
+        subgraphs: true,
         recursionLimit: definition.recursionLimit,
         // Each step is stored before the next starts: the user's message is on disk before the model is called.
         durability: "sync",
         callbacks: [settled, new UsageMeter(run.hooks)],
         signal: run.signal,
       });
-      const seenCalls = new Map<string, string>();
-      for await (const [mode, payload] of stream as AsyncIterable<[string, unknown]>) dispatch(mode, payload, run.hooks, seenCalls);
+      const events = new RunEvents(run.hooks);
+      for await (const item of stream as AsyncIterable<StreamItem>) events.dispatch(item);
     } catch (error) {
       await settled.wait(SETTLE_TIMEOUT_MS);
       throw error;
@@ -269,37 +271,63 @@ export class AgentRuntime {
   }
 }
 
-/** Turns one item of the graph's stream into run events. */
-function dispatch(mode: string, payload: unknown, hooks: RunHooks, seenCalls: Map<string, string>): void {
-  if (mode === "messages") {
-    const [chunk, meta] = payload as [BaseMessage, { langgraph_node?: string }];
-    if (isAIMessageChunk(chunk as BaseMessageChunk)) {
-      const text = messageText(chunk);
-      if (text) hooks.onToken(text, chunk.id ?? null, meta?.langgraph_node ?? "");
-    }
-  } else if (mode === "updates") {
-    // A node that writes a channel more than once in a step has its updates listed.
-    for (const update of Object.values(payload as Record<string, unknown>).flat()) {
-      if (!update || typeof update !== "object" || !("messages" in update)) continue;
-      for (const msg of updateMessages(update.messages)) {
-        if (isAIMessage(msg)) {
-          for (const call of msg.tool_calls ?? []) {
-            // A message can come again (an approval's edit replaces it in place): each call is told once.
-            const id = call.id ?? "";
-            if (id && seenCalls.has(id)) continue;
-            seenCalls.set(id, call.name);
-            hooks.onToolCall(id, call.name, call.args);
-          }
-        } else if (isToolMessage(msg)) {
-          hooks.onToolResult(msg.tool_call_id, msg.name ?? seenCalls.get(msg.tool_call_id) ?? "", messageText(msg), msg.status === "error");
+/** An item of a stream opened with `subgraphs: true`: the namespace of the graph it comes from (empty for the agent's own graph), the mode, the payload. */
+type StreamItem = [namespace: string[], mode: string, payload: unknown];
+
+/** Turns the items of one run's graph stream into run events. */
+class RunEvents {
+  /** The tool calls told, by id, with their tool's name. */
+  readonly #calls = new Map<string, string>();
+  /** The nodes that ran a graph of their own, as "namespace|node" (from the namespaces of the items that graph streamed). */
+  readonly #graphNodes = new Set<string>();
+
+  constructor(private readonly hooks: RunHooks) {}
+
+  dispatch([namespace, mode, payload]: StreamItem): void {
+    const { hooks } = this;
+    // Each segment is "node:task id", the node of the enclosing graph that runs this one.
+    namespace.forEach((segment, depth) => this.#graphNodes.add(nodeKey(namespace.slice(0, depth), segment.slice(0, segment.lastIndexOf(":")))));
+    if (mode === "messages") {
+      const [chunk, meta] = payload as [BaseMessage, { langgraph_node?: string }];
+      if (isAIMessageChunk(chunk as BaseMessageChunk)) {
+        const text = messageText(chunk);
+        if (text) hooks.onToken(text, chunk.id ?? null, meta?.langgraph_node ?? "");
+      }
+    } else if (mode === "updates") {
+      for (const [node, updates] of Object.entries(payload as Record<string, unknown>)) {
+        // A graph's output is its whole state, the thread's earlier messages with it; what it added was told by its own nodes.
+        if (this.#graphNodes.has(nodeKey(namespace, node))) continue;
+        // A node that writes a channel more than once in a step has its updates listed.
+        for (const update of [updates].flat()) {
+          if (update && typeof update === "object" && "messages" in update) this.#toolEvents(updateMessages(update.messages));
         }
       }
+    } else if (mode === "custom") {
+      const named = payload as { name?: unknown; data?: unknown } | null;
+      if (named !== null && typeof named === "object" && typeof named.name === "string") hooks.onCustom(named.name, named.data ?? null);
+      else hooks.onCustom("custom", payload ?? null);
     }
-  } else if (mode === "custom") {
-    const named = payload as { name?: unknown; data?: unknown } | null;
-    if (named !== null && typeof named === "object" && typeof named.name === "string") hooks.onCustom(named.name, named.data ?? null);
-    else hooks.onCustom("custom", payload ?? null);
   }
+
+  #toolEvents(messages: BaseMessage[]): void {
+    for (const msg of messages) {
+      if (isAIMessage(msg)) {
+        for (const call of msg.tool_calls ?? []) {
+          // A message can come again (an approval's edit replaces it in place): each call is told once.
+          const id = call.id ?? "";
+          if (id && this.#calls.has(id)) continue;
+          this.#calls.set(id, call.name);
+          this.hooks.onToolCall(id, call.name, call.args);
+        }
+      } else if (isToolMessage(msg)) {
+        this.hooks.onToolResult(msg.tool_call_id, msg.name ?? this.#calls.get(msg.tool_call_id) ?? "", messageText(msg), msg.status === "error");
+      }
+    }
+  }
+}
+
+function nodeKey(namespace: string[], node: string): string {
+  return [...namespace, node].join("|");
 }
 
 /**
