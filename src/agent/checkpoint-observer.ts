@@ -39,7 +39,8 @@ export class CheckpointObserver extends BaseCheckpointSaver {
 
   async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
     const stored = await this.inner.put(config, checkpoint, metadata, newVersions);
-    this.#listeners.get(String(config.configurable?.thread_id))?.(checkpoint.id);
+    // A subgraph's checkpoints (a namespace of their own) are not the conversation's: only the graph's own are reported.
+    if (!config.configurable?.checkpoint_ns) this.#listeners.get(String(config.configurable?.thread_id))?.(checkpoint.id);
     return stored;
   }
 

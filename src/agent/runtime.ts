@@ -3,12 +3,12 @@
 // graph is compiled once, at start-up, with the shared checkpointer; a run
 // passes its own model (one ChatOllama per run, carrying the run's abort signal)
 // and tools through the config.
-import { HumanMessage, isAIMessage, isAIMessageChunk, isToolMessage, type BaseMessage, type BaseMessageChunk } from "@langchain/core/messages";
+import { HumanMessage, coerceMessageLikeToMessage, isAIMessage, isAIMessageChunk, isToolMessage, type BaseMessage, type BaseMessageChunk, type BaseMessageLike } from "@langchain/core/messages";
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import type { LLMResult } from "@langchain/core/outputs";
 import type { StructuredToolInterface } from "@langchain/core/tools";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { Command, type BaseCheckpointSaver, type StateSnapshot } from "@langchain/langgraph";
+import { Command, Overwrite, type BaseCheckpointSaver, type StateSnapshot } from "@langchain/langgraph";
 import type { CheckpointTuple, PendingWrite } from "@langchain/langgraph-checkpoint";
 import { mintCheckpointId } from "../correlation/marks.ts";
 import type { AgentDefinition } from "./definitions.ts";
@@ -172,14 +172,16 @@ export class AgentRuntime {
       const stream = await agent.graph.stream(input as never, {
         configurable: { thread_id: run.conversationId, model, tools },
         streamMode: ["messages", "updates", "custom"],
+        // Tokens, tool calls and custom events from inside a subgraph (a compiled graph as a node) too; items come as [namespace, mode, payload].
+        subgraphs: true,
         recursionLimit: definition.recursionLimit,
         // Each step is stored before the next starts: the user's message is on disk before the model is called.
         durability: "sync",
         callbacks: [settled, new UsageMeter(run.hooks)],
         signal: run.signal,
       });
-      const seenCalls = new Set<string>();
-      for await (const [mode, payload] of stream as AsyncIterable<[string, unknown]>) dispatch(mode, payload, run.hooks, seenCalls);
+      const events = new RunEvents(run.hooks);
+      for await (const item of stream as AsyncIterable<StreamItem>) events.dispatch(item);
     } catch (error) {
       await settled.wait(SETTLE_TIMEOUT_MS);
       throw error;
@@ -269,36 +271,83 @@ export class AgentRuntime {
   }
 }
 
-/** Turns one item of the graph's stream into run events. */
-function dispatch(mode: string, payload: unknown, hooks: RunHooks, seenCalls: Set<string>): void {
-  if (mode === "messages") {
-    const [chunk, meta] = payload as [BaseMessage, { langgraph_node?: string }];
-    if (isAIMessageChunk(chunk as BaseMessageChunk)) {
-      const text = messageText(chunk);
-      if (text) hooks.onToken(text, chunk.id ?? null, meta?.langgraph_node ?? "");
-    }
-  } else if (mode === "updates") {
-    for (const update of Object.values(payload as Record<string, { messages?: BaseMessage[] } | undefined>)) {
-      if (!update || typeof update !== "object" || !Array.isArray(update.messages)) continue;
-      for (const msg of update.messages) {
-        if (isAIMessage(msg)) {
-          for (const call of msg.tool_calls ?? []) {
-            // A message can come again (an approval's edit replaces it in place): each call is told once.
-            const id = call.id ?? "";
-            if (id && seenCalls.has(id)) continue;
-            seenCalls.add(id);
-            hooks.onToolCall(id, call.name, call.args);
-          }
-        } else if (isToolMessage(msg)) {
-          hooks.onToolResult(msg.tool_call_id, msg.name ?? "", messageText(msg), msg.status === "error");
+/** An item of a stream opened with `subgraphs: true`: the namespace of the graph it comes from (empty for the agent's own graph), the mode, the payload. */
+type StreamItem = [namespace: string[], mode: string, payload: unknown];
+
+/** Turns the items of one run's graph stream into run events. */
+class RunEvents {
+  /** The tool calls told, by id, with their tool's name. */
+  readonly #calls = new Map<string, string>();
+  /** The nodes that ran a graph of their own, as "namespace|node" (from the namespaces of the items that graph streamed). */
+  readonly #graphNodes = new Set<string>();
+
+  constructor(private readonly hooks: RunHooks) {}
+
+  dispatch([namespace, mode, payload]: StreamItem): void {
+    const { hooks } = this;
+    // Each segment is "node:task id", the node of the enclosing graph that runs this one.
+    namespace.forEach((segment, depth) => this.#graphNodes.add(nodeKey(namespace.slice(0, depth), segment.slice(0, segment.lastIndexOf(":")))));
+    if (mode === "messages") {
+      const [chunk, meta] = payload as [BaseMessage, { langgraph_node?: string }];
+      if (isAIMessageChunk(chunk as BaseMessageChunk)) {
+        const text = messageText(chunk);
+        if (text) hooks.onToken(text, chunk.id ?? null, meta?.langgraph_node ?? "");
+      }
+    } else if (mode === "updates") {
+      for (const [node, updates] of Object.entries(payload as Record<string, unknown>)) {
+        // A graph's output is its whole state, the thread's earlier messages with it; what it added was told by its own nodes.
+        if (this.#graphNodes.has(nodeKey(namespace, node))) continue;
+        // A node that writes a channel more than once in a step has its updates listed.
+        for (const update of [updates].flat()) {
+          if (update && typeof update === "object" && "messages" in update) this.#toolEvents(updateMessages(update.messages));
         }
       }
+    } else if (mode === "custom") {
+      const named = payload as { name?: unknown; data?: unknown } | null;
+      if (named !== null && typeof named === "object" && typeof named.name === "string") hooks.onCustom(named.name, named.data ?? null);
+      else hooks.onCustom("custom", payload ?? null);
     }
-  } else if (mode === "custom") {
-    const named = payload as { name?: unknown; data?: unknown } | null;
-    if (named !== null && typeof named === "object" && typeof named.name === "string") hooks.onCustom(named.name, named.data ?? null);
-    else hooks.onCustom("custom", payload ?? null);
   }
+
+  #toolEvents(messages: BaseMessage[]): void {
+    for (const msg of messages) {
+      if (isAIMessage(msg)) {
+        for (const call of msg.tool_calls ?? []) {
+          // A message can come again (an approval's edit replaces it in place): each call is told once.
+          const id = call.id ?? "";
+          if (id && this.#calls.has(id)) continue;
+          this.#calls.set(id, call.name);
+          this.hooks.onToolCall(id, call.name, call.args);
+        }
+      } else if (isToolMessage(msg)) {
+        this.hooks.onToolResult(msg.tool_call_id, msg.name ?? this.#calls.get(msg.tool_call_id) ?? "", messageText(msg), msg.status === "error");
+      }
+    }
+  }
+}
+
+function nodeKey(namespace: string[], node: string): string {
+  return [...namespace, node].join("|");
+}
+
+/**
+ * The messages a node's update writes, in every form LangGraph's messages
+ * reducer takes: one message or a list; message objects, chunks, or what
+ * coerceMessageLikeToMessage turns into one (`{role: "assistant", tool_calls}`,
+ * `{type: "tool", tool_call_id}`, OpenAI-style tool calls, serialized messages);
+ * an Overwrite's value. What cannot be coerced is left out: the reducer fails
+ * the step for it, the events need not.
+ */
+export function updateMessages(value: unknown): BaseMessage[] {
+  const written = Overwrite.isInstance(value) ? value.value : value;
+  if (written === undefined || written === null) return [];
+  return (Array.isArray(written) ? written : [written]).flatMap((item: unknown) => {
+    try {
+      return [coerceMessageLikeToMessage(item as BaseMessageLike)];
+    } catch {
+      return [];
+    }
+  });
 }
 
 /** Reads what Ollama reported at the end of each model call (the callbacks have it; the messages stream does not). */
