@@ -7,7 +7,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { defaultResponder, startFakeOllama, type FakeOllama } from "../support/fake-ollama.ts";
+import { defaultResponder, expectedUsage, startFakeOllama, type FakeOllama } from "../support/fake-ollama.ts";
 import { ROOT, startTestApp, waitForRun } from "../support/app.ts";
 import { collect, gql, gqlOk, startRun } from "../support/graphql.ts";
 import { CANCEL_RUN, CONVERSATION, CONVERSATIONS_CHANGED, RESUME_RUN, RUN_EVENTS, START_RUN } from "../support/documents.ts";
@@ -298,6 +298,7 @@ export function describeApiConformance(deployment: Deployment) {
           { kind: "text", tokens: ["All ", "done."] },
         );
         const before = noted().length;
+        const calls = fake.requests.length;
         const { startRun } = await gqlOk(app.url, START_AGENT, { message: "Calculate and note it.", agent: "careful" });
         const conversationId = startRun.conversation.id;
         const first = await events(startRun.run.id);
@@ -339,8 +340,20 @@ export function describeApiConformance(deployment: Deployment) {
         expect(resumed.startCheckpoint.id).toBe(waitingRun.checkpoints.at(-1).id);
         expect(resumed.messages.map((m: any) => m.role)).toEqual(["TOOL", "TOOL", "TOOL", "ASSISTANT"]);
         expect(done.messages.find((m: any) => m.toolCalls.length).toolCalls.find((c: any) => c.name === "note").args).toEqual({ text: "final" });
-        for (const run of [waitingRun, resumed]) expect(run.usage).toMatchObject({ modelCalls: 1, inputTokens: 5 });
-        expect(done.usage).toMatchObject({ modelCalls: 2, inputTokens: 10, outputTokens: waitingRun.usage.outputTokens + resumed.usage.outputTokens });
+        // Each run's usage is what Ollama reported for its one call: the three tool calls, then two tokens.
+        const [asking, answering] = fake.requests.slice(calls);
+        expect(fake.requests.slice(calls)).toHaveLength(2);
+        const [askingUsage, answeringUsage] = [expectedUsage([asking!]), expectedUsage([answering!])];
+        expect(askingUsage).toMatchObject({ modelCalls: 1, outputTokens: 3 });
+        expect(answeringUsage).toMatchObject({ modelCalls: 1, outputTokens: 2 });
+        expect(waitingRun.usage).toEqual({ ...askingUsage, timeToFirstTokenMs: null });
+        expect(resumed.usage).toEqual({ ...answeringUsage, timeToFirstTokenMs: expect.any(Number) });
+        expect(done.usage).toEqual({
+          inputTokens: askingUsage.inputTokens + answeringUsage.inputTokens,
+          outputTokens: 5,
+          modelCalls: 2,
+          modelDurationMs: askingUsage.modelDurationMs + answeringUsage.modelDurationMs,
+        });
       });
 
       it("lets the model hear a rejection's reason as the tool's result, and a new message supersede a pending question", async () => {
@@ -414,16 +427,18 @@ export function describeApiConformance(deployment: Deployment) {
         expect(after.checkpoints.edges.map((e: any) => e.node.id)).toEqual(sourceCheckpoints);
         expect(after).toMatchObject({ next: ["agent"], resumable: true });
 
-        // The source's own resume: usage sums the failed run (its model call broke) and the resume.
+        // The source's own resume: usage sums the failed run (its one model call broke, so it counts nothing) and the resume.
+        const calls = fake.requests.length;
         const sourceResume = (await gqlOk(app.url, RESUME_RUN, { conversationId })).resumeRun;
         await waitForRun(app.url, sourceResume.run.id);
         const summed = await waitingConversation(conversationId);
         const runs = summed.runs.edges.map((e: any) => e.node);
         expect(runs.map((r: any) => r.status)).toEqual(["FAILED", "COMPLETED"]);
-        expect(runs[0].usage).toMatchObject({ modelCalls: 0, inputTokens: 0 });
-        expect(runs[0].usage.timeToFirstTokenMs).toBeGreaterThanOrEqual(0);
-        expect(runs[1].usage).toMatchObject({ modelCalls: 1, inputTokens: 5 });
-        expect(summed.usage).toEqual({ inputTokens: 5, outputTokens: runs[1].usage.outputTokens, modelCalls: 1, modelDurationMs: runs[1].usage.modelDurationMs });
+        expect(runs[0].usage).toEqual({ inputTokens: 0, outputTokens: 0, modelCalls: 0, modelDurationMs: 0, timeToFirstTokenMs: expect.any(Number) });
+        const resumedUsage = expectedUsage(fake.requests.slice(calls));
+        expect(resumedUsage).toMatchObject({ modelCalls: 1, outputTokens: 3 });
+        expect(runs[1].usage).toEqual({ ...resumedUsage, timeToFirstTokenMs: expect.any(Number) });
+        expect(summed.usage).toEqual(resumedUsage);
 
         // A fork with a message starts its run at once; deleting the source leaves forks without an origin.
         const withMessage = (await gqlOk(app.url, FORK, { checkpointId: sourceCheckpoints[0], message: "A different question." })).forkConversation;
@@ -434,6 +449,38 @@ export function describeApiConformance(deployment: Deployment) {
         const orphan = (await gqlOk(app.url, `query($id: ID!) { conversation(id: $id) { forkedFrom { conversation { id } } messages { content } } }`, { id: forkId })).conversation;
         expect(orphan.forkedFrom).toBeNull();
         expect(orphan.messages.at(-1).content).toBe("Echo: Fork me.");
+      });
+
+      it("counts the model calls a failed run finished in its usage, and sums them with its resume's", async () => {
+        const calls = fake.requests.length;
+        // The model asks for a tool and gets its result, then dies on its next call.
+        fake.enqueue({ kind: "toolCalls", calls: [{ name: "calculator", args: { expression: "2 + 3" } }] }, { kind: "errorLine", tokens: ["The "], error: "the model died" });
+        const { runId, conversationId } = await start("Add two and three.");
+        expect(await waitForRun(app.url, runId)).toMatchObject({ status: "FAILED", errorCode: "MODEL_ERROR", partialOutput: "The " });
+        const { resumeRun } = await gqlOk(app.url, RESUME_RUN, { conversationId });
+        expect(await waitForRun(app.url, resumeRun.run.id)).toMatchObject({ status: "COMPLETED" });
+        const [asked, died, answered, ...more] = fake.requests.slice(calls);
+        expect(more).toEqual([]);
+        expect(died!.reported).toBeUndefined();
+
+        const conversation = await waitingConversation(conversationId);
+        expect(conversation.messages.map((m: any) => [m.role, m.content])).toEqual([["USER", "Add two and three."], ["ASSISTANT", ""], ["TOOL", "5"], ["ASSISTANT", "The result is 5."]]);
+        const [failed, resumed] = conversation.runs.edges.map((e: any) => e.node);
+        expect([failed.status, resumed.status]).toEqual(["FAILED", "COMPLETED"]);
+        // The call that broke counts nothing; the finished one what Ollama reported, its nanoseconds in milliseconds.
+        const failedUsage = expectedUsage([asked!, died!]);
+        expect(failedUsage).toMatchObject({ modelCalls: 1, outputTokens: 1 });
+        expect(failedUsage.modelDurationMs).toBeGreaterThan(0);
+        expect(failed.usage).toEqual({ ...failedUsage, timeToFirstTokenMs: expect.any(Number) });
+        const resumedUsage = expectedUsage([answered!]);
+        expect(resumedUsage).toMatchObject({ modelCalls: 1, outputTokens: 4 });
+        expect(resumed.usage).toEqual({ ...resumedUsage, timeToFirstTokenMs: expect.any(Number) });
+        expect(conversation.usage).toEqual({
+          inputTokens: failedUsage.inputTokens + resumedUsage.inputTokens,
+          outputTokens: 5,
+          modelCalls: 2,
+          modelDurationMs: failedUsage.modelDurationMs + resumedUsage.modelDurationMs,
+        });
       });
     });
   });
