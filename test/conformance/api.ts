@@ -143,6 +143,13 @@ export function describeApiConformance(deployment: Deployment) {
     });
 
     const start = (message: string, conversationId?: string) => startRun(app.url, message, conversationId);
+    // A run's events, followed over graphql-ws and SSE at once: what a test asserts
+    // of them holds on both transports, for the two streams must be equal.
+    const events = async (runId: string) => {
+      const [overWs, overSse] = await Promise.all(TRANSPORTS.map(async ({ client }) => (await collect(client(app.url), EVERY_EVENT, { runId }).done).map((r) => r.runEvents)));
+      expect(overSse, `run ${runId}'s events over SSE`).toEqual(overWs);
+      return overWs!;
+    };
 
     it("streams a run with a tool call to subscribers on both transports, then answers queries from what it stored", async () => {
       const { runId, conversationId } = await start("Please calculate 17 * 3");
@@ -254,7 +261,6 @@ export function describeApiConformance(deployment: Deployment) {
       fake.setResponder(defaultResponder);
     });
     describe("agents, approvals, interrupts, forks and usage", () => {
-      const events = async (runId: string, transport = 0) => (await collect(TRANSPORTS[transport]!.client(app.url), EVERY_EVENT, { runId }).done).map((r) => r.runEvents);
       const noted = () => (fs.existsSync(notesLog) ? fs.readFileSync(notesLog, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l)).filter((e) => e.event === "noted") : []);
       const waitingConversation = async (id: string) => (await gqlOk(app.url, WAITING, { id })).conversation;
 
@@ -275,7 +281,7 @@ export function describeApiConformance(deployment: Deployment) {
       it("runs a custom graph: its custom events and tokens from its own node, its checkpoints correlated; a conversation keeps its agent", async () => {
         const { startRun } = await gqlOk(app.url, START_AGENT, { message: "What is a prime?", agent: "planner" });
         expect(startRun.conversation).toMatchObject({ agentName: "planner", agent: { name: "planner", kind: "GRAPH" } });
-        const all = await events(startRun.run.id, 1);
+        const all = await events(startRun.run.id);
         const custom = all.find((e) => e.__typename === "CustomEvent");
         expect(custom).toMatchObject({ name: "plan", data: { steps: ["read the question", "answer it briefly"], question: "What is a prime?" } });
         const tokens = all.filter((e) => e.__typename === "TokenEvent");
@@ -323,10 +329,12 @@ export function describeApiConformance(deployment: Deployment) {
         const half = { toolCalls: [{ id: calc.id, decision: "approve" }] };
         expect((await gqlOk(app.url, ANSWER, { conversationId, responses: [{ interruptId: asked.id, value: half }] })).resumeRun).toMatchObject({ __typename: "ValidationError", field: "responses" });
         expect((await waitingConversation(conversationId)).runs.edges).toHaveLength(1);
+        // The refusals added nothing to the waiting run's stream either.
+        expect(await events(startRun.run.id)).toEqual(first);
 
         const { resumeRun } = await gqlOk(app.url, ANSWER, { conversationId, responses: [{ interruptId: asked.id, value: answer }] });
         expect(resumeRun).toMatchObject({ __typename: "ResumeRunSuccess", run: { kind: "RESUME", status: "RUNNING" } });
-        const second = await events(resumeRun.run.id, 1);
+        const second = await events(resumeRun.run.id);
         expect(second.at(-1)).toMatchObject({ status: "COMPLETED" });
         const results = second.filter((e) => e.__typename === "ToolResultEvent");
         expect(results.map((r) => [r.name, r.content, r.isError]).sort()).toEqual([["calculator", "42", false], ["echo", "no approval needed", false], ["note", "noted: final", false]]);
@@ -384,10 +392,10 @@ export function describeApiConformance(deployment: Deployment) {
 
       it("pauses a custom graph on its own interrupt and resumes it with the answer", async () => {
         const { startRun } = await gqlOk(app.url, START_AGENT, { message: "the weather", agent: "interviewer" });
-        const asked = (await events(startRun.run.id, 1)).find((e) => e.__typename === "InterruptEvent").interrupt;
+        const asked = (await events(startRun.run.id)).find((e) => e.__typename === "InterruptEvent").interrupt;
         expect(asked).toMatchObject({ node: "ask", value: { question: 'Who should answer "the weather"?' } });
         const { resumeRun } = await gqlOk(app.url, ANSWER, { conversationId: startRun.conversation.id, responses: [{ interruptId: asked.id, value: { name: "Ada" } }] });
-        expect((await events(resumeRun.run.id, 1)).at(-1)).toMatchObject({ status: "COMPLETED" });
+        expect((await events(resumeRun.run.id)).at(-1)).toMatchObject({ status: "COMPLETED" });
         const done = await waitingConversation(startRun.conversation.id);
         expect(done.messages.at(-1)).toMatchObject({ role: "ASSISTANT", content: "Ada will answer: the weather" });
       });
