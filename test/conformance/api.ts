@@ -8,7 +8,8 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultResponder, expectedUsage, startFakeOllama, type FakeOllama } from "../support/fake-ollama.ts";
-import { ROOT, startTestApp, waitForRun } from "../support/app.ts";
+import { PROCESS_TEST_TIMEOUT_MS, ROOT, startTestApp, waitForRun } from "../support/app.ts";
+import { startServerProcess } from "../support/processes.ts";
 import { collect, gql, gqlOk, startRun } from "../support/graphql.ts";
 import { CANCEL_RUN, CONVERSATION, CONVERSATIONS_CHANGED, RESUME_RUN, RUN_EVENTS, START_RUN } from "../support/documents.ts";
 import { TRANSPORTS, until } from "../support/streaming.ts";
@@ -116,6 +117,11 @@ const WAITING = /* GraphQL */ `
     }
   }
 `;
+const USAGE = /* GraphQL */ `
+  query Usage($id: ID!) {
+    run(id: $id) { status partialOutput usage { inputTokens outputTokens modelCalls timeToFirstTokenMs modelDurationMs } conversation { usage { inputTokens outputTokens modelCalls modelDurationMs } } }
+  }
+`;
 const LIST = /* GraphQL */ `
   query List($first: Int, $after: String) { conversations(first: $first, after: $after) { totalCount pageInfo { hasNextPage endCursor } edges { node { id title latestRun { status } } } } }
 `;
@@ -123,10 +129,11 @@ const LIST = /* GraphQL */ `
 export function describeApiConformance(deployment: Deployment) {
   describe(`the API on ${deployment.name}`, () => {
     let fake: FakeOllama;
-    let app: App;
+    let app: App & { databaseFile: string };
     let cleanup: () => Promise<void> = async () => {};
 
     let notesLog: string;
+    let appEnv: Record<string, string>;
 
     beforeAll(async () => {
       fake = await startFakeOllama();
@@ -134,8 +141,14 @@ export function describeApiConformance(deployment: Deployment) {
       cleanup = selected.cleanup;
       const agents = writeAgentsFile();
       notesLog = agents.notesLog;
-      app = await startTestApp({ ollamaUrl: fake.url, env: { RUN_HEARTBEAT_MS: "200", RUN_LEASE_MS: "2000", RUNLEDGER_CONFIG: agents.file, ...selected.env } });
+      appEnv = { RUN_HEARTBEAT_MS: "200", RUN_LEASE_MS: "2000", RUNLEDGER_CONFIG: agents.file, ...selected.env };
+      app = await startTestApp({ ollamaUrl: fake.url, env: appEnv });
     }, 60_000);
+    /**
+     * Another instance of the same deployment (the same database and event bus),
+     * in a process of its own: instances are told apart by their process.
+     */
+    const secondInstance = () => startServerProcess({ ...appEnv, DATABASE_URL: appEnv.DATABASE_URL ?? `file:${app.databaseFile}`, OLLAMA_HOST: fake.url });
     afterAll(async () => {
       await app?.close();
       await cleanup();
@@ -214,6 +227,34 @@ export function describeApiConformance(deployment: Deployment) {
       expect(await waitForRun(app.url, runId)).toMatchObject({ status: "CANCELLED", partialOutput: "Working " });
       expect((await gqlOk(app.url, CANCEL_RUN, { runId })).cancelRun.__typename).toBe("RunNotActiveError");
       expect((await gqlOk(app.url, CONVERSATION, { id: conversationId })).conversation).toMatchObject({ resumable: true, next: ["agent"] });
+    });
+
+    it("keeps the usage of the model calls a run finished when another instance cancels it", { timeout: PROCESS_TEST_TIMEOUT_MS }, async () => {
+      const other = await secondInstance();
+      try {
+        const calls = fake.requests.length;
+        // The model asks for a tool, the tool answers, then the model streams a token and stalls.
+        fake.enqueue({ kind: "toolCalls", calls: [{ name: "calculator", args: { expression: "4 * 5" } }] }, { kind: "silence", tokens: ["Thinking "] });
+        const { runId, conversationId } = await start("Multiply four by five, slowly.");
+        await until(() => fake.requests.length === calls + 2 && fake.openChatRequests() > 0, "the second model request");
+        const { cancelRun } = await gqlOk(other.url, CANCEL_RUN, { runId });
+        expect(cancelRun).toMatchObject({ __typename: "CancelRunSuccess", run: { id: runId, status: "CANCELLED" } });
+        expect((await events(runId)).at(-1)).toMatchObject({ __typename: "RunStatusEvent", status: "CANCELLED", errorCode: "CANCELLED" });
+        // The executing instance adds what only it knew once it has stopped: the streamed text, and the usage.
+        await until(async () => (await gqlOk(other.url, USAGE, { id: runId })).run.partialOutput === "Thinking ", "the executing instance's record");
+        const [asked, stalled] = fake.requests.slice(calls);
+        expect(stalled!.reported).toBeUndefined();
+        const usage = expectedUsage([asked!]);
+        expect(usage).toMatchObject({ modelCalls: 1, outputTokens: 1 });
+        for (const instance of [app, other]) {
+          const { run } = await gqlOk(instance.url, USAGE, { id: runId });
+          expect(run).toMatchObject({ status: "CANCELLED", usage: { ...usage, timeToFirstTokenMs: expect.any(Number) } });
+          expect(run.conversation.usage).toEqual(usage);
+        }
+        expect((await gqlOk(app.url, CONVERSATION, { id: conversationId })).conversation).toMatchObject({ resumable: true, activeRun: null });
+      } finally {
+        expect(await other.stop()).toBe(0);
+      }
     });
 
     it("tells conversationsChanged subscribers of creations, renames and deletions, on both transports", async () => {
