@@ -7,7 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AIMessage } from "@langchain/core/messages";
-import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
+import { expectedUsage, startFakeOllama, type FakeChatRequest, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp, waitForRun } from "./support/app.ts";
 import { gqlOk } from "./support/graphql.ts";
 import { RESUME_RUN, START_RUN } from "./support/documents.ts";
@@ -19,6 +19,8 @@ let fake: FakeOllama;
 let app: App & { databaseFile: string };
 let conversationId: string;
 let runIds: string[];
+/** The model requests of each of runIds' runs. */
+let callsOf: FakeChatRequest[][];
 
 beforeAll(async () => {
   fake = await startFakeOllama();
@@ -27,15 +29,20 @@ beforeAll(async () => {
   fs.writeFileSync(config, JSON.stringify({ agents: { default: { type: "chat" }, careful: { type: "chat", tools: ["calculator"], requireApproval: ["calculator"] } } }));
   app = await startTestApp({ ollamaUrl: fake.url, env: { RUN_HEARTBEAT_MS: "60000", RUN_LEASE_MS: "600000", RUNLEDGER_CONFIG: config } });
   // A tools turn, a failed start, its resume, and a note written outside any run.
+  const marks = [fake.requests.length];
   const first = await gqlOk(app.url, START_RUN, { message: "Weekly budget\nPlease calculate 120 / 7" });
   conversationId = first.startRun.conversation.id;
   await waitForRun(app.url, first.startRun.run.id);
+  marks.push(fake.requests.length);
   fake.enqueue({ kind: "notFound" });
   const second = await gqlOk(app.url, START_RUN, { message: "And per day?", conversationId });
   await waitForRun(app.url, second.startRun.run.id);
+  marks.push(fake.requests.length);
   const third = await gqlOk(app.url, RESUME_RUN, { conversationId });
   await waitForRun(app.url, third.resumeRun.run.id);
+  marks.push(fake.requests.length);
   runIds = [first.startRun.run.id, second.startRun.run.id, third.resumeRun.run.id];
+  callsOf = runIds.map((_, i) => fake.requests.slice(marks[i], marks[i + 1]));
   const graph = buildChatGraph({ systemPrompt: "", requireApproval: [], checkpointer: app.storage.saver });
   await graph.updateState(threadConfig(conversationId), { messages: [new AIMessage({ content: "Reviewed by the finance team." })] }, "agent");
 });
@@ -61,7 +68,7 @@ describe("JSON Lines", () => {
     expect(lines.map((l) => l.run_id)).toEqual(checkpoints.map((c: any) => c.run?.id ?? null));
     expect(lines.map((l) => l.created_at)).toEqual(checkpoints.map((c: any) => c.createdAt));
     for (const line of lines) {
-      expect(Object.keys(line).sort()).toEqual(["checkpoint_id", "created_at", "last_message", "message_count", "next", "run_id", "source", "step"]);
+      expect(Object.keys(line).sort()).toEqual(["checkpoint_id", "created_at", "last_message", "message_count", "next", "run_id", "run_usage", "source", "step"]);
     }
     // The seed's own inspection: {step, source, next, message_count, role: .last_message.role}.
     expect(lines.map((l) => [l.step, l.source, l.next, l.message_count, l.last_message?.role ?? null])).toEqual([
@@ -78,6 +85,32 @@ describe("JSON Lines", () => {
     expect(lines.map((l) => l.run_id)).toEqual([...Array(5).fill(runIds[0]), runIds[1], runIds[1], runIds[2], null]);
     expect(lines[2].last_message.tool_calls).toEqual([{ id: expect.any(String), name: "calculator", args: { expression: "120 / 7" } }]);
     expect(lines[3].last_message).toMatchObject({ role: "tool", content: "17.1428571428571", name: "calculator", tool_call_id: lines[2].last_message.tool_calls[0].id });
+  });
+
+  it("gives each line the usage of its run, as the API and the model report it, and none outside every run", async () => {
+    const lines = (await (await fetch(exportUrl(conversationId, "jsonl"))).text()).trimEnd().split("\n").map((l) => JSON.parse(l));
+    const { conversation } = await gqlOk(
+      app.url,
+      `query($id: ID!) { conversation(id: $id) { runs(first: 10) { edges { node { id usage { inputTokens outputTokens modelCalls timeToFirstTokenMs modelDurationMs } } } } } }`,
+      { id: conversationId },
+    );
+    const usageOf = new Map<string, any>(conversation.runs.edges.map((e: any) => [e.node.id, e.node.usage]));
+    // Two calls (the tool call, then the answer), none (the model was not found), one (the resume's answer).
+    expect(callsOf.map((calls) => expectedUsage(calls).modelCalls)).toEqual([2, 0, 1]);
+    for (const [i, runId] of runIds.entries()) {
+      const { inputTokens, outputTokens, modelCalls, modelDurationMs } = expectedUsage(callsOf[i]!);
+      const timeToFirstToken = usageOf.get(runId).timeToFirstTokenMs;
+      const expected = { input_tokens: inputTokens, output_tokens: outputTokens, model_calls: modelCalls, time_to_first_token_ms: timeToFirstToken, model_duration_ms: modelDurationMs };
+      expect(usageOf.get(runId)).toEqual({ inputTokens, outputTokens, modelCalls, timeToFirstTokenMs: timeToFirstToken, modelDurationMs });
+      const ofRun = lines.filter((l) => l.run_id === runId);
+      expect(ofRun.length).toBeGreaterThan(0);
+      for (const line of ofRun) expect(line.run_usage).toEqual(expected);
+    }
+    expect(lines.at(-1)).toMatchObject({ source: "update", run_id: null, run_usage: null });
+    // Counting each run once gives the conversation's total.
+    const total = [...new Map(lines.filter((l) => l.run_usage).map((l) => [l.run_id, l.run_usage])).values()].reduce((sum, u) => sum + u.model_duration_ms, 0);
+    expect(total).toBe((await gqlOk(app.url, `query($id: ID!) { conversation(id: $id) { usage { modelDurationMs } } }`, { id: conversationId })).conversation.usage.modelDurationMs);
+    expect(total).toBeGreaterThan(0);
   });
 
   it("is the default format", async () => {

@@ -7,6 +7,7 @@ import { tool } from "@langchain/core/tools";
 import { z } from "zod";
 import {
   defaultResponder,
+  expectedUsage,
   holdKey,
   parsePlan,
   planMessage,
@@ -68,6 +69,29 @@ describe("fake Ollama with the real ChatOllama client", () => {
     expect(reply.content).toBe("Echo: hello there");
     expect(reply.usage_metadata?.output_tokens).toBeGreaterThan(0);
     expect(reply.response_metadata.done_reason).toBe("stop");
+  });
+
+  it("reports counts and durations that follow from the request and the plan, in Ollama's units", async () => {
+    fake.enqueue({ kind: "text", tokens: ["Hel", "lo", " world"], delayMs: 2 }, { kind: "toolCalls", calls: [{ name: "calculator", args: { expression: "1 + 2" } }] });
+    const reply = await chat().invoke([new SystemMessage("Be brief."), new HumanMessage("hi")]);
+    // 3 prompt words; 3 tokens after 2 + 2 + 2 ms and a last 2 ms: 1.25 + 3 × 0.3 + 8 + 3 × 12.5 ms.
+    expect(reply.usage_metadata).toMatchObject({ input_tokens: 3, output_tokens: 3 });
+    expect(reply.response_metadata).toMatchObject({ load_duration: 1_250_000, prompt_eval_duration: 900_000, eval_duration: 45_500_000, total_duration: 47_650_000 });
+    expect(fake.requests[0]!.reported).toEqual({ promptEvalCount: 3, evalCount: 3, loadDurationNs: 1_250_000, promptEvalDurationNs: 900_000, evalDurationNs: 45_500_000, totalDurationNs: 47_650_000 });
+    // A tool call is one output token; no delays: 1.25 + 3 × 0.3 + 12.5 ms.
+    const call = await chat().bindTools([calculator]).invoke([new HumanMessage("Please calculate 1+2")]);
+    expect(call.usage_metadata).toMatchObject({ input_tokens: 3, output_tokens: 1 });
+    expect(call.response_metadata.total_duration).toBe(14_650_000);
+    // 62.3 ms in all: summed, then rounded (rounding each call first would say 63).
+    expect(expectedUsage(fake.requests)).toEqual({ inputTokens: 6, outputTokens: 4, modelCalls: 2, modelDurationMs: 62 });
+  });
+
+  it("reports nothing for a call that did not finish", async () => {
+    fake.enqueue({ kind: "errorLine", tokens: ["Half "], error: "broke" }, { kind: "dropMidStream", tokens: ["Cut "] });
+    await expect(chat().invoke("one")).rejects.toThrow("broke");
+    await expect(chat().invoke("two")).rejects.toThrow();
+    expect(fake.requests.map((r) => r.reported)).toEqual([undefined, undefined]);
+    expect(expectedUsage(fake.requests)).toEqual({ inputTokens: 0, outputTokens: 0, modelCalls: 0, modelDurationMs: 0 });
   });
 
   it("parses tool calls and finishes the calculator round trip", async () => {

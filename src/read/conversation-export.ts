@@ -1,7 +1,7 @@
 // A conversation written out for people and tools: JSON Lines (one line per
-// checkpoint, oldest first, with the run the correlation assigns it) and a
-// Markdown transcript (each message under the run it first appeared in, with
-// what each run cost and what it asked a person).
+// checkpoint, oldest first, with the run the correlation assigns it and that
+// run's usage) and a Markdown transcript (each message under the run it first
+// appeared in, with what each run cost and what it asked a person).
 import type { ConversationRecord, InterruptRecord, RunRecord, Usage } from "../domain/records.ts";
 import type { CheckpointState } from "../agent/runtime.ts";
 import { firstAppearances, runAt, startedBy } from "../correlation/index.ts";
@@ -17,6 +17,28 @@ export interface CheckpointExportLine {
   message_count: number;
   last_message: ExportedMessage | null;
   run_id: string | null;
+  /** The whole usage of that run (repeated on each of its checkpoints), null outside every run and while it runs. */
+  run_usage: ExportedUsage | null;
+}
+
+export interface ExportedUsage {
+  input_tokens: number;
+  output_tokens: number;
+  model_calls: number;
+  time_to_first_token_ms: number | null;
+  model_duration_ms: number;
+}
+
+function exportedUsage(run: RunRecord | null | undefined): ExportedUsage | null {
+  const usage = run?.usage;
+  if (!usage) return null;
+  return {
+    input_tokens: usage.inputTokens,
+    output_tokens: usage.outputTokens,
+    model_calls: usage.modelCalls,
+    time_to_first_token_ms: usage.timeToFirstTokenMs,
+    model_duration_ms: usage.modelDurationMs,
+  };
 }
 
 export interface ExportedMessage {
@@ -45,6 +67,7 @@ export async function exportCheckpointLines(scope: ReadScope, conversationId: st
   for (const [i, checkpoint] of view.checkpoints.entries()) {
     const state = states[i];
     const content = contents[i];
+    const run = view.runOfCheckpoint.get(checkpoint.id);
     lines.push({
       checkpoint_id: checkpoint.id,
       created_at: checkpoint.createdAt.toISOString(),
@@ -53,7 +76,8 @@ export async function exportCheckpointLines(scope: ReadScope, conversationId: st
       next: state?.next ?? [],
       message_count: content?.messageCount ?? 0,
       last_message: content?.lastMessage ? exported(toApiMessage(content.lastMessage, content.messageCount - 1)) : null,
-      run_id: view.runOfCheckpoint.get(checkpoint.id)?.id ?? null,
+      run_id: run?.id ?? null,
+      run_usage: exportedUsage(run),
     });
   }
   return lines;

@@ -235,8 +235,8 @@ export class RunService {
       partialOutput: null,
       finishedAt: this.#now(),
       endMark: mintMark(),
-      // The owner knows its real last seq and replaces this when it stops the run;
-      // until then a subscriber that asks the database still gets a terminal event.
+      // The owner knows its real last seq and usage and replaces these when it stops
+      // the run; until then a subscriber that asks the database still gets a terminal event.
       lastEventSeq: Math.max(run.lastEventSeq, 1),
       messageCount: null,
       usage: { inputTokens: 0, outputTokens: 0, modelCalls: 0, timeToFirstTokenMs: null, modelDurationMs: 0 },
@@ -399,7 +399,7 @@ export class RunService {
     const recorded = await store.finishRun(run.id, outcome);
     // Null: another process already ended the row (a cross-process cancel); tell
     // subscribers what the database says, and add to the row what only this
-    // process knows.
+    // process knows, the usage of the calls it finished included.
     let final = recorded ?? (await store.getRun(run.id));
     if (final) {
       if (recorded) {
@@ -409,7 +409,7 @@ export class RunService {
       }
       const terminal = events.publish({ type: "status", status: final.status, errorCode: final.errorCode, errorMessage: final.errorMessage });
       if (!recorded) {
-        await store.completeEndedElsewhere(run.id, { lastEventSeq: terminal.seq, partialOutput: partial || null, endMark });
+        await store.completeEndedElsewhere(run.id, { lastEventSeq: terminal.seq, partialOutput: partial || null, endMark, usage });
         final = (await store.getRun(run.id)) ?? final;
       }
       this.#announce({ conversationId: run.conversationId, kind: "updated", at: this.#now() });

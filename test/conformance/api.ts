@@ -7,8 +7,9 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { defaultResponder, startFakeOllama, type FakeOllama } from "../support/fake-ollama.ts";
-import { ROOT, startTestApp, waitForRun } from "../support/app.ts";
+import { defaultResponder, expectedUsage, startFakeOllama, type FakeOllama } from "../support/fake-ollama.ts";
+import { PROCESS_TEST_TIMEOUT_MS, ROOT, startTestApp, waitForRun } from "../support/app.ts";
+import { startServerProcess } from "../support/processes.ts";
 import { collect, gql, gqlOk, startRun } from "../support/graphql.ts";
 import { CANCEL_RUN, CONVERSATION, CONVERSATIONS_CHANGED, RESUME_RUN, RUN_EVENTS, START_RUN } from "../support/documents.ts";
 import { TRANSPORTS, until } from "../support/streaming.ts";
@@ -116,6 +117,11 @@ const WAITING = /* GraphQL */ `
     }
   }
 `;
+const USAGE = /* GraphQL */ `
+  query Usage($id: ID!) {
+    run(id: $id) { status partialOutput usage { inputTokens outputTokens modelCalls timeToFirstTokenMs modelDurationMs } conversation { usage { inputTokens outputTokens modelCalls modelDurationMs } } }
+  }
+`;
 const LIST = /* GraphQL */ `
   query List($first: Int, $after: String) { conversations(first: $first, after: $after) { totalCount pageInfo { hasNextPage endCursor } edges { node { id title latestRun { status } } } } }
 `;
@@ -123,10 +129,11 @@ const LIST = /* GraphQL */ `
 export function describeApiConformance(deployment: Deployment) {
   describe(`the API on ${deployment.name}`, () => {
     let fake: FakeOllama;
-    let app: App;
+    let app: App & { databaseFile: string };
     let cleanup: () => Promise<void> = async () => {};
 
     let notesLog: string;
+    let appEnv: Record<string, string>;
 
     beforeAll(async () => {
       fake = await startFakeOllama();
@@ -134,8 +141,14 @@ export function describeApiConformance(deployment: Deployment) {
       cleanup = selected.cleanup;
       const agents = writeAgentsFile();
       notesLog = agents.notesLog;
-      app = await startTestApp({ ollamaUrl: fake.url, env: { RUN_HEARTBEAT_MS: "200", RUN_LEASE_MS: "2000", RUNLEDGER_CONFIG: agents.file, ...selected.env } });
+      appEnv = { RUN_HEARTBEAT_MS: "200", RUN_LEASE_MS: "2000", RUNLEDGER_CONFIG: agents.file, ...selected.env };
+      app = await startTestApp({ ollamaUrl: fake.url, env: appEnv });
     }, 60_000);
+    /**
+     * Another instance of the same deployment (the same database and event bus),
+     * in a process of its own: instances are told apart by their process.
+     */
+    const secondInstance = () => startServerProcess({ ...appEnv, DATABASE_URL: appEnv.DATABASE_URL ?? `file:${app.databaseFile}`, OLLAMA_HOST: fake.url });
     afterAll(async () => {
       await app?.close();
       await cleanup();
@@ -143,6 +156,13 @@ export function describeApiConformance(deployment: Deployment) {
     });
 
     const start = (message: string, conversationId?: string) => startRun(app.url, message, conversationId);
+    // A run's events, followed over graphql-ws and SSE at once: what a test asserts
+    // of them holds on both transports, for the two streams must be equal.
+    const events = async (runId: string) => {
+      const [overWs, overSse] = await Promise.all(TRANSPORTS.map(async ({ client }) => (await collect(client(app.url), EVERY_EVENT, { runId }).done).map((r) => r.runEvents)));
+      expect(overSse, `run ${runId}'s events over SSE`).toEqual(overWs);
+      return overWs!;
+    };
 
     it("streams a run with a tool call to subscribers on both transports, then answers queries from what it stored", async () => {
       const { runId, conversationId } = await start("Please calculate 17 * 3");
@@ -209,6 +229,34 @@ export function describeApiConformance(deployment: Deployment) {
       expect((await gqlOk(app.url, CONVERSATION, { id: conversationId })).conversation).toMatchObject({ resumable: true, next: ["agent"] });
     });
 
+    it("keeps the usage of the model calls a run finished when another instance cancels it", { timeout: PROCESS_TEST_TIMEOUT_MS }, async () => {
+      const other = await secondInstance();
+      try {
+        const calls = fake.requests.length;
+        // The model asks for a tool, the tool answers, then the model streams a token and stalls.
+        fake.enqueue({ kind: "toolCalls", calls: [{ name: "calculator", args: { expression: "4 * 5" } }] }, { kind: "silence", tokens: ["Thinking "] });
+        const { runId, conversationId } = await start("Multiply four by five, slowly.");
+        await until(() => fake.requests.length === calls + 2 && fake.openChatRequests() > 0, "the second model request");
+        const { cancelRun } = await gqlOk(other.url, CANCEL_RUN, { runId });
+        expect(cancelRun).toMatchObject({ __typename: "CancelRunSuccess", run: { id: runId, status: "CANCELLED" } });
+        expect((await events(runId)).at(-1)).toMatchObject({ __typename: "RunStatusEvent", status: "CANCELLED", errorCode: "CANCELLED" });
+        // The executing instance adds what only it knew once it has stopped: the streamed text, and the usage.
+        await until(async () => (await gqlOk(other.url, USAGE, { id: runId })).run.partialOutput === "Thinking ", "the executing instance's record");
+        const [asked, stalled] = fake.requests.slice(calls);
+        expect(stalled!.reported).toBeUndefined();
+        const usage = expectedUsage([asked!]);
+        expect(usage).toMatchObject({ modelCalls: 1, outputTokens: 1 });
+        for (const instance of [app, other]) {
+          const { run } = await gqlOk(instance.url, USAGE, { id: runId });
+          expect(run).toMatchObject({ status: "CANCELLED", usage: { ...usage, timeToFirstTokenMs: expect.any(Number) } });
+          expect(run.conversation.usage).toEqual(usage);
+        }
+        expect((await gqlOk(app.url, CONVERSATION, { id: conversationId })).conversation).toMatchObject({ resumable: true, activeRun: null });
+      } finally {
+        expect(await other.stop()).toBe(0);
+      }
+    });
+
     it("tells conversationsChanged subscribers of creations, renames and deletions, on both transports", async () => {
       const { runId, conversationId } = await start("Soon renamed.");
       await waitForRun(app.url, runId);
@@ -254,7 +302,6 @@ export function describeApiConformance(deployment: Deployment) {
       fake.setResponder(defaultResponder);
     });
     describe("agents, approvals, interrupts, forks and usage", () => {
-      const events = async (runId: string, transport = 0) => (await collect(TRANSPORTS[transport]!.client(app.url), EVERY_EVENT, { runId }).done).map((r) => r.runEvents);
       const noted = () => (fs.existsSync(notesLog) ? fs.readFileSync(notesLog, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l)).filter((e) => e.event === "noted") : []);
       const waitingConversation = async (id: string) => (await gqlOk(app.url, WAITING, { id })).conversation;
 
@@ -275,7 +322,7 @@ export function describeApiConformance(deployment: Deployment) {
       it("runs a custom graph: its custom events and tokens from its own node, its checkpoints correlated; a conversation keeps its agent", async () => {
         const { startRun } = await gqlOk(app.url, START_AGENT, { message: "What is a prime?", agent: "planner" });
         expect(startRun.conversation).toMatchObject({ agentName: "planner", agent: { name: "planner", kind: "GRAPH" } });
-        const all = await events(startRun.run.id, 1);
+        const all = await events(startRun.run.id);
         const custom = all.find((e) => e.__typename === "CustomEvent");
         expect(custom).toMatchObject({ name: "plan", data: { steps: ["read the question", "answer it briefly"], question: "What is a prime?" } });
         const tokens = all.filter((e) => e.__typename === "TokenEvent");
@@ -298,6 +345,7 @@ export function describeApiConformance(deployment: Deployment) {
           { kind: "text", tokens: ["All ", "done."] },
         );
         const before = noted().length;
+        const calls = fake.requests.length;
         const { startRun } = await gqlOk(app.url, START_AGENT, { message: "Calculate and note it.", agent: "careful" });
         const conversationId = startRun.conversation.id;
         const first = await events(startRun.run.id);
@@ -322,10 +370,12 @@ export function describeApiConformance(deployment: Deployment) {
         const half = { toolCalls: [{ id: calc.id, decision: "approve" }] };
         expect((await gqlOk(app.url, ANSWER, { conversationId, responses: [{ interruptId: asked.id, value: half }] })).resumeRun).toMatchObject({ __typename: "ValidationError", field: "responses" });
         expect((await waitingConversation(conversationId)).runs.edges).toHaveLength(1);
+        // The refusals added nothing to the waiting run's stream either.
+        expect(await events(startRun.run.id)).toEqual(first);
 
         const { resumeRun } = await gqlOk(app.url, ANSWER, { conversationId, responses: [{ interruptId: asked.id, value: answer }] });
         expect(resumeRun).toMatchObject({ __typename: "ResumeRunSuccess", run: { kind: "RESUME", status: "RUNNING" } });
-        const second = await events(resumeRun.run.id, 1);
+        const second = await events(resumeRun.run.id);
         expect(second.at(-1)).toMatchObject({ status: "COMPLETED" });
         const results = second.filter((e) => e.__typename === "ToolResultEvent");
         expect(results.map((r) => [r.name, r.content, r.isError]).sort()).toEqual([["calculator", "42", false], ["echo", "no approval needed", false], ["note", "noted: final", false]]);
@@ -339,8 +389,20 @@ export function describeApiConformance(deployment: Deployment) {
         expect(resumed.startCheckpoint.id).toBe(waitingRun.checkpoints.at(-1).id);
         expect(resumed.messages.map((m: any) => m.role)).toEqual(["TOOL", "TOOL", "TOOL", "ASSISTANT"]);
         expect(done.messages.find((m: any) => m.toolCalls.length).toolCalls.find((c: any) => c.name === "note").args).toEqual({ text: "final" });
-        for (const run of [waitingRun, resumed]) expect(run.usage).toMatchObject({ modelCalls: 1, inputTokens: 5 });
-        expect(done.usage).toMatchObject({ modelCalls: 2, inputTokens: 10, outputTokens: waitingRun.usage.outputTokens + resumed.usage.outputTokens });
+        // Each run's usage is what Ollama reported for its one call: the three tool calls, then two tokens.
+        const [asking, answering] = fake.requests.slice(calls);
+        expect(fake.requests.slice(calls)).toHaveLength(2);
+        const [askingUsage, answeringUsage] = [expectedUsage([asking!]), expectedUsage([answering!])];
+        expect(askingUsage).toMatchObject({ modelCalls: 1, outputTokens: 3 });
+        expect(answeringUsage).toMatchObject({ modelCalls: 1, outputTokens: 2 });
+        expect(waitingRun.usage).toEqual({ ...askingUsage, timeToFirstTokenMs: null });
+        expect(resumed.usage).toEqual({ ...answeringUsage, timeToFirstTokenMs: expect.any(Number) });
+        expect(done.usage).toEqual({
+          inputTokens: askingUsage.inputTokens + answeringUsage.inputTokens,
+          outputTokens: 5,
+          modelCalls: 2,
+          modelDurationMs: askingUsage.modelDurationMs + answeringUsage.modelDurationMs,
+        });
       });
 
       it("lets the model hear a rejection's reason as the tool's result, and a new message supersede a pending question", async () => {
@@ -371,10 +433,10 @@ export function describeApiConformance(deployment: Deployment) {
 
       it("pauses a custom graph on its own interrupt and resumes it with the answer", async () => {
         const { startRun } = await gqlOk(app.url, START_AGENT, { message: "the weather", agent: "interviewer" });
-        const asked = (await events(startRun.run.id, 1)).find((e) => e.__typename === "InterruptEvent").interrupt;
+        const asked = (await events(startRun.run.id)).find((e) => e.__typename === "InterruptEvent").interrupt;
         expect(asked).toMatchObject({ node: "ask", value: { question: 'Who should answer "the weather"?' } });
         const { resumeRun } = await gqlOk(app.url, ANSWER, { conversationId: startRun.conversation.id, responses: [{ interruptId: asked.id, value: { name: "Ada" } }] });
-        expect((await events(resumeRun.run.id, 1)).at(-1)).toMatchObject({ status: "COMPLETED" });
+        expect((await events(resumeRun.run.id)).at(-1)).toMatchObject({ status: "COMPLETED" });
         const done = await waitingConversation(startRun.conversation.id);
         expect(done.messages.at(-1)).toMatchObject({ role: "ASSISTANT", content: "Ada will answer: the weather" });
       });
@@ -414,16 +476,18 @@ export function describeApiConformance(deployment: Deployment) {
         expect(after.checkpoints.edges.map((e: any) => e.node.id)).toEqual(sourceCheckpoints);
         expect(after).toMatchObject({ next: ["agent"], resumable: true });
 
-        // The source's own resume: usage sums the failed run (its model call broke) and the resume.
+        // The source's own resume: usage sums the failed run (its one model call broke, so it counts nothing) and the resume.
+        const calls = fake.requests.length;
         const sourceResume = (await gqlOk(app.url, RESUME_RUN, { conversationId })).resumeRun;
         await waitForRun(app.url, sourceResume.run.id);
         const summed = await waitingConversation(conversationId);
         const runs = summed.runs.edges.map((e: any) => e.node);
         expect(runs.map((r: any) => r.status)).toEqual(["FAILED", "COMPLETED"]);
-        expect(runs[0].usage).toMatchObject({ modelCalls: 0, inputTokens: 0 });
-        expect(runs[0].usage.timeToFirstTokenMs).toBeGreaterThanOrEqual(0);
-        expect(runs[1].usage).toMatchObject({ modelCalls: 1, inputTokens: 5 });
-        expect(summed.usage).toEqual({ inputTokens: 5, outputTokens: runs[1].usage.outputTokens, modelCalls: 1, modelDurationMs: runs[1].usage.modelDurationMs });
+        expect(runs[0].usage).toEqual({ inputTokens: 0, outputTokens: 0, modelCalls: 0, modelDurationMs: 0, timeToFirstTokenMs: expect.any(Number) });
+        const resumedUsage = expectedUsage(fake.requests.slice(calls));
+        expect(resumedUsage).toMatchObject({ modelCalls: 1, outputTokens: 3 });
+        expect(runs[1].usage).toEqual({ ...resumedUsage, timeToFirstTokenMs: expect.any(Number) });
+        expect(summed.usage).toEqual(resumedUsage);
 
         // A fork with a message starts its run at once; deleting the source leaves forks without an origin.
         const withMessage = (await gqlOk(app.url, FORK, { checkpointId: sourceCheckpoints[0], message: "A different question." })).forkConversation;
@@ -434,6 +498,38 @@ export function describeApiConformance(deployment: Deployment) {
         const orphan = (await gqlOk(app.url, `query($id: ID!) { conversation(id: $id) { forkedFrom { conversation { id } } messages { content } } }`, { id: forkId })).conversation;
         expect(orphan.forkedFrom).toBeNull();
         expect(orphan.messages.at(-1).content).toBe("Echo: Fork me.");
+      });
+
+      it("counts the model calls a failed run finished in its usage, and sums them with its resume's", async () => {
+        const calls = fake.requests.length;
+        // The model asks for a tool and gets its result, then dies on its next call.
+        fake.enqueue({ kind: "toolCalls", calls: [{ name: "calculator", args: { expression: "2 + 3" } }] }, { kind: "errorLine", tokens: ["The "], error: "the model died" });
+        const { runId, conversationId } = await start("Add two and three.");
+        expect(await waitForRun(app.url, runId)).toMatchObject({ status: "FAILED", errorCode: "MODEL_ERROR", partialOutput: "The " });
+        const { resumeRun } = await gqlOk(app.url, RESUME_RUN, { conversationId });
+        expect(await waitForRun(app.url, resumeRun.run.id)).toMatchObject({ status: "COMPLETED" });
+        const [asked, died, answered, ...more] = fake.requests.slice(calls);
+        expect(more).toEqual([]);
+        expect(died!.reported).toBeUndefined();
+
+        const conversation = await waitingConversation(conversationId);
+        expect(conversation.messages.map((m: any) => [m.role, m.content])).toEqual([["USER", "Add two and three."], ["ASSISTANT", ""], ["TOOL", "5"], ["ASSISTANT", "The result is 5."]]);
+        const [failed, resumed] = conversation.runs.edges.map((e: any) => e.node);
+        expect([failed.status, resumed.status]).toEqual(["FAILED", "COMPLETED"]);
+        // The call that broke counts nothing; the finished one what Ollama reported, its nanoseconds in milliseconds.
+        const failedUsage = expectedUsage([asked!, died!]);
+        expect(failedUsage).toMatchObject({ modelCalls: 1, outputTokens: 1 });
+        expect(failedUsage.modelDurationMs).toBeGreaterThan(0);
+        expect(failed.usage).toEqual({ ...failedUsage, timeToFirstTokenMs: expect.any(Number) });
+        const resumedUsage = expectedUsage([answered!]);
+        expect(resumedUsage).toMatchObject({ modelCalls: 1, outputTokens: 4 });
+        expect(resumed.usage).toEqual({ ...resumedUsage, timeToFirstTokenMs: expect.any(Number) });
+        expect(conversation.usage).toEqual({
+          inputTokens: failedUsage.inputTokens + resumedUsage.inputTokens,
+          outputTokens: 5,
+          modelCalls: 2,
+          modelDurationMs: failedUsage.modelDurationMs + resumedUsage.modelDurationMs,
+        });
       });
     });
   });

@@ -46,6 +46,56 @@ export interface FakeChatRequest {
   tools: unknown[];
   think?: unknown;
   body: any;
+  /** What the last line of the answer reported; absent when the call did not finish (an error, a drop, an abort). */
+  reported?: FakeReport;
+}
+
+/**
+ * What Ollama reports in the last line of an answer, and the fake too: counts
+ * and nanoseconds. The fake's numbers follow from the request and the plan: a
+ * prompt token per word of the messages sent, an output token per token (or
+ * tool call) streamed, and durations at a small model's pace on top of the
+ * delays the plan waits, so they are realistic, never whole milliseconds, and
+ * known exactly to a spec.
+ */
+export interface FakeReport {
+  promptEvalCount: number;
+  evalCount: number;
+  loadDurationNs: number;
+  promptEvalDurationNs: number;
+  evalDurationNs: number;
+  totalDurationNs: number;
+}
+
+/** The model is already loaded: a little over a millisecond. */
+export const FAKE_LOAD_NS = 1_250_000;
+/** Reading the prompt: about 3,300 tokens a second. */
+export const FAKE_PROMPT_NS_PER_TOKEN = 300_000;
+/** Writing the answer: 80 tokens a second, besides the plan's own delays. */
+export const FAKE_EVAL_NS_PER_TOKEN = 12_500_000;
+
+/** The fake's prompt size: one token per word of every message it was sent. */
+export function promptTokens(request: Pick<FakeChatRequest, "messages">): number {
+  return request.messages.reduce((sum, m) => sum + splitTokens(m.content).filter((t) => t.trim()).length, 0);
+}
+
+/** The report for a call with this prompt, this many output tokens and these planned delays. */
+export function fakeReport(promptEvalCount: number, evalCount: number, plannedMs: number): FakeReport {
+  const loadDurationNs = FAKE_LOAD_NS;
+  const promptEvalDurationNs = promptEvalCount * FAKE_PROMPT_NS_PER_TOKEN;
+  const evalDurationNs = Math.round(plannedMs * 1e6) + evalCount * FAKE_EVAL_NS_PER_TOKEN;
+  return { promptEvalCount, evalCount, loadDurationNs, promptEvalDurationNs, evalDurationNs, totalDurationNs: loadDurationNs + promptEvalDurationNs + evalDurationNs };
+}
+
+/**
+ * The usage runledger must record for these calls (those that finished): the
+ * counts summed, and the nanoseconds summed before they are rounded to
+ * milliseconds.
+ */
+export function expectedUsage(requests: readonly FakeChatRequest[]): { inputTokens: number; outputTokens: number; modelCalls: number; modelDurationMs: number } {
+  const reports = requests.flatMap((r) => (r.reported ? [r.reported] : []));
+  const sum = (pick: (r: FakeReport) => number) => reports.reduce((total, r) => total + pick(r), 0);
+  return { inputTokens: sum((r) => r.promptEvalCount), outputTokens: sum((r) => r.evalCount), modelCalls: reports.length, modelDurationMs: Math.round(sum((r) => r.totalDurationNs) / 1e6) };
 }
 
 export interface FakeOllama {
@@ -241,34 +291,44 @@ export async function startFakeOllama(options: FakeOllamaOptions = {}): Promise<
   const notFound = (res: http.ServerResponse, model: string) =>
     sendJson(res, 404, { error: `model "${model}" not found, try pulling it first` });
 
-  async function streamStep(res: http.ServerResponse, model: string, step: FakeStep, requestAt: number): Promise<void> {
+  async function streamStep(res: http.ServerResponse, request: FakeChatRequest, step: FakeStep, requestAt: number): Promise<void> {
+    const model = request.model;
     const line = (message: Record<string, unknown>, extra: Record<string, unknown> = {}) => {
       if (res.destroyed || res.writableEnded) return;
       const chunk = { model, created_at: new Date().toISOString(), message: { role: "assistant", content: "", ...message }, ...extra };
       res.write(`${JSON.stringify(chunk)}\n`);
     };
+    // The delays the plan asks for, summed as planned (not as measured), for the report.
+    let plannedMs = 0;
+    const wait = (ms: number) => {
+      plannedMs += ms;
+      return pause(res, ms);
+    };
     const tokens = async (list: string[], delayMs: number, firstDelayMs = delayMs) => {
       for (const [i, token] of list.entries()) {
-        await pause(res, i === 0 ? firstDelayMs : delayMs);
+        await wait(i === 0 ? firstDelayMs : delayMs);
         if (res.destroyed) return;
         line({ content: token });
       }
     };
     let evalCount = 0;
     const done = () => {
+      if (res.destroyed || res.writableEnded) return;
+      const report = fakeReport(promptTokens(request), evalCount, plannedMs);
       line(
         {},
         {
           done: true,
           done_reason: "stop",
-          total_duration: 123,
-          load_duration: 1,
-          prompt_eval_count: 5,
-          prompt_eval_duration: 1,
-          eval_count: evalCount,
-          eval_duration: 1,
+          total_duration: report.totalDurationNs,
+          load_duration: report.loadDurationNs,
+          prompt_eval_count: report.promptEvalCount,
+          prompt_eval_duration: report.promptEvalDurationNs,
+          eval_count: report.evalCount,
+          eval_duration: report.evalDurationNs,
         },
       );
+      request.reported = report;
       res.end();
     };
     const startStream = () => {
@@ -290,17 +350,17 @@ export async function startFakeOllama(options: FakeOllamaOptions = {}): Promise<
         const delayMs = step.delayMs ?? defaultDelayMs;
         await tokens(step.tokens, delayMs, step.kind === "text" ? (step.firstDelayMs ?? delayMs) : delayMs);
         evalCount = step.tokens.length;
-        await pause(res, delayMs);
+        await wait(delayMs);
         return done();
       }
       case "toolCalls": {
         startStream();
         const delayMs = step.delayMs ?? defaultDelayMs;
         await tokens(step.text ?? [], delayMs);
-        await pause(res, delayMs);
+        await wait(delayMs);
         line({ tool_calls: step.calls.map((c) => ({ function: { name: c.name, arguments: c.args } })) });
         evalCount = (step.text?.length ?? 0) + step.calls.length;
-        await pause(res, delayMs);
+        await wait(delayMs);
         return done();
       }
       case "errorLine": {
@@ -333,6 +393,8 @@ export async function startFakeOllama(options: FakeOllamaOptions = {}): Promise<
           line({ content: stampToken({ sentAt: nowMs(), requestAt, index }) });
         }
         evalCount = step.tokens;
+        // The schedule, from the release of the hold.
+        plannedMs = (step.firstDelayMs ?? 0) + Math.max(0, step.tokens - 1) * step.intervalMs;
         return done();
       }
     }
@@ -371,7 +433,7 @@ export async function startFakeOllama(options: FakeOllamaOptions = {}): Promise<
     } catch (error) {
       return sendJson(res, 500, { error: error instanceof Error ? error.message : String(error) });
     }
-    await streamStep(res, model, step, requestAt);
+    await streamStep(res, request, step, requestAt);
   }
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {

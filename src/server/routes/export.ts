@@ -1,6 +1,6 @@
 // GET /api/conversations/:id/export?format=jsonl|markdown. JSON Lines: one line
 // per checkpoint, oldest first, with the run the timestamp correlation assigns
-// it. Markdown: a readable transcript. 400 for a malformed id or an unknown
+// it and that run's usage. Markdown: a readable transcript. 400 for a malformed id or an unknown
 // format, 404 for an unknown conversation. The server checks API_TOKEN first.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { requireUuid, ValidationError } from "../../domain/errors.ts";

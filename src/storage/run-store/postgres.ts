@@ -19,7 +19,7 @@ import {
   type RunRow,
 } from "../postgres/rows.ts";
 import type { PageQuery } from "../page.ts";
-import type { RunStore } from "./types.ts";
+import type { EndedElsewhereFacts, RunStore } from "./types.ts";
 
 const R = RUN_COLUMNS.replace(/(\w+)/g, "r.$1");
 
@@ -63,7 +63,12 @@ const SQL = {
     WHERE status = 'running' AND (owner_id IS NULL OR owner_id = ANY($4) OR owner_id NOT IN (SELECT id FROM run_owners))
     RETURNING ${RUN_COLUMNS}`,
   touchConversations: `UPDATE conversations SET updated_at = $1 WHERE id = ANY($2)`,
-  completeEndedElsewhere: `UPDATE runs SET last_event_seq = $1, partial_output = COALESCE(partial_output, $2), end_mark = GREATEST(COALESCE(end_mark, ''), $3)
+  completeEndedElsewhere: `UPDATE runs SET last_event_seq = $1, partial_output = COALESCE(partial_output, $2), end_mark = GREATEST(COALESCE(end_mark, ''), $3),
+      input_tokens = CASE WHEN $5::boolean THEN $6::integer ELSE input_tokens END,
+      output_tokens = CASE WHEN $5::boolean THEN $7::integer ELSE output_tokens END,
+      model_calls = CASE WHEN $5::boolean THEN $8::integer ELSE model_calls END,
+      time_to_first_token_ms = CASE WHEN $5::boolean THEN $9::integer ELSE time_to_first_token_ms END,
+      model_duration_ms = CASE WHEN $5::boolean THEN $10::integer ELSE model_duration_ms END
     WHERE id = $4 AND status <> 'running'`,
   insertOwner: `INSERT INTO run_owners (id, pid, host, started_at, heartbeat_at) VALUES ($1, $2, $3, $4, $5)`,
   heartbeat: `UPDATE run_owners SET heartbeat_at = $1 WHERE id = $2`,
@@ -176,8 +181,12 @@ export class PostgresRunStore implements RunStore {
     }
   }
 
-  async completeEndedElsewhere(runId: string, facts: { lastEventSeq: number; partialOutput: string | null; endMark: string }): Promise<void> {
-    await this.#query(this.#pool, "completeEndedElsewhere", [facts.lastEventSeq, facts.partialOutput, facts.endMark, runId]);
+  async completeEndedElsewhere(runId: string, facts: EndedElsewhereFacts): Promise<void> {
+    const { usage } = facts;
+    await this.#query(this.#pool, "completeEndedElsewhere", [
+      facts.lastEventSeq, facts.partialOutput, facts.endMark, runId,
+      usage !== undefined, usage?.inputTokens ?? null, usage?.outputTokens ?? null, usage?.modelCalls ?? null, usage?.timeToFirstTokenMs ?? null, usage?.modelDurationMs ?? null,
+    ]);
   }
 
   async registerOwner(owner: OwnerRecord): Promise<void> {

@@ -22,7 +22,7 @@ import {
   type RunRow,
 } from "../sqlite/rows.ts";
 import type { PageQuery } from "../page.ts";
-import type { RunStore } from "./types.ts";
+import type { EndedElsewhereFacts, RunStore } from "./types.ts";
 
 /** The one-running-run-per-conversation index (or a primary key) refused the row. */
 function isUniqueViolation(error: unknown): boolean {
@@ -76,9 +76,14 @@ function writeStatements(db: SqliteDatabase) {
          end_mark = max(?, COALESCE((SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = runs.conversation_id AND checkpoint_ns = ''), ''))
        WHERE id = ? AND status = 'running'`,
     ),
-    completeEndedElsewhere: db.prepare<[number, string | null, string, string]>(
-      `UPDATE runs SET last_event_seq = ?, partial_output = COALESCE(partial_output, ?), end_mark = MAX(COALESCE(end_mark, ''), ?)
-       WHERE id = ? AND status <> 'running'`,
+    completeEndedElsewhere: db.prepare(
+      `UPDATE runs SET last_event_seq = @lastEventSeq, partial_output = COALESCE(partial_output, @partialOutput), end_mark = MAX(COALESCE(end_mark, ''), @endMark),
+         input_tokens = CASE WHEN @hasUsage THEN @inputTokens ELSE input_tokens END,
+         output_tokens = CASE WHEN @hasUsage THEN @outputTokens ELSE output_tokens END,
+         model_calls = CASE WHEN @hasUsage THEN @modelCalls ELSE model_calls END,
+         time_to_first_token_ms = CASE WHEN @hasUsage THEN @timeToFirstTokenMs ELSE time_to_first_token_ms END,
+         model_duration_ms = CASE WHEN @hasUsage THEN @modelDurationMs ELSE model_duration_ms END
+       WHERE id = @id AND status <> 'running'`,
     ),
     insertOwner: db.prepare<[string, number, string, string, string]>(
       `INSERT INTO run_owners (id, pid, host, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?)`,
@@ -236,8 +241,10 @@ export class SqliteRunStore implements RunStore {
     }
   }
 
-  async completeEndedElsewhere(runId: string, facts: { lastEventSeq: number; partialOutput: string | null; endMark: string }): Promise<void> {
-    await this.#write(() => this.#w.completeEndedElsewhere.run(facts.lastEventSeq, facts.partialOutput, facts.endMark, runId));
+  async completeEndedElsewhere(runId: string, facts: EndedElsewhereFacts): Promise<void> {
+    const { lastEventSeq, partialOutput, endMark, usage } = facts;
+    const recorded = usage ?? { inputTokens: null, outputTokens: null, modelCalls: null, timeToFirstTokenMs: null, modelDurationMs: null };
+    await this.#write(() => this.#w.completeEndedElsewhere.run({ id: runId, lastEventSeq, partialOutput, endMark, hasUsage: usage ? 1 : 0, ...recorded }));
   }
 
   async registerOwner(owner: OwnerRecord): Promise<void> {

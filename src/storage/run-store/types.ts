@@ -2,7 +2,16 @@
 // service writes through it and every GraphQL read of those rows goes through
 // it (batched per operation by src/read/scope.ts). Backends: sqlite.ts;
 // test/conformance/run-store.ts holds every backend to the same rules.
-import type { ConversationRecord, InterruptRecord, NewConversation, NewRun, OwnerRecord, RunOutcome, RunRecord, Usage } from "../../domain/records.ts";
+import type { ConversationRecord, InterruptRecord, NewConversation, NewRun, OwnerRecord, RunOutcome, RunRecord, RunUsage, Usage } from "../../domain/records.ts";
+
+/** What completeEndedElsewhere adds to a run another process ended. */
+export interface EndedElsewhereFacts {
+  lastEventSeq: number;
+  partialOutput: string | null;
+  endMark: string;
+  /** Absent when the process that adds the facts did not execute the run (start-up recovery). */
+  usage?: RunUsage;
+}
 import type { PageQuery } from "../page.ts";
 
 export interface RunStore {
@@ -29,10 +38,12 @@ export interface RunStore {
   /**
    * What only the executing process knows, added to a run another process ended
    * (a cross-process cancel): the seq of its terminal event, the text it streamed
-   * (kept if none was recorded) and the end of its correlation window (moved
-   * later, never earlier). Status, code and message stay as recorded.
+   * (kept if none was recorded), the end of its correlation window (moved
+   * later, never earlier) and, when given, the usage of the model calls it
+   * finished (replacing the zeros the cancel wrote). Status, code and message
+   * stay as recorded.
    */
-  completeEndedElsewhere(runId: string, facts: { lastEventSeq: number; partialOutput: string | null; endMark: string }): Promise<void>;
+  completeEndedElsewhere(runId: string, facts: EndedElsewhereFacts): Promise<void>;
 
   // Owners: which process executes which run.
   registerOwner(owner: OwnerRecord): Promise<void>;
