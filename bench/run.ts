@@ -24,9 +24,10 @@ import { correlation } from "./scenarios/correlation.ts";
 import { throughput } from "./scenarios/throughput.ts";
 import { concurrent } from "./scenarios/concurrent.ts";
 import { cost } from "./scenarios/cost.ts";
+import { multiInstance } from "./scenarios/multi-instance.ts";
 import { outside } from "./outside/scenario.ts";
 
-const SCENARIOS: Scenario[] = [relay, ttft, fanout, correlation, throughput, concurrent, cost, outside];
+const SCENARIOS: Scenario[] = [relay, ttft, fanout, correlation, throughput, concurrent, cost, multiInstance, outside];
 
 const { values } = parseArgs({
   options: {

@@ -1,6 +1,6 @@
 // runledger for a scenario, through the process harness the specs use
 // (test/support/processes.ts): src/main.ts on a fresh temporary database
-// (removed on stop) unless one is given, its CPU profile in
+// (removed on stop) unless a file or a PostgreSQL URL is given, its CPU profile in
 // bench/results/profiles/<name>, and, for the scenarios that read the server's
 // own instruments, probe.ts loaded ahead of it and asked over IPC.
 import path from "node:path";
@@ -21,18 +21,20 @@ export async function startRunledger(options: {
   modelUrl: string;
   env?: Record<string, string>;
   databaseFile?: string;
+  /** A PostgreSQL URL instead of a SQLite file; databaseFile is then empty. */
+  databaseUrl?: string;
   /** Write V8 CPU profiles into bench/results/profiles/<cpuProfile>. */
   cpuProfile?: string;
   /** Load probe.ts, for ask(). */
   probe?: boolean;
   exposeGc?: boolean;
 }): Promise<RunledgerProcess> {
-  const database = options.databaseFile ? null : tempDatabaseUrl("runledger-bench-");
-  const databaseFile = options.databaseFile ?? database!.file;
+  const database = options.databaseFile || options.databaseUrl ? null : tempDatabaseUrl("runledger-bench-");
+  const databaseFile = options.databaseUrl ? "" : (options.databaseFile ?? database!.file);
   let server: ServerProcess;
   try {
     server = await startServerProcess(
-      { HOST: "127.0.0.1", DATABASE_URL: `file:${databaseFile}`, OLLAMA_HOST: options.modelUrl, ...options.env },
+      { HOST: "127.0.0.1", DATABASE_URL: options.databaseUrl ?? `file:${databaseFile}`, OLLAMA_HOST: options.modelUrl, ...options.env },
       {
         cpuProfileDir: options.cpuProfile ? path.join(PROFILE_DIR, options.cpuProfile) : undefined,
         probe: options.probe ? "bench/lib/probe.ts" : undefined,

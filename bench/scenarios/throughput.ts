@@ -14,19 +14,28 @@ import { startFloorProcess } from "../lib/floor-clients.ts";
 import { planMessage } from "../../test/support/fake-ollama.ts";
 import { repetitions, type Scenario } from "./scenario.ts";
 
-const CONNECTIONS = 50;
-const SEEDED_CONVERSATIONS = 40;
+export const CONNECTIONS = 50;
+export const SEEDED_CONVERSATIONS = 40;
 
-const QUERIES = [
-  { name: "{ __typename }", query: "{ __typename }", target: 3000 },
-  {
-    name: "conversations(first: 20)",
-    query: "{ conversations(first: 20) { totalCount edges { cursor node { id title createdAt updatedAt messageCount } } pageInfo { hasNextPage endCursor } } }",
-    target: 1000,
-  },
-];
+export const CONVERSATIONS_PAGE = {
+  name: "conversations(first: 20)",
+  query: "{ conversations(first: 20) { totalCount edges { cursor node { id title createdAt updatedAt messageCount } } pageInfo { hasNextPage endCursor } } }",
+  target: 1000,
+};
 
-interface Load {
+const QUERIES = [{ name: "{ __typename }", query: "{ __typename }", target: 3000 }, CONVERSATIONS_PAGE];
+
+/** Real conversations, made by real runs, for the page to list. */
+export async function seedConversations(url: string, count = SEEDED_CONVERSATIONS): Promise<void> {
+  const client = sseClient(url);
+  for (let i = 0; i < count; i++) {
+    const { runId } = await startRun(url, planMessage({ tokens: 3, intervalMs: 0 }));
+    await subscribeTokens(client, runId).done;
+  }
+  await client.dispose();
+}
+
+export interface Load {
   rps: number;
   /** Server CPU per request, in ms. */
   cpuPerRequest: number;
@@ -34,7 +43,7 @@ interface Load {
   failures: number;
 }
 
-async function load(server: Child, url: string, body: string, seconds: number): Promise<Load> {
+export async function load(server: Child, url: string, body: string, seconds: number): Promise<Load> {
   const cpuBefore = server.cpuMs();
   const result = await autocannon({
     url,
@@ -65,13 +74,7 @@ export const throughput: Scenario = {
     const floor = new Map<string, Load[]>(QUERIES.map((q) => [q.name, []]));
     const yoga: Load[] = [];
     try {
-      // Real conversations, made by real runs, for the page to list.
-      const client = sseClient(server.url);
-      for (let i = 0; i < SEEDED_CONVERSATIONS; i++) {
-        const { runId } = await startRun(server.url, planMessage({ tokens: 3, intervalMs: 0 }));
-        await subscribeTokens(client, runId).done;
-      }
-      await client.dispose();
+      await seedConversations(server.url);
       for (const q of QUERIES) {
         const body = JSON.stringify({ query: q.query });
         const answer = await fetch(`${server.url}/graphql`, { method: "POST", headers: { "content-type": "application/json", accept: "application/graphql-response+json" }, body });
