@@ -34,6 +34,8 @@ export interface App {
 export interface AppOverrides {
   /** The agent's tools; the built-in ones by default. */
   tools?: StructuredToolInterface[];
+  /** This host's clock as the start-up check reads it (Date.now by default): a test skews it here. */
+  clock?: () => number;
 }
 
 /** The event bus REDIS_URL names (several instances), else the in-memory one; Redis's client loads only when used. */
@@ -53,11 +55,11 @@ async function openEventBus(config: Config, logger: Logger): Promise<EventBus> {
  * other instances minted: a host whose clock differs from the database's by more
  * than MAX_CLOCK_SKEW_MS does not start.
  */
-async function checkClock(storage: Storage, config: Config, logger: Logger): Promise<void> {
-  const before = Date.now();
+async function checkClock(storage: Storage, config: Config, logger: Logger, clock: () => number): Promise<void> {
+  const before = clock();
   const database = await storage.databaseTime();
   if (database === null) return;
-  const after = Date.now();
+  const after = clock();
   const offsetMs = Math.round(database.getTime() - (before + after) / 2);
   const uncertaintyMs = Math.ceil((after - before) / 2);
   if (Math.abs(offsetMs) - uncertaintyMs > config.maxClockSkewMs) {
@@ -82,7 +84,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     throw error;
   });
   if (storage.migrated.length) logger.info("database migrated", { applied: storage.migrated, database: describeDatabase(config) });
-  await checkClock(storage, config, logger).catch(async (error: unknown) => {
+  await checkClock(storage, config, logger, overrides.clock ?? Date.now).catch(async (error: unknown) => {
     await storage.close();
     await bus.close();
     throw error;

@@ -11,16 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { ROOT, startTestApp, waitForRun } from "./support/app.ts";
 import { collect, gqlOk, wsClient } from "./support/graphql.ts";
-import { CANCEL_RUN, CONVERSATION, RESUME_RUN } from "./support/documents.ts";
+import { CANCEL_RUN, CONVERSATION, RESUME_RUN, RUN_EVENTS, START_AGENT_RUN } from "./support/documents.ts";
 import { until } from "./support/streaming.ts";
 import type { App } from "../src/app.ts";
-
-const START = /* GraphQL */ `
-  mutation($message: String!, $agent: String) { startRun(input: { message: $message, agent: $agent }) { ... on StartRunSuccess { run { id } conversation { id } } ... on Error { code message } } }
-`;
-const EVENTS = /* GraphQL */ `
-  subscription($runId: ID!) { runEvents(runId: $runId) { __typename seq ... on ToolResultEvent { name content isError } ... on RunStatusEvent { status errorCode } } }
-`;
 
 let fake: FakeOllama;
 let app: App;
@@ -51,7 +44,7 @@ afterAll(async () => {
 });
 
 async function run(message: string, agent: string): Promise<{ runId: string; conversationId: string }> {
-  const { startRun } = await gqlOk(app.url, START, { message, agent });
+  const { startRun } = await gqlOk(app.url, START_AGENT_RUN, { message, agent });
   return { runId: startRun.run.id, conversationId: startRun.conversation.id };
 }
 
@@ -59,7 +52,7 @@ describe("MCP tools in runs", () => {
   it("a server that crashes mid-call gives the model a tool error; the run completes, and the restarted server serves the next call", async () => {
     fake.enqueue({ kind: "toolCalls", calls: [{ name: "crash", args: {} }] }, { kind: "text", tokens: ["It ", "broke."] });
     const { runId } = await run("Crash it.", "toolbox");
-    const events = (await collect(wsClient(app.url), EVENTS, { runId }).done).map((r) => r.runEvents);
+    const events = (await collect(wsClient(app.url), RUN_EVENTS, { runId }).done).map((r) => r.runEvents);
     const result = events.find((e) => e.__typename === "ToolResultEvent");
     expect(result).toMatchObject({ name: "crash", isError: true });
     expect(result.content).toMatch(/MCP server "fx" went away during the call to crash/);
@@ -72,7 +65,7 @@ describe("MCP tools in runs", () => {
     await until(async () => (await fx()).state === "READY" && (await fx()).restarts > 0, "the server to be back");
     fake.enqueue({ kind: "toolCalls", calls: [{ name: "echo", args: { text: "back again" } }] }, { kind: "text", tokens: ["Fine."] });
     const next = await run("Echo it.", "toolbox");
-    const after = (await collect(wsClient(app.url), EVENTS, { runId: next.runId }).done).map((r) => r.runEvents);
+    const after = (await collect(wsClient(app.url), RUN_EVENTS, { runId: next.runId }).done).map((r) => r.runEvents);
     expect(after.find((e) => e.__typename === "ToolResultEvent")).toMatchObject({ name: "echo", content: "back again", isError: false });
   });
 
@@ -95,7 +88,7 @@ describe("MCP tools in runs", () => {
   it("a server that is down gives the model a tool error, never a failed run", async () => {
     fake.enqueue({ kind: "toolCalls", calls: [{ name: "echo", args: { text: "anyone?" } }] }, { kind: "text", tokens: ["Nobody."] });
     const { runId } = await run("Echo through a dead server.", "broken");
-    const events = (await collect(wsClient(app.url), EVENTS, { runId }).done).map((r) => r.runEvents);
+    const events = (await collect(wsClient(app.url), RUN_EVENTS, { runId }).done).map((r) => r.runEvents);
     expect(events.find((e) => e.__typename === "ToolResultEvent")).toMatchObject({ name: "echo", isError: true });
     expect(events.at(-1)).toMatchObject({ status: "COMPLETED" });
   });

@@ -15,7 +15,7 @@ import type { Browser, Page, WebSocketRoute } from "playwright-core";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { ROOT, startTestApp, waitForRun } from "./support/app.ts";
 import { gql, gqlOk } from "./support/graphql.ts";
-import { START_RUN } from "./support/documents.ts";
+import { START_AGENT_RUN, START_RUN } from "./support/documents.ts";
 import { until } from "./support/streaming.ts";
 import { eventually, launchChromium, openPage, screenshot, type BrowserPage } from "./support/browser.ts";
 import { applyNotice, emptyList, replaceWithFirstPage } from "../console/src/state/conversation-list.ts";
@@ -127,11 +127,6 @@ async function send(page: Page, message: string): Promise<void> {
 }
 
 const AGENT_TOOLS = /* GraphQL */ `query { agents { name tools { name } } }`;
-const START_AGENT = /* GraphQL */ `
-  mutation ($message: String!, $agent: String) {
-    startRun(input: { message: $message, agent: $agent }) { __typename ... on StartRunSuccess { run { id } conversation { id } } ... on Error { code message } }
-  }
-`;
 const ANSWER = /* GraphQL */ `
   mutation ($conversationId: ID!, $responses: [InterruptResponseInput!]) {
     resumeRun(input: { conversationId: $conversationId, responses: $responses }) { __typename ... on Error { code message } }
@@ -150,7 +145,7 @@ const WAITING = /* GraphQL */ `
 `;
 
 async function startAgentViaApi(message: string, agent: string): Promise<{ runId: string; conversationId: string }> {
-  const { startRun } = await gqlOk(app.url, START_AGENT, { message, agent });
+  const { startRun } = await gqlOk(app.url, START_AGENT_RUN, { message, agent });
   expect(startRun.__typename).toBe("StartRunSuccess");
   return { runId: startRun.run.id, conversationId: startRun.conversation.id };
 }

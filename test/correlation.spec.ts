@@ -16,7 +16,7 @@ import { attributeFailures, correlate, firstAppearances, runAt, type AttemptWind
 import { startFakeOllama, defaultResponder, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp } from "./support/app.ts";
 import { collect, gql, gqlOk, startRun, wsClient } from "./support/graphql.ts";
-import { RESUME_RUN } from "./support/documents.ts";
+import { RESUME_RUN, START_AGENT_RUN } from "./support/documents.ts";
 import type { App } from "../src/app.ts";
 
 const NODE = Uint8Array.from([1, 2, 3, 4, 5, 6]);
@@ -185,7 +185,7 @@ const CORRELATED = /* GraphQL */ `
     conversation(id: $id) {
       checkpoints(first: 100) { pageInfo { hasNextPage } edges { node { id run { id } } } }
       runs(first: 100) {
-        edges { node { id kind status errorCode checkpoints { id } failedTasks { taskId node message checkpoint { id } } } }
+        edges { node { id kind status errorCode checkpoints { id } messages { role content toolCalls { name args } } failedTasks { taskId node message checkpoint { id } } } }
       }
     }
   }
@@ -332,7 +332,7 @@ describe("the correlation against what each run really saved", () => {
       return resumeRun.run.id as string;
     };
     const startWith = async (message: string, conversationId?: string) => {
-      const { startRun: started } = await gqlOk(app.url, `mutation($m: String!, $c: ID) { startRun(input: { message: $m, agent: "careful", conversationId: $c }) { ... on StartRunSuccess { run { id } conversation { id } } } }`, { m: message, c: conversationId });
+      const { startRun: started } = await gqlOk(app.url, START_AGENT_RUN, { message, agent: "careful", conversationId });
       return { runId: started.run.id as string, conversationId: started.conversation.id as string };
     };
 
@@ -357,6 +357,20 @@ describe("the correlation against what each run really saved", () => {
     for (const r of read.runs.edges.map((e: any) => e.node)) {
       expect(r.checkpoints.map((c: any) => c.id)).toEqual(followed.find((f) => f.runId === r.id)!.saved.map((e: any) => e.checkpointId));
     }
+    // Each run's messages are the ones it added: the question and the call that waits;
+    // the approved call's result and the answer; the rejection the model heard.
+    const calls = (expression: string) => [{ name: "calculator", args: { expression } }];
+    const said = (runs: any[]) => runs.map((r: any) => r.messages.map((m: any) => [m.role, m.content, ...(m.toolCalls.length ? [m.toolCalls] : [])]));
+    const runsRead = read.runs.edges.map((e: any) => e.node);
+    expect(said(runsRead)).toEqual([
+      [["USER", "Please calculate 6 * 7"], ["ASSISTANT", "", calls("6 * 7")]],
+      [["TOOL", "42"], ["ASSISTANT", "The result is 42."]],
+      [["USER", "Please calculate 2 + 2"], ["ASSISTANT", "", calls("2 + 2")]],
+      [["TOOL", "not now"], ["ASSISTANT", "The result is not now."]],
+      [["USER", "Thanks"], ["ASSISTANT", "Echo: Thanks"]],
+    ]);
+    // Waiting is no failure, and nothing failed.
+    for (const r of runsRead) expect(r.failedTasks).toEqual([]);
 
     // A fork from the first pause: the copies belong to no run; the fork's own runs
     // (the answer to the copied question, then a new message) own what they save.
@@ -377,8 +391,69 @@ describe("the correlation against what each run really saved", () => {
     const forkOwners = new Map<string, string | null>(copies.map((c: any) => [c.id, null]));
     for (const f of forkRuns) for (const event of f.saved) forkOwners.set(event.checkpointId, f.runId);
     expect(forked.checkpoints.edges.map((e: any) => [e.node.id, e.node.run?.id ?? null]).sort()).toEqual([...forkOwners.entries()].sort());
+    // The copied history is no run's: the fork's resume only asks again (no message of
+    // its own), the answer adds the call's result, the new question its own call.
+    const forkRunsRead = forked.runs.edges.map((e: any) => e.node);
+    expect(forkRunsRead.map((r: any) => r.id)).toEqual(forkRuns.map((f) => f.runId));
+    expect(said(forkRunsRead)).toEqual([
+      [],
+      [["TOOL", "42"], ["ASSISTANT", "The result is 42."]],
+      [["USER", "Please calculate 1 + 1"], ["ASSISTANT", "", calls("1 + 1")]],
+    ]);
+    for (const r of forkRunsRead) expect(r.failedTasks).toEqual([]);
     // The source did not move.
     expect((await gqlOk(app.url, CORRELATED, { id: conversationId })).conversation).toEqual(read);
+  });
+
+  it("agrees for a fork of a failed run's checkpoint: the source's failure stays the source's, the fork's runs list only their own", async () => {
+    fake.setResponder(defaultResponder);
+    fake.enqueue({ kind: "errorLine", tokens: ["Half "], error: "the model fell over" });
+    const { runId: failedId, conversationId } = await startRun(app.url, "Fork a failure.");
+    const failed = await follow(failedId);
+    expect([failed.status, failed.errorCode]).toEqual(["FAILED", "MODEL_ERROR"]);
+    const { conversation: source } = await gqlOk(app.url, CORRELATED, { id: conversationId });
+    const [sourceRun] = source.runs.edges.map((e: any) => e.node);
+    // The failed step ran from the failed run's last checkpoint: the error is recorded there, and is the failed run's.
+    const failedAt = failed.saved.at(-1).checkpointId as string;
+    expect(sourceRun.messages).toEqual([{ role: "USER", content: "Fork a failure.", toolCalls: [] }]);
+    expect(sourceRun.failedTasks).toEqual([{ taskId: expect.any(String), node: "agent", message: "the model fell over", checkpoint: { id: failedAt } }]);
+
+    const { forkConversation } = await gqlOk(app.url, `mutation($id: ID!) { forkConversation(input: { checkpointId: $id }) { __typename ... on ForkConversationSuccess { conversation { id } } } }`, { id: failedAt });
+    expect(forkConversation.__typename).toBe("ForkConversationSuccess");
+    const forkId = forkConversation.conversation.id as string;
+    const runsOfFork = async () => (await gqlOk(app.url, CORRELATED, { id: forkId })).conversation.runs.edges.map((e: any) => e.node);
+
+    // Soft expectations: each of the fork's runs is reported, not only the first that is wrong.
+    // A resume on the fork, cancelled while the model is silent: it failed nothing, before or after the cancel.
+    fake.enqueue({ kind: "silence", tokens: ["Thinking"] });
+    const cancelledId = await resume(forkId);
+    const cancelled = await follow(cancelledId, async (events) => {
+      while (!events.some((e) => e.runEvents.__typename === "TokenEvent")) await new Promise((r) => setTimeout(r, 10));
+      expect.soft((await runsOfFork())[0].failedTasks, "a running resume on the fork").toEqual([]);
+      const { cancelRun } = await gqlOk(app.url, `mutation($id: ID!) { cancelRun(input: { runId: $id }) { __typename } }`, { id: cancelledId });
+      expect(cancelRun.__typename).toBe("CancelRunSuccess");
+    });
+    expect(cancelled.status).toBe("CANCELLED");
+    expect.soft((await runsOfFork())[0].failedTasks, "a cancelled resume on the fork").toEqual([]);
+
+    // A resume that fails on the same step: its own failure, and only that.
+    fake.enqueue({ kind: "errorLine", tokens: ["Again "], error: "the fork broke too" });
+    const failedAgain = await follow(await resume(forkId));
+    expect(failedAgain.status).toBe("FAILED");
+    const afterFailure = await runsOfFork();
+    expect.soft(afterFailure[1].failedTasks.map((t: any) => t.message), "the fork's failed resume").toEqual(["the fork broke too"]);
+
+    // A resume that completes the step: the answer is its only message, and it failed nothing.
+    const completed = await follow(await resume(forkId));
+    expect(completed.status).toBe("COMPLETED");
+    const done = await runsOfFork();
+    expect(done.map((r: any) => r.status)).toEqual(["CANCELLED", "FAILED", "COMPLETED"]);
+    expect(done[2].messages).toEqual([{ role: "ASSISTANT", content: "Echo: Fork a failure.", toolCalls: [] }]);
+    expect(done[2].failedTasks).toEqual([]);
+    expect.soft(done[0].failedTasks, "the cancelled resume, once the step completed").toEqual([]);
+    expect.soft(done[1].failedTasks.map((t: any) => t.message), "the failed resume, once the step completed").toEqual(["the fork broke too"]);
+    // The source did not move, and its failure is still its failed run's.
+    expect((await gqlOk(app.url, CORRELATED, { id: conversationId })).conversation).toEqual(source);
   });
 
   it("answers the same through node(id) as through the conversation", async () => {

@@ -5,9 +5,10 @@
 // an instance killed mid-stream has its run recorded INTERRUPTED by another
 // once its lease lapses, its subscribers told, and the run resumable anywhere;
 // a graceful stop of one instance loses nothing on the others; instances that
-// start together on an empty database migrate it once.
+// start together on an empty database migrate it once. After each scenario no
+// run is left `running`.
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { defaultResponder, startFakeOllama, type FakeOllama, type FakeStep } from "./support/fake-ollama.ts";
 import { PROCESS_TEST_TIMEOUT_MS, trackedServerProcesses, waitForRun } from "./support/app.ts";
 import { collect, gql, gqlOk, startRun, sseClient, wsClient } from "./support/graphql.ts";
@@ -51,6 +52,18 @@ afterAll(async () => {
 });
 
 describe("three instances on one PostgreSQL and one Redis", () => {
+  // Whatever a scenario did to the instances (cancels, kills, stops), every run it started ends recorded.
+  afterEach(async () => {
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ id: string; owner_id: string | null }>(`SELECT id, owner_id FROM runs WHERE status = 'running'`);
+      expect(rows, "runs left running").toEqual([]);
+    } finally {
+      await client.end();
+    }
+  });
+
   it("started together on an empty database, migrated it exactly once", async () => {
     const client = new pg.Client({ connectionString: database.url });
     await client.connect();

@@ -1,11 +1,13 @@
-// The storage backends every conformance suite runs against: one small
+// The storage backends every conformance suite runs against, and the
+// deployments (storage with an event bus) the API suites run on: one small
 // initializer each. A new backend adds itself here and must pass every suite.
 import { tempDatabaseUrl } from "../support/app.ts";
 import type { Storage } from "../../src/storage/types.ts";
 import { openSqliteStorage } from "../../src/storage/sqlite/index.ts";
 import { openSqlite } from "../../src/storage/sqlite/database.ts";
 import { openPostgresStorage } from "../../src/storage/postgres/index.ts";
-import { postgresDatabase } from "../support/services.ts";
+import { postgresDatabase, redisServer, uniqueName } from "../support/services.ts";
+import type { Deployment } from "./api.ts";
 import pg from "pg";
 
 export interface TestStorage {
@@ -67,3 +69,22 @@ export const postgresBackend: StorageBackend = {
 };
 
 export const storageBackends: StorageBackend[] = [sqliteBackend, postgresBackend];
+
+/** Whole servers: the environment that selects each stack. REDIS_URL shares events between instances. */
+export const deployments: Deployment[] = [
+  { name: "SQLite, events in memory", env: async () => ({ env: {}, cleanup: async () => {} }) },
+  {
+    name: "PostgreSQL, events in memory",
+    env: async () => {
+      const database = await postgresDatabase();
+      return { env: { DATABASE_URL: database.url }, cleanup: () => database.drop() };
+    },
+  },
+  {
+    name: "PostgreSQL, events through Redis",
+    env: async () => {
+      const [database, redis] = await Promise.all([postgresDatabase(), redisServer()]);
+      return { env: { DATABASE_URL: database.url, REDIS_URL: redis.url, REDIS_KEY_PREFIX: `${uniqueName("api")}:` }, cleanup: () => database.drop() };
+    },
+  },
+];

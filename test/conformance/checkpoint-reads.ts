@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
-import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
+import { emptyCheckpoint, type CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import { holds, mintMark } from "../../src/correlation/index.ts";
 import { ERROR_CHANNEL, type CheckpointRecord } from "../../src/domain/records.ts";
 import type { StorageBackend, TestStorage } from "./backends.ts";
@@ -151,6 +151,37 @@ export function describeCheckpointReadsConformance(backend: StorageBackend) {
           }
         }
       }
+    });
+
+    it("names each thread's head as LangGraph's saver reads the latest: the greatest root checkpoint id, whatever the order of writing", async () => {
+      const { saver, checkpointReads } = opened.storage;
+      const latestOf = async (threadId: string) => String((await saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } }))?.config.configurable?.checkpoint_id);
+      const unknown = randomUUID();
+      const heads = await checkpointReads.heads([...truths.map((t) => t.threadId), orphanThread, unknown]);
+      for (const { threadId, tuples } of truths) {
+        expect(heads.get(threadId)).toBe(idOf(tuples.at(-1)!));
+        expect(heads.get(threadId)).toBe(await latestOf(threadId));
+      }
+      // A thread is a thread, with or without a conversation; one without checkpoints is left out.
+      expect(heads.get(orphanThread)).toBe(await latestOf(orphanThread));
+      expect(heads.has(unknown)).toBe(false);
+      expect((await checkpointReads.heads([])).size).toBe(0);
+
+      // Written out of order (a checkpoint from an instance whose clock is behind) and under a
+      // subgraph's namespace: the head is still the greatest id of the root namespace.
+      const threadId = randomUUID();
+      const put = (id: string, checkpointNs = "") =>
+        saver.put({ configurable: { thread_id: threadId, checkpoint_ns: checkpointNs } }, { ...emptyCheckpoint(), id }, { source: "loop", step: 0, parents: {} }, {});
+      const [early, middle, late, later] = [mintMark(), mintMark(), mintMark(), mintMark()];
+      await put(middle!);
+      expect((await checkpointReads.heads([threadId])).get(threadId)).toBe(middle);
+      await put(early!);
+      await put(later!, "tools:1");
+      expect((await checkpointReads.heads([threadId])).get(threadId)).toBe(middle);
+      expect(await latestOf(threadId)).toBe(middle);
+      await put(late!);
+      expect(Object.fromEntries(await checkpointReads.heads([threadId, truths[0]!.threadId]))).toEqual({ [threadId]: late, [truths[0]!.threadId]: idOf(truths[0]!.tuples.at(-1)!) });
+      expect(await latestOf(threadId)).toBe(late);
     });
 
     it("selects each run window's checkpoints exactly as the correlation rule says", async () => {

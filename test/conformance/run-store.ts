@@ -241,6 +241,113 @@ export function describeRunStoreConformance(backend: StorageBackend) {
         }
         expect((await store.runPages([], { skip: 0, take: 5 })).size).toBe(0);
       }));
+    it("stores each run's usage when it ends (none while it runs) and sums every conversation's runs in usageOf", () =>
+      withStore(async (store) => {
+        const a = randomUUID();
+        const b = randomUUID();
+        const none = randomUUID();
+        const first = await store.startRun(newRun(a, { startedAt: at(10), startMark: "0010" }), newConversation("a"));
+        expect(first.run.usage).toBeNull();
+        expect((await store.getRun(first.run.id))?.usage).toBeNull();
+        // A failed run's usage counts too: its model calls were made.
+        const failedUsage = { inputTokens: 11, outputTokens: 3, modelCalls: 1, timeToFirstTokenMs: 42, modelDurationMs: 250 };
+        const failed = await store.finishRun(first.run.id, outcome({ status: "failed", errorCode: "MODEL_ERROR", errorMessage: "x", usage: failedUsage }));
+        expect(failed?.usage).toEqual(failedUsage);
+        const second = await store.startRun(newRun(a, { startedAt: at(30), startMark: "0030", kind: "resume", input: null }));
+        // A run that streamed no token has no time to first token.
+        const silentUsage = { inputTokens: 20, outputTokens: 0, modelCalls: 2, timeToFirstTokenMs: null, modelDurationMs: 900 };
+        await store.finishRun(second.run.id, outcome({ usage: silentUsage }));
+        expect((await store.getRun(second.run.id))?.usage).toEqual(silentUsage);
+        // Still running: nothing to add yet.
+        await store.startRun(newRun(a, { startedAt: at(40), startMark: "0040" }));
+        const onB = await store.startRun(newRun(b, { startedAt: at(50), startMark: "0050" }), newConversation("b"));
+        await store.finishRun(onB.run.id, outcome({ usage: { inputTokens: 7, outputTokens: 5, modelCalls: 1, timeToFirstTokenMs: 3, modelDurationMs: 60 } }));
+        expect((await store.runs([first.run.id])).get(first.run.id)?.usage).toEqual(failedUsage);
+
+        const usage = await store.usageOf([a, b, none]);
+        expect(Object.fromEntries(usage)).toEqual({
+          [a]: { inputTokens: 31, outputTokens: 3, modelCalls: 3, modelDurationMs: 1150 },
+          [b]: { inputTokens: 7, outputTokens: 5, modelCalls: 1, modelDurationMs: 60 },
+          [none]: { inputTokens: 0, outputTokens: 0, modelCalls: 0, modelDurationMs: 0 },
+        });
+        expect((await store.usageOf([])).size).toBe(0);
+      }));
+
+    it("records a waiting run's interrupts with its outcome, and the resume that answers them with its start; interruptsOf lists them oldest first", () =>
+      withStore(async (store) => {
+        const id = randomUUID();
+        const other = randomUUID();
+        const none = randomUUID();
+        const approval = { type: "tool_approval", toolCalls: [{ id: "call-1", name: "calculator", args: { expression: "6 * 7" } }], note: "naïve ✓" };
+        const { run: asking } = await store.startRun(newRun(id, { startedAt: at(10), startMark: "0010" }), newConversation("t"));
+        const { run: elsewhere } = await store.startRun(newRun(other, { startedAt: at(10) }), newConversation("o"));
+        await store.finishRun(elsewhere.id, outcome());
+        const waiting = await store.finishRun(
+          asking.id,
+          outcome({ status: "waiting", finishedAt: at(20), endMark: "0020", messageCount: 3, interrupts: [{ id: "int-1", node: "approve", value: approval }, { id: "int-2", node: "ask", value: "What is your name?" }] }),
+        );
+        expect(waiting).toMatchObject({ status: "waiting", errorCode: null });
+        const raised = (interruptId: string, node: string, value: unknown) => ({
+          id: interruptId, runId: asking.id, conversationId: id, node, value, createdAt: at(20), answeredByRunId: null, answer: null, answeredAt: null,
+        });
+        expect(await store.interruptsOf([id, other, none])).toEqual(
+          new Map([[id, [raised("int-1", "approve", approval), raised("int-2", "ask", "What is your name?")]], [other, []], [none, []]]),
+        );
+        // A second finish is refused and records nothing more.
+        expect(await store.finishRun(asking.id, outcome({ status: "waiting", interrupts: [{ id: "int-3", node: "ask", value: 1 }] }))).toBeNull();
+        expect((await store.interruptsOf([id])).get(id)?.map((i) => i.id)).toEqual(["int-1", "int-2"]);
+
+        // A resume refused because a run is active answers nothing.
+        const { run: busy } = await store.startRun(newRun(id, { startedAt: at(27), startMark: "0027" }));
+        await expect(store.startRun(newRun(id, { startedAt: at(28), kind: "resume", input: null, answers: [{ interruptId: "int-1", value: "no" }] }))).rejects.toBeInstanceOf(
+          RunInProgressError,
+        );
+        expect((await store.interruptsOf([id])).get(id)?.every((i) => i.answeredByRunId === null)).toBe(true);
+        // A finish that keeps the stored message count (null) leaves the waiting run's count.
+        await store.finishRun(busy.id, outcome({ status: "cancelled", errorCode: "CANCELLED", errorMessage: "cancelled", messageCount: null, finishedAt: at(29) }));
+        expect((await store.getConversation(id))?.messageCount).toBe(3);
+
+        // The resume answers both; an id that is not raised is ignored.
+        const decision = { toolCalls: [{ id: "call-1", decision: "edit", args: { expression: "6 * 8" } }] };
+        const { run: resume } = await store.startRun(
+          newRun(id, { startedAt: at(30), startMark: "0030", kind: "resume", input: null, answers: [{ interruptId: "int-1", value: decision }, { interruptId: "int-2", value: "Ada" }, { interruptId: "int-9", value: 1 }] }),
+        );
+        const answered = (await store.interruptsOf([id])).get(id)!;
+        expect(answered).toEqual([
+          { ...raised("int-1", "approve", approval), answeredByRunId: resume.id, answer: decision, answeredAt: at(30) },
+          { ...raised("int-2", "ask", "What is your name?"), answeredByRunId: resume.id, answer: "Ada", answeredAt: at(30) },
+        ]);
+
+        // The same interrupt raised again by a later run is a row of its own; an answer goes to the unanswered one only.
+        await store.finishRun(resume.id, outcome({ status: "waiting", finishedAt: at(40), endMark: "0040", interrupts: [{ id: "int-2", node: "ask", value: "And your age?" }] }));
+        const { run: again } = await store.startRun(newRun(id, { startedAt: at(50), startMark: "0050", kind: "resume", input: null, answers: [{ interruptId: "int-2", value: 36 }] }));
+        const all = (await store.interruptsOf([id])).get(id)!;
+        expect(all.map((i) => [i.id, i.runId, i.answeredByRunId, i.answer])).toEqual([
+          ["int-1", asking.id, resume.id, decision],
+          ["int-2", asking.id, resume.id, "Ada"],
+          ["int-2", resume.id, again.id, 36],
+        ]);
+        expect(all[2]?.createdAt.getTime()).toBe(at(40).getTime());
+
+        // They go with their conversation.
+        await store.finishRun(again.id, outcome({ finishedAt: at(60), endMark: "0060" }));
+        await store.deleteConversation(id);
+        expect((await store.interruptsOf([id])).get(id)).toEqual([]);
+        expect((await store.interruptsOf([])).size).toBe(0);
+      }));
+
+    it("keeps a run's interrupts in the order raised when the answers come in another order", () =>
+      withStore(async (store) => {
+        const id = randomUUID();
+        const { run } = await store.startRun(newRun(id, { startedAt: at(10), startMark: "0010" }), newConversation("t"));
+        const raised = ["int-a", "int-b", "int-c"];
+        await store.finishRun(run.id, outcome({ status: "waiting", finishedAt: at(20), interrupts: raised.map((i) => ({ id: i, node: "ask", value: i })) }));
+        expect((await store.interruptsOf([id])).get(id)?.map((i) => i.id)).toEqual(raised);
+        // A client may list its responses in any order.
+        await store.startRun(newRun(id, { startedAt: at(30), startMark: "0030", kind: "resume", input: null, answers: ["int-c", "int-a", "int-b"].map((i) => ({ interruptId: i, value: i })) }));
+        expect((await store.interruptsOf([id])).get(id)?.map((i) => i.id)).toEqual(raised);
+      }));
+
     it("knows a conversation's last recorded moment, and never ends an interrupted run's window before its thread's last checkpoint", () =>
       withStore(async (store, saver) => {
         const id = randomUUID();

@@ -13,6 +13,17 @@ export const START_RUN = /* GraphQL */ `
   }
 `;
 
+/** A start with the agent named (a new conversation's; an existing one keeps its own). */
+export const START_AGENT_RUN = /* GraphQL */ `
+  mutation StartAgentRun($message: String!, $agent: String, $conversationId: ID) {
+    startRun(input: { message: $message, agent: $agent, conversationId: $conversationId }) {
+      __typename
+      ... on StartRunSuccess { run { id } conversation { id } }
+      ... on Error { code message }
+    }
+  }
+`;
+
 export const RESUME_RUN = /* GraphQL */ `
   mutation Resume($conversationId: ID!) {
     resumeRun(input: { conversationId: $conversationId }) {

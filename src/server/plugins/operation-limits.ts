@@ -1,6 +1,6 @@
 // Limits on the GraphQL document itself: length, tokens, depth, aliases,
 // directives and estimated cost. They hook envelop's parse and validate, which
-// run for HTTP, SSE and graphql-ws alike (src/server.ts runs WebSocket
+// run for HTTP, SSE and graphql-ws alike (src/server/ws.ts runs WebSocket
 // operations through yoga.getEnveloped), so one client cannot dodge a limit by
 // changing transport.
 import type { ValidationContext } from "graphql";

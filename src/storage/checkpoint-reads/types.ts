@@ -3,8 +3,8 @@
 // own tables (SqliteSaver keeps a checkpoint's channel values in its blob,
 // PostgresSaver in checkpoint_blobs) and answers in these saver-neutral records.
 // Every method takes many threads or checkpoints at once, so callers batch.
-// Backends: sqlite.ts; test/conformance/checkpoint-reads.ts holds every backend
-// to what LangGraph's own state reader says (the truth).
+// Backends: sqlite.ts and postgres.ts; test/conformance/checkpoint-reads.ts
+// holds every backend to what LangGraph's own state reader says (the truth).
 import type { BaseMessage } from "@langchain/core/messages";
 import type { CheckpointRecord, CheckpointWriteRecord } from "../../domain/records.ts";
 import type { RunWindow } from "../../correlation/window.ts";

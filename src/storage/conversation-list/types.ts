@@ -1,7 +1,7 @@
 // The conversation list seam: the `conversations` page and its total, the API's
 // most frequent read, ordered newest updatedAt first (then id, descending).
-// Backends: sqlite.ts; test/conformance/conversation-list.ts holds every backend
-// to the same pages, cursors and edge cases.
+// Backends: sqlite.ts and postgres.ts; test/conformance/conversation-list.ts
+// holds every backend to the same pages, cursors and edge cases.
 import type { ConversationRecord } from "../../domain/records.ts";
 import type { PageQuery } from "../page.ts";
 

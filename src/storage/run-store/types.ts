@@ -1,7 +1,8 @@
-// The run store seam: the `conversations`, `runs` and `run_owners` rows. The run
-// service writes through it and every GraphQL read of those rows goes through
-// it (batched per operation by src/read/scope.ts). Backends: sqlite.ts;
-// test/conformance/run-store.ts holds every backend to the same rules.
+// The run store seam: the `conversations`, `runs`, `interrupts` and `run_owners`
+// rows. The run service writes through it and every GraphQL read of those rows
+// goes through it (batched per operation by src/read/scope.ts). Backends:
+// sqlite.ts and postgres.ts; test/conformance/run-store.ts holds every backend
+// to the same rules.
 import type { ConversationRecord, InterruptRecord, NewConversation, NewRun, OwnerRecord, RunOutcome, RunRecord, RunUsage, Usage } from "../../domain/records.ts";
 
 /** What completeEndedElsewhere adds to a run another process ended. */
