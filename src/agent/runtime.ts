@@ -9,7 +9,7 @@ import type { LLMResult } from "@langchain/core/outputs";
 import type { StructuredToolInterface } from "@langchain/core/tools";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { Command, Overwrite, type BaseCheckpointSaver, type StateSnapshot } from "@langchain/langgraph";
-import type { CheckpointTuple, PendingWrite } from "@langchain/langgraph-checkpoint";
+import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import { mintCheckpointId } from "../correlation/marks.ts";
 import type { AgentDefinition } from "./definitions.ts";
 import { agentTools, toolInfo, type McpToolSource, type ToolInfo } from "./tool-info.ts";
@@ -193,8 +193,11 @@ export class AgentRuntime {
   /**
    * Copies the chain of checkpoints that leads to `checkpointId` (its ancestors
    * and itself, oldest first) from one thread to another, under new checkpoint
-   * ids, with each checkpoint's pending writes: the new thread's history is the
-   * source's up to that point. Through the saver's own API, so it works on every
+   * ids: the new thread's history is the source's up to that point. Pending
+   * writes stay behind: LangGraph names a step's tasks after their checkpoint, so
+   * under a new id they would belong to no task (a copied `__error__` would read
+   * as a failure of the fork's own runs, a copied answer or result would never
+   * be used); the pending step starts afresh in the copy. Through the saver's own API, so it works on every
    * backend. Returns the copy's head (the new id of `checkpointId`) and how many
    * messages the copy holds.
    */
@@ -211,10 +214,7 @@ export class AgentRuntime {
     let parent: string | undefined;
     for (const tuple of chain) {
       const checkpoint = { ...tuple.checkpoint, id: mintCheckpointId() };
-      const stored = await saver.put({ configurable: { thread_id: targetThreadId, checkpoint_ns: "", checkpoint_id: parent } }, checkpoint, tuple.metadata!, checkpoint.channel_versions);
-      const byTask = new Map<string, PendingWrite[]>();
-      for (const [taskId, channel, value] of tuple.pendingWrites ?? []) byTask.set(taskId, [...(byTask.get(taskId) ?? []), [channel, value]]);
-      for (const [taskId, writes] of byTask) await saver.putWrites(stored, writes, taskId);
+      await saver.put({ configurable: { thread_id: targetThreadId, checkpoint_ns: "", checkpoint_id: parent } }, checkpoint, tuple.metadata!, checkpoint.channel_versions);
       parent = checkpoint.id;
     }
     // Read back through the agent's graph: the copy is a thread it can continue.

@@ -53,7 +53,7 @@ const SQL = {
     WHERE id = $8 AND status = 'running' RETURNING ${RUN_COLUMNS}`,
   insertInterrupt: `INSERT INTO interrupts (run_id, id, conversation_id, node, value, created_at) VALUES ($1, $2, $3, $4, $5::jsonb, $6)`,
   answerInterrupt: `UPDATE interrupts SET answered_by_run_id = $1, answer = $2::jsonb, answered_at = $3 WHERE conversation_id = $4 AND id = $5 AND answered_by_run_id IS NULL`,
-  interruptsOf: `SELECT ${INTERRUPT_COLUMNS} FROM interrupts WHERE conversation_id = ANY($1) ORDER BY conversation_id, created_at, ctid`,
+  interruptsOf: `SELECT ${INTERRUPT_COLUMNS} FROM interrupts WHERE conversation_id = ANY($1) ORDER BY conversation_id, created_at, position`,
   getRun: `SELECT ${RUN_COLUMNS} FROM runs WHERE id = $1`,
   activeRun: `SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = $1 AND status = 'running' LIMIT 1`,
   // Running rows whose owner is gone (listed) or was never registered; RETURNING gives only
