@@ -18,8 +18,9 @@ import { gotEveryToken, type TokenLog } from "../lib/clients.ts";
 import { relayThroughRunledger } from "../lib/relay-runs.ts";
 import { startServices, type BenchServices } from "../lib/services.ts";
 import { gqlOk } from "../../test/support/graphql.ts";
-import { holdKey, type StreamPlan } from "../../test/support/fake-ollama.ts";
+import { holdKey } from "../../test/support/fake-ollama.ts";
 import { CONNECTIONS, CONVERSATIONS_PAGE, SEEDED_CONVERSATIONS, load, seedConversations, type Load } from "./throughput.ts";
+import { LENGTH_SPREAD, relayPlans, totalTokens } from "./relay.ts";
 import { repetitions, type Scenario } from "./scenario.ts";
 
 const SCENARIO = "multi-instance";
@@ -29,20 +30,6 @@ const LOADS = [
   { runs: 1, intervalMs: 20, label: "graphql-ws, 1 run × 50 tokens/s" },
   { runs: 50, intervalMs: 100, label: "graphql-ws, 50 runs × 10 tokens/s" },
 ];
-const FIRST_DELAY_MS = 50;
-const LENGTH_SPREAD = 10;
-
-/** As the relay scenario's plans: concurrent runs start spread over one interval and differ in length, so they do not all end at once. */
-function plans(runs: number, intervalMs: number, tokens: number, hold?: string): StreamPlan[] {
-  return Array.from({ length: runs }, (_, i) => ({
-    tokens: runs === 1 ? tokens : tokens + (i % LENGTH_SPREAD),
-    intervalMs,
-    firstDelayMs: FIRST_DELAY_MS + (i * intervalMs) / runs,
-    hold,
-  }));
-}
-
-const totalTokens = (runPlans: StreamPlan[]) => runPlans.reduce((n, p) => n + p.tokens, 0);
 
 /** Where the run executes and where its subscriber is. */
 type Setup = "cross" | "same" | "sqlite";
@@ -128,7 +115,7 @@ export const multiInstance: Scenario = {
         const [startOn, subscribeOn] = endpoints(setup);
         for (const l of LOADS) {
           const key = holdKey(`${SCENARIO}-warm-up`);
-          await relayThroughRunledger(startOn.url, options.modelUrl, "ws", plans(l.runs, l.intervalMs, 5, key), key, subscribeOn.url);
+          await relayThroughRunledger(startOn.url, options.modelUrl, "ws", relayPlans(l.runs, l.intervalMs, 5, key), key, subscribeOn.url);
         }
       }
       for (let rep = 0; rep < reps; rep++) {
@@ -139,7 +126,7 @@ export const multiInstance: Scenario = {
           for (const setup of order) {
             const [startOn, subscribeOn] = endpoints(setup);
             const key = holdKey(`${SCENARIO}-${rep}`);
-            const runPlans = plans(l.runs, l.intervalMs, tokens, key);
+            const runPlans = relayPlans(l.runs, l.intervalMs, tokens, key);
             const serverBefore = serverCpu(setup);
             const servicesBefore = setup === "sqlite" ? 0 : servicesCpu();
             const logs: TokenLog[] = await relayThroughRunledger(startOn.url, options.modelUrl, "ws", runPlans, key, subscribeOn.url);

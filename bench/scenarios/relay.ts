@@ -16,7 +16,7 @@ import { repetitions, type Scenario } from "./scenario.ts";
 const INTERVAL_MS: Record<number, number> = { 1: 20, 50: 100 };
 const FIRST_DELAY_MS = 50;
 /** Concurrent runs differ in length by up to this many tokens, so they end over a second, not all at once. */
-const LENGTH_SPREAD = 10;
+export const LENGTH_SPREAD = 10;
 
 /**
  * Run i of n starts i/n of an interval later, so concurrent streams interleave
@@ -25,7 +25,11 @@ const LENGTH_SPREAD = 10;
  * in front of the other runs' last tokens at once.
  */
 function plans(runs: number, tokens: number, hold?: string): StreamPlan[] {
-  const intervalMs = INTERVAL_MS[runs] ?? 20;
+  return relayPlans(runs, INTERVAL_MS[runs] ?? 20, tokens, hold);
+}
+
+/** The relay loads' plans, for a given token interval (the multi-instance scenario runs the same loads). */
+export function relayPlans(runs: number, intervalMs: number, tokens: number, hold?: string): StreamPlan[] {
   return Array.from({ length: runs }, (_, i) => ({
     tokens: runs === 1 ? tokens : tokens + (i % LENGTH_SPREAD),
     intervalMs,
@@ -34,7 +38,7 @@ function plans(runs: number, tokens: number, hold?: string): StreamPlan[] {
   }));
 }
 
-const totalTokens = (runPlans: StreamPlan[]) => runPlans.reduce((n, p) => n + p.tokens, 0);
+export const totalTokens = (runPlans: StreamPlan[]) => runPlans.reduce((n, p) => n + p.tokens, 0);
 
 function pooled(logs: TokenLog[]): Percentiles {
   return percentiles(logs.flatMap((l) => l.latencies));
