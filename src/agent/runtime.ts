@@ -197,9 +197,9 @@ export class AgentRuntime {
    * writes stay behind: LangGraph names a step's tasks after their checkpoint, so
    * under a new id they would belong to no task (a copied `__error__` would read
    * as a failure of the fork's own runs, a copied answer or result would never
-   * be used); the pending step starts afresh in the copy. Through the saver's own API, so it works on every
-   * backend. Returns the copy's head (the new id of `checkpointId`) and how many
-   * messages the copy holds.
+   * be used); the pending step starts afresh in the copy. Through the saver's
+   * own API, so it works on every backend. Returns the copy's head (the new id
+   * of `checkpointId`) and how many messages the copy holds.
    */
   async copyThread(sourceThreadId: string, checkpointId: string, targetThreadId: string, agentName: string): Promise<{ head: string; messageCount: number }> {
     const saver = this.#options.checkpointer;
