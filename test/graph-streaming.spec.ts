@@ -1,6 +1,7 @@
 // Streaming a custom graph's tool calls, tool results and tokens over the real
-// server: a graph with its own ToolNode, and one with a compiled subgraph as a
-// node. The model is the fake Ollama, driven step by step.
+// server: a graph with its own ToolNode, one with a compiled subgraph as a
+// node, and one whose subgraph asks a person with interrupt(). The model is the
+// fake Ollama, driven step by step.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -30,6 +31,7 @@ const EVENTS = /* GraphQL */ `
       ... on ToolResultEvent { toolCallId name content isError }
       ... on CustomEvent { name data }
       ... on CheckpointEvent { checkpoint { id } }
+      ... on InterruptEvent { interrupt { id node value } }
     }
   }
 `;
@@ -38,6 +40,16 @@ const CONVERSATION = /* GraphQL */ `
     conversation(id: $id) {
       messages { role content toolCalls { id name args } toolCallId name }
       checkpoints(first: 100) { edges { node { id run { id } } } }
+      pendingInterrupts { id node value run { id } }
+      next resumable
+      runs(first: 10) { totalCount edges { node { id status interrupts { id state answer } } } }
+    }
+  }
+`;
+const RESUME = /* GraphQL */ `
+  mutation Resume($conversationId: ID!, $responses: [InterruptResponseInput!]) {
+    resumeRun(input: { conversationId: $conversationId, responses: $responses }) {
+      __typename ... on ResumeRunSuccess { run { id } } ... on InterruptMismatchError { code pendingInterruptIds } ... on Error { code message }
     }
   }
 `;
@@ -107,6 +119,7 @@ describe("a custom graph's tools, streamed over the API", () => {
       geographer: { type: "graph", module: path.join(graphs, "tools.ts"), export: "graph" },
       researcher: { type: "graph", module: path.join(graphs, "subgraph.ts"), export: "graph" },
       invoker: { type: "graph", module: path.join(graphs, "subgraph.ts"), export: "invoking" },
+      clarifier: { type: "graph", module: path.join(graphs, "subgraph-ask.ts"), export: "graph" },
     };
     fs.writeFileSync(path.join(dir, "agents.json"), JSON.stringify({ agents }));
     app = await startTestApp({ ollamaUrl: fake.url, env: { RUNLEDGER_CONFIG: path.join(dir, "agents.json") } });
@@ -206,5 +219,47 @@ describe("a custom graph's tools, streamed over the API", () => {
     ]);
     expectPaired(second.events);
     expect(second.conversation.messages).toHaveLength(10);
+  });
+
+  it("an interrupt() inside a subgraph: the run waits on LangGraph's interrupt id, a wrong id is refused, the answer reaches the subgraph", async () => {
+    const { startRun } = await gqlOk(app.url, START, { message: "Which city?", agent: "clarifier" });
+    expect(startRun.__typename).toBe("StartRunSuccess");
+    const conversationId = startRun.conversation.id as string;
+    const events = (await collect(wsClient(app.url), EVENTS, { runId: startRun.run.id }).done).map((r) => r.runEvents);
+    // The subgraph's node told the id LangGraph gave its interrupt.
+    const asked = events.filter((e) => e.__typename === "CustomEvent" && e.name === "asked");
+    expect(asked.map((e) => e.data.ids)).toEqual([[expect.stringMatching(/\S/)]]);
+    const [langGraphId] = asked[0].data.ids as string[];
+    const value = { question: 'Who should answer "Which city?"?' };
+    // The InterruptEvent comes before the terminal status, and the run ends WAITING.
+    expect(events.slice(-2)).toMatchObject([
+      { __typename: "InterruptEvent", interrupt: { id: langGraphId, node: "clarify", value } },
+      { __typename: "RunStatusEvent", status: "WAITING", errorCode: null },
+    ]);
+    const waiting = (await gqlOk(app.url, CONVERSATION, { id: conversationId })).conversation;
+    // `node` is the agent graph's node that runs the subgraph (the parent's pending task).
+    expect(waiting.pendingInterrupts).toEqual([{ id: langGraphId, node: "clarify", value, run: { id: startRun.run.id } }]);
+    expect(waiting.runs.edges.map((e: any) => e.node)).toEqual([{ id: startRun.run.id, status: "WAITING", interrupts: [{ id: langGraphId, state: "PENDING", answer: null }] }]);
+    expect(waiting.resumable).toBe(false);
+
+    // A wrong id is refused and changes nothing.
+    const wrong = (await gqlOk(app.url, RESUME, { conversationId, responses: [{ interruptId: "not-the-question", value: { name: "Ada" } }] })).resumeRun;
+    expect(wrong).toMatchObject({ __typename: "InterruptMismatchError", pendingInterruptIds: [langGraphId] });
+    expect((await gqlOk(app.url, CONVERSATION, { id: conversationId })).conversation).toEqual(waiting);
+
+    const { resumeRun } = await gqlOk(app.url, RESUME, { conversationId, responses: [{ interruptId: langGraphId, value: { name: "Ada" } }] });
+    expect(resumeRun.__typename).toBe("ResumeRunSuccess");
+    const resumed = (await collect(wsClient(app.url), EVENTS, { runId: resumeRun.run.id }).done).map((r) => r.runEvents);
+    expect(resumed.filter((e) => e.__typename === "InterruptEvent")).toEqual([]);
+    expect(resumed.at(-1)).toMatchObject({ __typename: "RunStatusEvent", status: "COMPLETED" });
+    const done = (await gqlOk(app.url, CONVERSATION, { id: conversationId })).conversation;
+    // The subgraph's node got the answer, and the parent went on after it.
+    expect(done.messages.map((m: any) => [m.role, m.content])).toEqual([
+      ["USER", "Which city?"],
+      ["ASSISTANT", "Ada will answer: Which city?"],
+      ["ASSISTANT", "Done."],
+    ]);
+    expect(done.pendingInterrupts).toEqual([]);
+    expect(done.runs.edges.map((e: any) => e.node).find((r: any) => r.id === startRun.run.id).interrupts).toEqual([{ id: langGraphId, state: "ANSWERED", answer: { name: "Ada" } }]);
   });
 });
