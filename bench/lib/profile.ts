@@ -8,12 +8,12 @@ import { ROOT } from "../../test/support/processes.ts";
 /** Where --cpu-prof leaves each process's profiles, a folder per process. */
 export const PROFILE_DIR = path.join(ROOT, "bench", "results", "profiles");
 
-interface ProfileNode {
+export interface ProfileNode {
   id: number;
   callFrame: { functionName: string; url: string; lineNumber: number };
   children?: number[];
 }
-interface CpuProfile {
+export interface CpuProfile {
   nodes: ProfileNode[];
   samples: number[];
   timeDeltas: number[];
@@ -21,25 +21,30 @@ interface CpuProfile {
   endTime: number;
 }
 
-/** Where a script comes from: an npm package, runledger itself, Node's internals, or V8. */
-function origin(url: string): string {
+export function readProfile(file: string): CpuProfile {
+  return JSON.parse(fs.readFileSync(file, "utf8")) as CpuProfile;
+}
+
+/** Where a script comes from: an npm package, runledger's folder (its first `depth` path segments), Node's internals, or V8. */
+export function origin(url: string, depth = 2): string {
   if (!url) return "(native / V8)";
   if (url.startsWith("node:")) return "node: internals";
   const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
   if (pkg) return pkg[1]!;
   const file = url.replace(/^file:\/\//, "");
-  return file.startsWith(ROOT) ? path.relative(ROOT, file).split("/").slice(0, 2).join("/") : file;
+  return file.startsWith(ROOT) ? path.relative(ROOT, file).split("/").slice(0, depth).join("/") : file;
 }
 
-function top(map: Map<string, number>, total: number, count: number): string[] {
+/** The `count` largest entries, each as its share of `total` and its time in ms. */
+export function top(map: Map<string, number>, total: number, count: number, msDigits = 0): string[] {
   return [...map.entries()]
     .sort((a, b) => b[1] - a[1])
     .slice(0, count)
-    .map(([name, us]) => `  ${((us / total) * 100).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(0).padStart(6)} ms  ${name}`);
+    .map(([name, us]) => `  ${((us / total) * 100).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(msDigits).padStart(6 + msDigits)} ms  ${name}`);
 }
 
 export function summarizeProfile(file: string, count = 25): string {
-  const profile = JSON.parse(fs.readFileSync(file, "utf8")) as CpuProfile;
+  const profile = readProfile(file);
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const byFunction = new Map<string, number>();
   const byOrigin = new Map<string, number>();
@@ -88,10 +93,20 @@ export function summarizeProfile(file: string, count = 25): string {
 }
 
 /** CPU time of a profile outside (idle). */
-function busyMicros(file: string): number {
-  const profile = JSON.parse(fs.readFileSync(file, "utf8")) as CpuProfile;
+function busyMicros(profile: CpuProfile): number {
   const idle = new Set(profile.nodes.filter((n) => n.callFrame.functionName === "(idle)").map((n) => n.id));
   return profile.samples.reduce((sum, id, i) => sum + (idle.has(id) ? 0 : (profile.timeDeltas[i] ?? 0)), 0);
+}
+
+/** The main thread's profile among a process's files: the busiest one (tsx's loader thread writes one too, mostly idle). */
+export function mainProfile(dir: string): string | null {
+  if (!fs.existsSync(dir)) return null;
+  let best: { file: string; busy: number } | null = null;
+  for (const f of fs.readdirSync(dir).filter((f) => f.endsWith(".cpuprofile"))) {
+    const busy = busyMicros(readProfile(path.join(dir, f)));
+    if (!best || busy > best.busy) best = { file: path.join(dir, f), busy };
+  }
+  return best?.file ?? null;
 }
 
 /**
@@ -103,13 +118,8 @@ export function summarizeProfiles(scenarios: string[]): string {
   const names = fs.existsSync(PROFILE_DIR) ? fs.readdirSync(PROFILE_DIR).filter((d) => scenarios.some((s) => d.startsWith(`${s}-`))) : [];
   for (const name of names) {
     const dir = path.join(PROFILE_DIR, name);
-    if (!fs.existsSync(dir)) continue;
-    const files = fs
-      .readdirSync(dir)
-      .filter((f) => f.endsWith(".cpuprofile"))
-      .map((f) => path.join(dir, f));
-    if (!files.length) continue;
-    const busiest = files.map((f) => ({ f, busy: busyMicros(f) })).sort((a, b) => b.busy - a.busy)[0]!.f;
+    const busiest = mainProfile(dir);
+    if (!busiest) continue;
     const summary = `${name}\n${summarizeProfile(busiest)}`;
     fs.writeFileSync(path.join(dir, "summary.txt"), summary + "\n");
     summaries.push(summary);

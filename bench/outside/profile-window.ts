@@ -4,61 +4,20 @@
 // out of a profile that covers the whole benchmark.
 import fs from "node:fs";
 import path from "node:path";
-
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  children?: number[];
-}
-interface CpuProfile {
-  nodes: ProfileNode[];
-  samples: number[];
-  timeDeltas: number[];
-  startTime: number;
-  endTime: number;
-}
-
-/** The main thread's profile among a process's files: the one with the most CPU time (tsx's loader thread writes one too, mostly idle). */
-export function mainProfile(dir: string): string | null {
-  if (!fs.existsSync(dir)) return null;
-  let best: { file: string; busy: number } | null = null;
-  for (const f of fs.readdirSync(dir).filter((f) => f.endsWith(".cpuprofile"))) {
-    const p = JSON.parse(fs.readFileSync(path.join(dir, f), "utf8")) as CpuProfile;
-    const idle = new Set(p.nodes.filter((n) => n.callFrame.functionName === "(idle)").map((n) => n.id));
-    const busy = p.samples.reduce((sum, id, i) => sum + (idle.has(id) ? 0 : (p.timeDeltas[i] ?? 0)), 0);
-    if (!best || busy > best.busy) best = { file: path.join(dir, f), busy };
-  }
-  return best?.file ?? null;
-}
-
-/** npm package, a file of the project, Node's internals, or V8 itself. */
-function origin(url: string, root: string): string {
-  if (!url) return "(native / V8)";
-  if (url.startsWith("node:")) return "node: internals";
-  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
-  if (pkg) return pkg[1]!;
-  const file = url.replace(/^file:\/\//, "");
-  return file.startsWith(root) ? path.relative(root, file).split("/").slice(0, 3).join("/") : file;
-}
+import { ROOT } from "../../test/support/processes.ts";
+import { mainProfile, origin, readProfile, top } from "../lib/profile.ts";
 
 /** A script's location without the machine's folders: from node_modules/ on, or relative to the project. */
-function shortUrl(url: string, root: string): string {
+function shortUrl(url: string): string {
   const file = url.replace(/^file:\/\//, "");
   const at = file.lastIndexOf("node_modules/");
   if (at >= 0) return file.slice(at + "node_modules/".length);
-  return file.startsWith(root) ? path.relative(root, file) : file;
-}
-
-function table(map: Map<string, number>, busy: number, count: number): string[] {
-  return [...map.entries()]
-    .sort((a, b) => b[1] - a[1])
-    .slice(0, count)
-    .map(([name, us]) => `  ${((us / busy) * 100).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(1).padStart(7)} ms  ${name}`);
+  return file.startsWith(ROOT) ? path.relative(ROOT, file) : file;
 }
 
 /** Self time by module and by function for the samples between fromMs and toMs (monotonic ms). */
-export function summarizeWindow(file: string, fromMs: number, toMs: number, root: string, count = 20): string {
-  const profile = JSON.parse(fs.readFileSync(file, "utf8")) as CpuProfile;
+export function summarizeWindow(file: string, fromMs: number, toMs: number, count = 20): string {
+  const profile = readProfile(file);
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const byFunction = new Map<string, number>();
   const byOrigin = new Map<string, number>();
@@ -70,10 +29,10 @@ export function summarizeWindow(file: string, fromMs: number, toMs: number, root
   const caller = (id: number): string => {
     for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
       const { url } = byId.get(at)!.callFrame;
-      const o = origin(url, root);
+      const o = origin(url, 3);
       if (o !== "(native / V8)" && o !== "node: internals") return o;
     }
-    return origin(byId.get(id)!.callFrame.url, root);
+    return origin(byId.get(id)!.callFrame.url, 3);
   };
   const from = fromMs * 1000;
   const to = toMs * 1000;
@@ -98,28 +57,27 @@ export function summarizeWindow(file: string, fromMs: number, toMs: number, root
       return;
     }
     byCaller.set(caller(id), (byCaller.get(caller(id)) ?? 0) + us);
-    const where = url ? ` ${shortUrl(url, root)}:${lineNumber + 1}` : "";
+    const where = url ? ` ${shortUrl(url)}:${lineNumber + 1}` : "";
     const key = `${functionName || "(anonymous)"}${where}`;
     byFunction.set(key, (byFunction.get(key) ?? 0) + us);
-    byOrigin.set(origin(url, root), (byOrigin.get(origin(url, root)) ?? 0) + us);
+    byOrigin.set(origin(url, 3), (byOrigin.get(origin(url, 3)) ?? 0) + us);
   });
   return [
     `${path.basename(file)}, window of ${(toMs - fromMs).toFixed(0)} ms: ${(busy / 1000).toFixed(0)} ms on the CPU, ${(idle / 1000).toFixed(0)} ms idle (main thread; % of CPU time)`,
     "self time by module:",
-    ...table(byOrigin, busy, 15),
+    ...top(byOrigin, busy, 15, 1),
     "by module, Node internals and native code charged to the package or project file that called them:",
-    ...table(byCaller, busy, 15),
+    ...top(byCaller, busy, 15, 1),
     "self time by function:",
-    ...table(byFunction, busy, count),
+    ...top(byFunction, busy, count, 1),
   ].join("\n");
 }
 
 // node --import tsx bench/outside/profile-window.ts [dir]: summarizes a profiled run again from the window.json beside it.
 if (process.argv[1] && path.resolve(process.argv[1]).endsWith(path.join("bench", "outside", "profile-window.ts"))) {
-  const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
-  const dir = process.argv[2] ?? path.join(root, "bench", "results", "profiles", "outside-runledger");
+  const dir = process.argv[2] ?? path.join(ROOT, "bench", "results", "profiles", "outside-runledger");
   const window = JSON.parse(fs.readFileSync(path.join(dir, "window.json"), "utf8")) as { from: number; to: number; end: number };
   const file = mainProfile(dir);
   if (!file) throw new Error(`no profile in ${dir}`);
-  process.stdout.write(`${summarizeWindow(file, window.from, window.to, root)}\n\nthe whole batch:\n${summarizeWindow(file, window.from, window.end, root, 10)}\n`);
+  process.stdout.write(`${summarizeWindow(file, window.from, window.to)}\n\nthe whole batch:\n${summarizeWindow(file, window.from, window.end, 10)}\n`);
 }

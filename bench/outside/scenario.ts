@@ -15,7 +15,8 @@ import type { BatchResult, Request, Response, RunResult, System } from "./client
 import type { Plan } from "./clock.ts";
 import { installPeer, PEER_SDK, ROOT, startPeer, type PeerServer } from "./peer.ts";
 import { MiB, treeCpuMs, treeRss, type TreeRss } from "./proc.ts";
-import { mainProfile, summarizeWindow } from "./profile-window.ts";
+import { mainProfile } from "../lib/profile.ts";
+import { summarizeWindow } from "./profile-window.ts";
 
 /** The reviewer's stream: 200 tokens, one every 10 ms. */
 const STREAM: Plan = { tokens: 200, intervalMs: 10 };
@@ -459,8 +460,8 @@ export const outside: Scenario = {
       fs.writeFileSync(path.join(PROFILE_DIR, "window.json"), `${JSON.stringify(window)}\n`);
       const file = mainProfile(PROFILE_DIR);
       if (file) {
-        const start = summarizeWindow(file, window.from, window.to, ROOT);
-        const whole = summarizeWindow(file, window.from, window.end, ROOT, 10);
+        const start = summarizeWindow(file, window.from, window.to);
+        const whole = summarizeWindow(file, window.from, window.end, 10);
         const text = `Run start of ${CONCURRENT} concurrent runs (first request sent → last run's first token):\n${start}\n\nThe whole batch (to the last run's end):\n${whole}\n`;
         fs.writeFileSync(path.join(PROFILE_DIR, "run-start.txt"), text);
         log(text);
