@@ -7,8 +7,7 @@ import WebSocket from "ws";
 import { gql } from "@apollo/client";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { startTestApp, waitForRun } from "./support/app.ts";
-import { gqlOk } from "./support/graphql.ts";
-import { START_RUN } from "./support/documents.ts";
+import { startRun } from "./support/graphql.ts";
 import { createApolloClient } from "./clients/apollo.ts";
 import { createUrqlClient } from "./clients/urql.ts";
 
@@ -60,11 +59,6 @@ afterAll(async () => {
   await fake?.close();
 });
 
-async function startRun(message: string): Promise<{ runId: string; conversationId: string }> {
-  const { startRun } = await gqlOk(app.url, START_RUN, { message });
-  return { runId: startRun.run.id, conversationId: startRun.conversation.id };
-}
-
 describe("Apollo Client 4", () => {
   it("gets a refusal's code and message with the generated possibleTypes, and loses them without", async () => {
     const warnings = watchConsole();
@@ -86,7 +80,7 @@ describe("Apollo Client 4", () => {
   it("starts a run, follows it over graphql-ws and reads the conversation, without a warning", async () => {
     const warnings = watchConsole();
     const client = createApolloClient(app.url, { webSocketImpl: WebSocket });
-    const { runId, conversationId } = await startRun("hello apollo");
+    const { runId, conversationId } = await startRun(app.url, "hello apollo");
     const events = await new Promise<any[]>((resolve, reject) => {
       const seen: any[] = [];
       client.subscribe<{ runEvents: any }>({ query: gql(FOLLOW), variables: { runId } }).subscribe({
@@ -108,7 +102,7 @@ describe("Apollo Client 4", () => {
 describe("urql", () => {
   it("starts a run, follows it over graphql-ws, reads the conversation and gets a refusal's code and message", async () => {
     const client = createUrqlClient(app.url, { webSocketImpl: WebSocket });
-    const { runId, conversationId } = await startRun("hello urql");
+    const { runId, conversationId } = await startRun(app.url, "hello urql");
     const events = await new Promise<any[]>((resolve, reject) => {
       const seen: any[] = [];
       const { unsubscribe } = client.subscription(FOLLOW, { runId }).subscribe((result) => {
