@@ -18,7 +18,9 @@ export class GraphSettled extends BaseCallbackHandler {
     super({ _awaitHandler: true });
   }
 
-  override handleChainStart(_chain: unknown, _inputs: unknown, runId: string, _runType?: string, _tags?: string[], _metadata?: unknown, _runName?: string, parentRunId?: string): void {
+  // LangChain calls this with the parent run's id fourth, where its declared types put the run type
+  // (CallbackManager.handleChainStart passes runId, parentRunId, tags, metadata, runType, runName).
+  override handleChainStart(_chain: unknown, _inputs: unknown, runId: string, parentRunId?: string): void {
     if (parentRunId === undefined && this.#rootRunId === undefined) this.#rootRunId = runId;
   }
 
