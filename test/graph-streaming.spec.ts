@@ -54,6 +54,12 @@ const RESUME = /* GraphQL */ `
   }
 `;
 
+const TOKENS = /* GraphQL */ `
+  subscription Tokens($runId: ID!) {
+    runEvents(runId: $runId) { __typename ... on TokenEvent { text node messageId } }
+  }
+`;
+
 /** The run's events that say what the graph did, as [type, ...what it says], in order. */
 function story(events: any[]): unknown[][] {
   return events.flatMap((e) => {
@@ -120,6 +126,7 @@ describe("a custom graph's tools, streamed over the API", () => {
       researcher: { type: "graph", module: path.join(graphs, "subgraph.ts"), export: "graph" },
       invoker: { type: "graph", module: path.join(graphs, "subgraph.ts"), export: "invoking" },
       clarifier: { type: "graph", module: path.join(graphs, "subgraph-ask.ts"), export: "graph" },
+      rules: { type: "graph", module: path.join(graphs, "token-rules.ts"), export: "graph" },
     };
     fs.writeFileSync(path.join(dir, "agents.json"), JSON.stringify({ agents }));
     app = await startTestApp({ ollamaUrl: fake.url, env: { RUNLEDGER_CONFIG: path.join(dir, "agents.json") } });
@@ -147,6 +154,30 @@ describe("a custom graph's tools, streamed over the API", () => {
     expect(new Set(calls.map((c) => c.toolCallId)).size).toBe(calls.length);
     for (const call of calls) expect(call.toolCallId).toMatch(/\S/);
   }
+
+  it("streams the tokens of the graph's model calls, one message id per call; a call tagged nostream and one that cannot stream give their reply whole", async () => {
+    fake.enqueue({ kind: "text", tokens: ["Hidden ", "thought."] }, { kind: "text", tokens: ["Shown ", "answer."] });
+    const asked = fake.requests.length;
+    const { startRun } = await gqlOk(app.url, START, { message: "Go.", agent: "rules" });
+    const tokens = (await collect(wsClient(app.url), TOKENS, { runId: startRun.run.id }).done).map((r) => r.runEvents).filter((e) => e.__typename === "TokenEvent");
+    expect(tokens.map((e) => [e.node, e.text])).toEqual([
+      // Not token by token: the node's reply, once, when the node ends.
+      ["quiet", "Hidden thought."],
+      // At the end of the model call, with the model's own id.
+      ["whole", "All at once."],
+      ["answer", "Shown "],
+      ["answer", "answer."],
+    ]);
+    expect(tokens[1].messageId).toBe("whole-1");
+    // Every chunk of a streamed call carries the call's one id; each call has its own.
+    expect(tokens[3].messageId).toBe(tokens[2].messageId);
+    expect(tokens[0].messageId).toMatch(/^run-/);
+    expect(tokens[2].messageId).toMatch(/^run-/);
+    expect(tokens[2].messageId).not.toBe(tokens[0].messageId);
+    expect(fake.requests.length - asked).toBe(2);
+    const { conversation } = await gqlOk(app.url, CONVERSATION, { id: startRun.conversation.id });
+    expect(conversation.messages.map((m: any) => m.content)).toEqual(["Go.", "Hidden thought.", "All at once.", "Shown answer."]);
+  });
 
   it("streams the model node's tokens, then each call of its ToolNode and each result, an error included, in order", async () => {
     fake.enqueue(

@@ -3,7 +3,7 @@
 // graph is compiled once, at start-up, with the shared checkpointer; a run
 // passes its own model (one ChatOllama per run, carrying the run's abort signal)
 // and tools through the config.
-import { HumanMessage, coerceMessageLikeToMessage, isAIMessage, isAIMessageChunk, isToolMessage, type BaseMessage, type BaseMessageChunk, type BaseMessageLike } from "@langchain/core/messages";
+import { HumanMessage, coerceMessageLikeToMessage, isAIMessage, isToolMessage, type BaseMessage, type BaseMessageLike } from "@langchain/core/messages";
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import type { LLMResult } from "@langchain/core/outputs";
 import type { StructuredToolInterface } from "@langchain/core/tools";
@@ -20,6 +20,9 @@ import { createRunModel } from "./model.ts";
 import { CheckpointObserver } from "./checkpoint-observer.ts";
 import type { ModelTransportReport } from "./model-fetch.ts";
 import { GraphSettled } from "./graph-settled.ts";
+import { TokenTap, messageText } from "./token-tap.ts";
+
+export { messageText };
 
 /** How long a stopped run waits for the graph to store its last writes before its outcome is read. */
 const SETTLE_TIMEOUT_MS = 5_000;
@@ -171,13 +174,14 @@ export class AgentRuntime {
     try {
       const stream = await agent.graph.stream(input as never, {
         configurable: { thread_id: run.conversationId, model, tools },
-        streamMode: ["messages", "updates", "custom"],
-        // Tokens, tool calls and custom events from inside a subgraph (a compiled graph as a node) too; items come as [namespace, mode, payload].
+        // Tokens come through the TokenTap, not the "messages" mode (see token-tap.ts).
+        streamMode: ["updates", "custom"],
+        // Tool calls and custom events from inside a subgraph (a compiled graph as a node) too; items come as [namespace, mode, payload].
         subgraphs: true,
         recursionLimit: definition.recursionLimit,
         // Each step is stored before the next starts: the user's message is on disk before the model is called.
         durability: "sync",
-        callbacks: [settled, new UsageMeter(run.hooks)],
+        callbacks: [settled, new UsageMeter(run.hooks), new TokenTap(run.hooks)],
         signal: run.signal,
       });
       const events = new RunEvents(run.hooks);
@@ -287,13 +291,7 @@ class RunEvents {
     const { hooks } = this;
     // Each segment is "node:task id", the node of the enclosing graph that runs this one.
     namespace.forEach((segment, depth) => this.#graphNodes.add(nodeKey(namespace.slice(0, depth), segment.slice(0, segment.lastIndexOf(":")))));
-    if (mode === "messages") {
-      const [chunk, meta] = payload as [BaseMessage, { langgraph_node?: string }];
-      if (isAIMessageChunk(chunk as BaseMessageChunk)) {
-        const text = messageText(chunk);
-        if (text) hooks.onToken(text, chunk.id ?? null, meta?.langgraph_node ?? "");
-      }
-    } else if (mode === "updates") {
+    if (mode === "updates") {
       for (const [node, updates] of Object.entries(payload as Record<string, unknown>)) {
         // A graph's output is its whole state, the thread's earlier messages with it; what it added was told by its own nodes.
         if (this.#graphNodes.has(nodeKey(namespace, node))) continue;
@@ -374,12 +372,4 @@ function checkpointState(snapshot: StateSnapshot): CheckpointState {
     next: [...(snapshot.next ?? [])],
     tasks: (snapshot.tasks ?? []).map((task) => ({ id: task.id, name: task.name })),
   };
-}
-
-export function messageText(message: BaseMessage): string {
-  const content = message.content;
-  if (typeof content === "string") return content;
-  return content
-    .map((part) => (typeof part === "string" ? part : part.type === "text" && typeof part.text === "string" ? part.text : ""))
-    .join("");
 }
