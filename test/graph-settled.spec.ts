@@ -11,8 +11,11 @@ describe("GraphSettled", () => {
   it("waits while the graph runs and resolves when its root run ends", async () => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
+    let arrived!: () => void;
+    const atGate = new Promise<void>((resolve) => (arrived = resolve));
     const graph = new StateGraph(MessagesAnnotation)
       .addNode("held", async () => {
+        arrived();
         await gate;
         return {};
       })
@@ -23,7 +26,7 @@ describe("GraphSettled", () => {
     const consumed = (async () => {
       for await (const _ of await graph.stream({ messages: [] }, { configurable: { thread_id: "t" }, callbacks: [settled] }));
     })();
-    await turn(); // the node is at its gate
+    await atGate;
     let waited = false;
     const waiting = settled.wait(60_000).then(() => (waited = true));
     await turn();
