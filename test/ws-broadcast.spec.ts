@@ -106,7 +106,10 @@ describe("alike WebSocket operations", () => {
 
   it("cut off only the member that stops reading; the group and the run go on", async () => {
     const tokens = range(300).map((i) => `${String(i).padStart(4, "0")}${"x".repeat(20_000)}`);
-    fake.enqueue({ kind: "text", tokens, firstDelayMs: 300 });
+    // A millisecond apart, as a fast model sends them: the stalled member falls 20 behind within
+    // the first 20 ms, while the reading one, in this same busy process, is never asked to keep up
+    // with 6 MB arriving at once.
+    fake.enqueue({ kind: "text", tokens, firstDelayMs: 300, delayMs: 1 });
     const { runId } = await startRun(app.url, "flood");
     const stalled = await rawWs(app.url);
     stalled.subscribe("1", RUN_EVENTS, { runId });
