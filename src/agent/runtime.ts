@@ -22,8 +22,6 @@ import type { ModelTransportReport } from "./model-fetch.ts";
 import { GraphSettled } from "./graph-settled.ts";
 import { TokenTap, messageText } from "./token-tap.ts";
 
-export { messageText };
-
 /** How long a stopped run waits for the graph to store its last writes before its outcome is read. */
 const SETTLE_TIMEOUT_MS = 5_000;
 

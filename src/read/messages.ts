@@ -1,7 +1,7 @@
 // LangChain messages → the API's Message shape. System messages never reach
 // the API (and are never stored in a thread in the first place).
 import type { BaseMessage } from "@langchain/core/messages";
-import { messageText } from "../agent/runtime.ts";
+import { messageText } from "../agent/token-tap.ts";
 
 export type MessageRoleValue = "user" | "assistant" | "tool";
 
