@@ -7,6 +7,7 @@
 //   npm run bench -- --quick            short runs, to check the harness
 //   npm run bench -- --reps 3           repetitions per scenario
 //   npm run bench -- --cpu-prof         CPU profiles of the runledger processes, summarized
+//   npm run bench -- --only outside --node22   the outside scenario with both servers on Node 22
 //   npm run bench -- --readme           rewrite README's Performance section from the results
 //   npm run bench -- --only none --readme   only that, from the last results
 import os from "node:os";
@@ -35,6 +36,7 @@ const { values } = parseArgs({
     quick: { type: "boolean", default: false },
     reps: { type: "string" },
     "cpu-prof": { type: "boolean", default: false },
+    node22: { type: "boolean", default: false },
     readme: { type: "boolean", default: false },
   },
 });
@@ -43,6 +45,10 @@ const names = values.only === "none" ? [] : values.only ? values.only.split(",")
 const unknown = names.filter((n) => !SCENARIOS.some((s) => s.name === n));
 if (unknown.length) {
   process.stderr.write(`unknown scenario(s): ${unknown.join(", ")}; choose from ${SCENARIOS.map((s) => s.name).join(", ")}\n`);
+  process.exit(2);
+}
+if (values.node22 && names.some((n) => n !== "outside")) {
+  process.stderr.write("--node22 runs the outside scenario's servers on Node 22; use it with --only outside\n");
   process.exit(2);
 }
 const reps = values.reps === undefined ? undefined : Number(values.reps);
@@ -62,7 +68,7 @@ try {
     const started = performance.now();
     let output;
     try {
-      output = await scenario.run({ modelUrl: model!.url, quick: values.quick!, reps, cpuProfile: values["cpu-prof"]!, log });
+      output = await scenario.run({ modelUrl: model!.url, quick: values.quick!, reps, cpuProfile: values["cpu-prof"]!, node22: values.node22!, log });
     } catch (error) {
       // One broken scenario must not cost the others' numbers; its last results stay as they were.
       log(`${scenario.name} failed: ${(error as Error).stack ?? error}`);
@@ -72,7 +78,7 @@ try {
     fresh.push({
       scenario: scenario.name,
       measuredAt: new Date().toISOString(),
-      mode: values.quick ? "quick" : "full",
+      mode: `${values.quick ? "quick" : "full"}${values.node22 ? ", Node 22" : ""}`,
       seconds: (performance.now() - started) / 1000,
       machine: machine(load),
       rows: output.rows,

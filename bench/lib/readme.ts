@@ -57,6 +57,7 @@ export function readmeSection(results: ScenarioResult[]): string {
     "npm run bench -- --only relay,fanout   # some: relay ttft fanout correlation throughput concurrent cost multi-instance outside",
     "npm run bench -- --quick               # short runs, to check the harness",
     "npm run bench -- --cpu-prof            # also profile the server and summarize where its CPU went",
+    "npm run bench -- --only outside --node22   # the outside scenario with both servers on Node 22",
     "npm run bench -- --readme              # then rewrite this section from bench/results/latest.json",
     "npm run bench -- --only none --readme  # only rewrite it, from the last results",
     "```",

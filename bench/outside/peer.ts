@@ -122,14 +122,15 @@ export interface PeerServer {
  * Starts `langgraph dev` as its docs show, on a port of our choosing, with 50
  * queue workers (-n; the default is 10), no browser, and no file watcher
  * (--no-reload: a benchmark changes no code, and the watcher would be one more
- * process in the tree). Its in-memory state starts empty every time.
+ * process in the tree). Its in-memory state starts empty every time. `node` is
+ * the binary it runs on.
  */
-export async function startPeer(modelUrl: string): Promise<PeerServer> {
+export async function startPeer(modelUrl: string, node = process.execPath): Promise<PeerServer> {
   fs.rmSync(path.join(PEER_DIR, ".langgraph_api"), { recursive: true, force: true });
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const args = [CLI, "dev", "--no-browser", "--no-reload", "--n-jobs-per-worker", "50", "--host", "127.0.0.1", "--port", String(port), "--studio-url", url];
-  const child: ChildProcess = spawn(process.execPath, args, {
+  const child: ChildProcess = spawn(node, args, {
     cwd: PEER_DIR,
     // Its own process group, so stopping it reaches the launcher's children too.
     detached: true,

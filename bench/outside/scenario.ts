@@ -17,6 +17,7 @@ import { installPeer, PEER_SDK, ROOT, startPeer, type PeerServer } from "./peer.
 import { MiB, treeCpuMs, treeRss, type TreeRss } from "./proc.ts";
 import { mainProfile } from "../lib/profile.ts";
 import { summarizeWindow } from "./profile-window.ts";
+import { node22 as prepareNode22, type Node22 } from "../../test/support/built.ts";
 
 /** The reviewer's stream: 200 tokens, one every 10 ms. */
 const STREAM: Plan = { tokens: 200, intervalMs: 10 };
@@ -40,9 +41,10 @@ interface Proc {
   stop(): Promise<void>;
 }
 
-function spawnNode(args: string[], env: Record<string, string>, ipc = false): Proc {
-  const child = spawn(process.execPath, args, {
-    cwd: ROOT,
+/** A Node process; `node` and `cwd` default to the harness's own binary and the project. */
+function spawnNode(args: string[], env: Record<string, string>, ipc = false, node = process.execPath, cwd = ROOT): Proc {
+  const child = spawn(node, args, {
+    cwd,
     env: { ...process.env, ...env },
     stdio: ipc ? ["ignore", "pipe", "pipe", "ipc"] : ["ignore", "pipe", "pipe"],
   });
@@ -101,21 +103,29 @@ async function startModel(): Promise<Proc & { url: string }> {
 }
 
 let built = false;
+function buildOnce(): void {
+  if (!built) execFileSync(process.execPath, ["scripts/build.mjs"], { stdio: "ignore" });
+  built = true;
+}
 
 /**
  * runledger as production runs it: `npm run build`, then `node dist/main.js`, port
  * 0, a fresh database, info logs. Under --cpu-prof, src/main.ts under tsx instead,
- * so the profile names source files.
+ * so the profile names source files. On Node 22 (`node22`), the build from the
+ * folder test/support/built.ts prepares for it (better-sqlite3 compiled for that
+ * Node), profiled as built.
  */
-async function startRunledger(modelUrl: string, dir: string, cpuProfile: boolean): Promise<Proc & { url: string }> {
+async function startRunledger(modelUrl: string, dir: string, cpuProfile: boolean, node22: Node22 | null): Promise<Proc & { url: string }> {
   const args: string[] = [];
   if (cpuProfile) {
     fs.rmSync(PROFILE_DIR, { recursive: true, force: true });
     fs.mkdirSync(PROFILE_DIR, { recursive: true });
-    args.push("--import", "tsx", "--cpu-prof", "--cpu-prof-dir", PROFILE_DIR, "src/main.ts");
-  } else {
-    if (!built) execFileSync(process.execPath, ["scripts/build.mjs"], { stdio: "ignore" });
-    built = true;
+    args.push("--cpu-prof", "--cpu-prof-dir", PROFILE_DIR);
+  }
+  if (node22) args.push(path.join(node22.app, "dist", "main.js"));
+  else if (cpuProfile) args.push("--import", "tsx", "src/main.ts");
+  else {
+    buildOnce();
     args.push("dist/main.js");
   }
   const proc = spawnNode(args, {
@@ -124,7 +134,7 @@ async function startRunledger(modelUrl: string, dir: string, cpuProfile: boolean
     DATABASE_URL: `file:${path.join(dir, "runledger.db")}`,
     OLLAMA_HOST: modelUrl,
     LOG_LEVEL: "info",
-  });
+  }, false, node22?.node, node22?.app);
   const { url } = await jsonLine<{ url: string }>(proc, (v) => v.msg === "runledger listening");
   return Object.assign(proc, { url: url.replace(/\/graphql$/, "") });
 }
@@ -248,6 +258,9 @@ export const outside: Scenario = {
     const idleCpu: string[] = [];
     let skew = { skewMs: NaN, rttMs: NaN };
     let peerCommand = "";
+    let node22: Node22 | null = null;
+    /** The Node both servers run on; the floor, the client and the model run on the harness's. */
+    let serverNode = process.version;
 
     const pidOf = (s: "runledger" | "peer") => (s === "runledger" ? runledger!.pid : peer!.pid);
     /** One step of `system`, with the server's CPU counted around it. */
@@ -280,9 +293,16 @@ export const outside: Scenario = {
       const model = await startModel();
       procs.push(model);
       modelPid = model.pid;
-      runledger = await startRunledger(model.url, dir, options.cpuProfile);
+      if (options.node22) {
+        // The build first: the Node 22 folder takes a copy of dist/.
+        buildOnce();
+        log("  preparing Node 22 (downloaded and compiled for once, then reused)");
+        node22 = await prepareNode22();
+        serverNode = execFileSync(node22.node, ["--version"], { encoding: "utf8" }).trim();
+      }
+      runledger = await startRunledger(model.url, dir, options.cpuProfile, node22);
       procs.push(runledger);
-      peer = await startPeer(model.url);
+      peer = await startPeer(model.url, node22?.node);
       procs.push(peer);
       peerCommand = peer.command;
       const clientProc = spawnNode(["--import", "tsx", "bench/outside/client.ts"], {}, true);
@@ -447,6 +467,7 @@ export const outside: Scenario = {
 
     notes.push(
       `peer: ${peerCommand.replace(/--port \d+|--studio-url \S+/g, (m) => m.split(" ")[0] + " …")}, @langchain/langgraph-cli ${install.cliVersion}, tokens through runs.stream streamMode "messages-tuple" (SSE)`,
+      `servers (runledger, the peer) on Node ${serverNode}; the harness, the client (and so the floor) and the fake model on Node ${process.version}`,
       `client ↔ model clock skew ${(skew.skewMs * 1000).toFixed(0)} µs`,
       `server CPU while idle: ${idleCpu.join("; ")}`,
       `load average (1/5/15 min): ${loads.join("; ")}`,
@@ -473,7 +494,7 @@ export const outside: Scenario = {
     const table = [
       `# outside scenario, ${new Date().toISOString()} (${quick ? "quick" : "full"}${options.cpuProfile ? ", runledger under --cpu-prof" : ""})`,
       "",
-      `Machine: ${os.cpus().length} × ${os.cpus()[0]?.model.trim()}, Node ${process.version}. Peer: ${peerCommand.split(" --host")[0]}.`,
+      `Machine: ${os.cpus().length} × ${os.cpus()[0]?.model.trim()}, servers on Node ${serverNode}, harness and client on Node ${process.version}. Peer: ${peerCommand.split(" --host")[0]}.`,
       "",
       "| measure | case | peer | runledger | target | met |",
       "| --- | --- | --- | --- | --- | --- |",

@@ -10,6 +10,8 @@ export interface ScenarioOptions {
   reps?: number;
   /** Write a CPU profile of the runledger process (bench/results/profiles). */
   cpuProfile: boolean;
+  /** Run the servers on Node 22 (test/support/built.ts prepares it) instead of the harness's Node; the outside scenario only. */
+  node22?: boolean;
   log(message: string): void;
 }
 
