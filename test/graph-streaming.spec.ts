@@ -54,6 +54,11 @@ const RESUME = /* GraphQL */ `
   }
 `;
 
+const MESSAGE_IDS = /* GraphQL */ `
+  query MessageIds($id: ID!) {
+    conversation(id: $id) { messages { id content } }
+  }
+`;
 const TOKENS = /* GraphQL */ `
   subscription Tokens($runId: ID!) {
     runEvents(runId: $runId) { __typename ... on TokenEvent { text node messageId } }
@@ -155,7 +160,7 @@ describe("a custom graph's tools, streamed over the API", () => {
     for (const call of calls) expect(call.toolCallId).toMatch(/\S/);
   }
 
-  it("streams the tokens of the graph's model calls, one message id per call; a call tagged nostream and one that cannot stream give their reply whole", async () => {
+  it("streams the tokens of the graph's model calls, one message id per call; a call tagged nostream, one that cannot stream and a node's own message come whole", async () => {
     fake.enqueue({ kind: "text", tokens: ["Hidden ", "thought."] }, { kind: "text", tokens: ["Shown ", "answer."] });
     const asked = fake.requests.length;
     const { startRun } = await gqlOk(app.url, START, { message: "Go.", agent: "rules" });
@@ -167,6 +172,8 @@ describe("a custom graph's tools, streamed over the API", () => {
       ["whole", "All at once."],
       ["answer", "Shown "],
       ["answer", "answer."],
+      // A message the node made itself, when the node ends, under an id named after the node's run.
+      ["handmade", "Made by hand."],
     ]);
     expect(tokens[1].messageId).toBe("whole-1");
     // Every chunk of a streamed call carries the call's one id; each call has its own.
@@ -174,9 +181,13 @@ describe("a custom graph's tools, streamed over the API", () => {
     expect(tokens[0].messageId).toMatch(/^run-/);
     expect(tokens[2].messageId).toMatch(/^run-/);
     expect(tokens[2].messageId).not.toBe(tokens[0].messageId);
+    expect(tokens[4].messageId).toMatch(/^run-.+-out-0$/);
     expect(fake.requests.length - asked).toBe(2);
     const { conversation } = await gqlOk(app.url, CONVERSATION, { id: startRun.conversation.id });
-    expect(conversation.messages.map((m: any) => m.content)).toEqual(["Go.", "Hidden thought.", "All at once.", "Shown answer."]);
+    expect(conversation.messages.map((m: any) => m.content)).toEqual(["Go.", "Hidden thought.", "All at once.", "Shown answer.", "Made by hand."]);
+    // The ids the tokens carried are written into the messages, so the thread stores the same ones.
+    const stored = (await gqlOk(app.url, MESSAGE_IDS, { id: startRun.conversation.id })).conversation.messages;
+    expect(stored.slice(1).map((m: any) => m.id)).toEqual([tokens[0].messageId, tokens[1].messageId, tokens[2].messageId, tokens[4].messageId]);
   });
 
   it("streams the model node's tokens, then each call of its ToolNode and each result, an error included, in order", async () => {
