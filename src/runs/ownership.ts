@@ -26,6 +26,12 @@ export interface OwnershipOptions {
   bus?: EventBus;
   /** Told of each recovered run once it is recorded (conversation lists). */
   onRecovered?: (run: RunRecord) => void;
+  /**
+   * The message count of each listed conversation's thread, recorded with the
+   * interruption (the process that ran the run cannot tell it any more); without
+   * it the counts stay as they were.
+   */
+  messageCounts?: (conversationIds: string[]) => Promise<Map<string, number>>;
 }
 
 export const INTERRUPTED_MESSAGE = "the process running this run stopped before it finished";
@@ -77,7 +83,14 @@ export class RunOwnership {
     const now = this.#now();
     const owners = await this.store.listOwners();
     const gone = owners.filter((o) => this.isGone(o, now)).map((o) => o.id);
-    const recovered = await this.store.interruptRunsOfGoneOwners(gone, now, mintMark(), INTERRUPTED_MESSAGE);
+    const orphans = await this.store.runsOfGoneOwners(gone);
+    // Nothing to record: no write (this runs on every heartbeat).
+    if (orphans.length === 0 && gone.length === 0) return [];
+    const counts = await this.#messageCounts(orphans.map((r) => r.conversationId));
+    const recovered = await this.store.interruptRunsOfGoneOwners(gone, now, mintMark(), INTERRUPTED_MESSAGE, counts);
+    // A run orphaned between the read and the write: its thread is counted now.
+    const uncounted = recovered.map((r) => r.conversationId).filter((id) => !counts.has(id));
+    if (uncounted.length) await this.store.recordMessageCounts(await this.#messageCounts(uncounted));
     for (const run of recovered) {
       try {
         const ended = await this.options.bus?.endAbandonedRun(run.id, run.conversationId, {
@@ -94,6 +107,11 @@ export class RunOwnership {
       this.options.onRecovered?.(run);
     }
     return recovered;
+  }
+
+  async #messageCounts(conversationIds: string[]): Promise<Map<string, number>> {
+    const ids = [...new Set(conversationIds)];
+    return ids.length && this.options.messageCounts ? this.options.messageCounts(ids) : new Map();
   }
 
   /** Renews the heartbeat and sweeps for gone owners every `heartbeatMs`; `onTick` runs after each. */

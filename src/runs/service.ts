@@ -25,6 +25,7 @@ import type { CheckpointReads } from "../storage/checkpoint-reads/types.ts";
 import type { EventBus, RunPublisher } from "../storage/event-bus/types.ts";
 import type { Logger } from "../logger.ts";
 import { classifyFailure, RunAbortReason, type Classified } from "./classify.ts";
+import { threadMessageCounts } from "./message-counts.ts";
 
 export interface RunServiceOptions {
   store: RunStore;
@@ -228,6 +229,8 @@ export class RunService {
     if (run.status !== "running") throw new RunNotActiveError(run.id, run.status);
     // Owned by another process: record the cancel and ask the owner to stop the
     // work (it also sees the row is no longer running on its next heartbeat).
+    // The thread is counted as found; the owner records its own count once stopped.
+    const counts = await threadMessageCounts(this.options.checkpointReads, [run.conversationId]);
     const finished = await this.options.store.finishRun(run.id, {
       status: "cancelled",
       errorCode: "CANCELLED",
@@ -238,7 +241,7 @@ export class RunService {
       // The owner knows its real last seq and usage and replaces these when it stops
       // the run; until then a subscriber that asks the database still gets a terminal event.
       lastEventSeq: Math.max(run.lastEventSeq, 1),
-      messageCount: null,
+      messageCount: counts.get(run.conversationId) ?? null,
       usage: { inputTokens: 0, outputTokens: 0, modelCalls: 0, timeToFirstTokenMs: null, modelDurationMs: 0 },
       interrupts: [],
     });
@@ -409,7 +412,7 @@ export class RunService {
       }
       const terminal = events.publish({ type: "status", status: final.status, errorCode: final.errorCode, errorMessage: final.errorMessage });
       if (!recorded) {
-        await store.completeEndedElsewhere(run.id, { lastEventSeq: terminal.seq, partialOutput: partial || null, endMark, usage });
+        await store.completeEndedElsewhere(run.id, { lastEventSeq: terminal.seq, partialOutput: partial || null, endMark, usage, messageCount });
         final = (await store.getRun(run.id)) ?? final;
       }
       this.#announce({ conversationId: run.conversationId, kind: "updated", at: this.#now() });

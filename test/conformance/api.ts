@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { defaultResponder, expectedUsage, startFakeOllama, type FakeOllama } from "../support/fake-ollama.ts";
 import { PROCESS_TEST_TIMEOUT_MS, ROOT, startTestApp, waitForRun } from "../support/app.ts";
 import { startServerProcess } from "../support/processes.ts";
@@ -14,6 +14,7 @@ import { collect, gql, gqlOk, startRun } from "../support/graphql.ts";
 import { CANCEL_RUN, CONVERSATION, CONVERSATIONS_CHANGED, RESUME_RUN, RUN_EVENTS, START_RUN } from "../support/documents.ts";
 import { TRANSPORTS, until } from "../support/streaming.ts";
 import type { App } from "../../src/app.ts";
+import { expectDerivedFieldsTrue } from "./derived-fields.ts";
 
 /**
  * The agents every deployment serves: today's default; "careful", whose
@@ -122,6 +123,7 @@ const USAGE = /* GraphQL */ `
     run(id: $id) { status partialOutput usage { inputTokens outputTokens modelCalls timeToFirstTokenMs modelDurationMs } conversation { usage { inputTokens outputTokens modelCalls modelDurationMs } } }
   }
 `;
+const LIST_COUNTS = /* GraphQL */ `query { conversations(first: 100) { edges { node { id messageCount } } } }`;
 const LIST = /* GraphQL */ `
   query List($first: Int, $after: String) { conversations(first: $first, after: $after) { totalCount pageInfo { hasNextPage endCursor } edges { node { id title latestRun { status } } } } }
 `;
@@ -154,6 +156,8 @@ export function describeApiConformance(deployment: Deployment) {
       await cleanup();
       await fake?.close();
     });
+    // After every scenario: each conversation's messageCount, updatedAt, latestRun and activeRun say what its thread and runs say.
+    afterEach(() => expectDerivedFieldsTrue(app.url, () => app.services.runs.activeRunIds.length === 0));
 
     const start = (message: string, conversationId?: string) => startRun(app.url, message, conversationId);
     // A run's events, followed over graphql-ws and SSE at once: what a test asserts
@@ -251,10 +255,37 @@ export function describeApiConformance(deployment: Deployment) {
           expect(run).toMatchObject({ status: "CANCELLED", usage: { ...usage, timeToFirstTokenMs: expect.any(Number) } });
           expect(run.conversation.usage).toEqual(usage);
         }
-        expect((await gqlOk(app.url, CONVERSATION, { id: conversationId })).conversation).toMatchObject({ resumable: true, activeRun: null });
+        // The cancelling instance counted the thread as it found it: the question, the tool call and its result.
+        for (const instance of [app, other]) {
+          expect((await gqlOk(instance.url, CONVERSATION, { id: conversationId })).conversation).toMatchObject({ resumable: true, activeRun: null, messageCount: 3 });
+        }
       } finally {
         expect(await other.stop()).toBe(0);
       }
+    });
+
+    it("counts the thread's messages of a run recovered after its instance was killed, once its lease ran out", { timeout: PROCESS_TEST_TIMEOUT_MS }, async () => {
+      const other = await secondInstance();
+      let runId: string, conversationId: string;
+      try {
+        fake.enqueue({ kind: "silence", tokens: ["Half an "] });
+        ({ runId, conversationId } = await startRun(other.url, "Answer slowly, then die."));
+        await until(async () => {
+          const { run } = await gqlOk(other.url, `query ($id: ID!) { run(id: $id) { status errorMessage } }`, { id: runId });
+          if (run.status !== "RUNNING") throw new Error(`run ended ${JSON.stringify(run)}`);
+          return fake.openChatRequests() > 0;
+        }, "the model request");
+      } finally {
+        other.child.kill("SIGKILL");
+      }
+      expect(await other.exited).toBeNull();
+      // This instance sweeps every RUN_HEARTBEAT_MS and takes the run once the dead one's lease (RUN_LEASE_MS) is over.
+      expect(await waitForRun(app.url, runId)).toMatchObject({ status: "INTERRUPTED", errorCode: "INTERRUPTED" });
+      const { conversation } = await gqlOk(app.url, CONVERSATION, { id: conversationId });
+      expect(conversation).toMatchObject({ messageCount: 1, activeRun: null, latestRun: { id: runId, status: "INTERRUPTED" }, resumable: true });
+      expect(conversation.messages.map((m: any) => m.role)).toEqual(["USER"]);
+      const listed = (await gqlOk(app.url, LIST_COUNTS, {})).conversations.edges.map((e: any) => e.node);
+      expect(listed.find((c: any) => c.id === conversationId)).toEqual({ id: conversationId, messageCount: 1 });
     });
 
     it("tells conversationsChanged subscribers of creations, renames and deletions, on both transports", async () => {

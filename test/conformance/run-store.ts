@@ -11,15 +11,50 @@ import { emptyCheckpoint, type BaseCheckpointSaver } from "@langchain/langgraph-
 import type { StorageBackend } from "./backends.ts";
 import { referencePage } from "./reference-page.ts";
 import { conversation as newConversation, OUTCOME_EXTRAS } from "./records.ts";
+import { HumanMessage } from "@langchain/core/messages";
+import type { CheckpointReads } from "../../src/storage/checkpoint-reads/types.ts";
+import { threadMessageCounts } from "../../src/runs/message-counts.ts";
+
+/** A head checkpoint holding `count` messages, as LangGraph writes one. */
+async function writeThread(saver: BaseCheckpointSaver, threadId: string, checkpointId: string, count: number): Promise<void> {
+  const messages = Array.from({ length: count }, (_, i) => new HumanMessage({ content: `m${i}`, id: `m${i}` }));
+  const checkpoint = { ...emptyCheckpoint(), id: checkpointId, channel_values: { messages }, channel_versions: { messages: checkpointId } };
+  await saver.put({ configurable: { thread_id: threadId, checkpoint_ns: "" } }, checkpoint, { source: "loop", step: count, parents: {} }, { messages: checkpointId });
+}
+
+/**
+ * The invariant every scenario ends on: a conversation's derived fields say what
+ * its runs say (activeRun the running one, latestRun the last started, updatedAt
+ * no earlier than any run's start or end) and, where its thread has a head
+ * checkpoint and no run is active, what the thread says (messageCount).
+ */
+async function expectDerivedFieldsTrue(store: RunStore, reads: CheckpointReads, ids: string[]): Promise<void> {
+  const [conversations, runsOf, active, latest, heads] = await Promise.all([store.conversations(ids), store.runsOf(ids), store.activeRuns(ids), store.latestRuns(ids), reads.heads(ids)]);
+  const counts = await threadMessageCounts(reads, [...heads.keys()]);
+  const problems: string[] = [];
+  for (const [id, conversation] of conversations) {
+    const runs = runsOf.get(id) ?? [];
+    const running = runs.filter((r) => r.status === "running");
+    if ((active.get(id)?.id ?? null) !== (running[0]?.id ?? null) || running.length > 1) problems.push(`${id}: activeRun ${active.get(id)?.id}, running ${running.map((r) => r.id)}`);
+    const byStart = [...runs].sort((a, b) => a.startedAt.getTime() - b.startedAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    if ((latest.get(id)?.id ?? null) !== (byStart.at(-1)?.id ?? null)) problems.push(`${id}: latestRun ${latest.get(id)?.id}, last started ${byStart.at(-1)?.id}`);
+    const lastChange = Math.max(0, ...runs.flatMap((r) => [r.startedAt.getTime(), r.finishedAt?.getTime() ?? 0]));
+    if (conversation.updatedAt.getTime() < lastChange) problems.push(`${id}: updatedAt ${conversation.updatedAt.toISOString()} before ${new Date(lastChange).toISOString()}`);
+    if (heads.has(id) && running.length === 0 && conversation.messageCount !== counts.get(id)) problems.push(`${id}: messageCount ${conversation.messageCount}, thread ${counts.get(id)}`);
+  }
+  expect(problems).toEqual([]);
+}
 
 export function describeRunStoreConformance(backend: StorageBackend) {
   const createStore = async () => {
     const opened = await backend.open();
-    return { store: opened.storage.runs, saver: opened.storage.saver, close: () => opened.close() };
+    return { store: opened.storage.runs, saver: opened.storage.saver, reads: opened.storage.checkpointReads, close: () => opened.close() };
   };
   describe(`RunStore conformance: ${backend.name}`, () => {
     const at = (ms: number) => new Date(Date.UTC(2026, 10, 30, 14, 2, 0, ms));
-    const newRun = (conversationId: string, overrides: Partial<NewRun> = {}): NewRun => ({
+    // The conversations a scenario wrote to, for the invariant checked after it.
+    const touched = new Set<string>();
+    const newRun = (conversationId: string, overrides: Partial<NewRun> = {}): NewRun => (touched.add(conversationId), {
       id: randomUUID(),
       conversationId,
       kind: "start",
@@ -43,10 +78,12 @@ export function describeRunStoreConformance(backend: StorageBackend) {
       ...overrides,
     });
 
-    async function withStore(fn: (store: RunStore, saver: BaseCheckpointSaver) => Promise<void>) {
-      const { store, saver, close } = await createStore();
+    async function withStore(fn: (store: RunStore, saver: BaseCheckpointSaver, reads: CheckpointReads) => Promise<void>) {
+      const { store, saver, reads, close } = await createStore();
+      touched.clear();
       try {
-        await fn(store, saver);
+        await fn(store, saver, reads);
+        await expectDerivedFieldsTrue(store, reads, [...touched]);
       } finally {
         await close();
       }
@@ -133,7 +170,7 @@ export function describeRunStoreConformance(backend: StorageBackend) {
         const live = await store.startRun(newRun(randomUUID(), { ownerId: "live" }), newConversation("a"));
         const gone = await store.startRun(newRun(randomUUID(), { ownerId: "gone" }), newConversation("b"));
         const orphan = await store.startRun(newRun(randomUUID(), { ownerId: "never-registered" }), newConversation("c"));
-        const changed = await store.interruptRunsOfGoneOwners(["gone"], at(700), "0003", "stopped");
+        const changed = await store.interruptRunsOfGoneOwners(["gone"], at(700), "0003", "stopped", new Map());
         expect(changed.map((r: RunRecord) => r.id).sort()).toEqual([gone.run.id, orphan.run.id].sort());
         for (const r of changed) expect(r).toMatchObject({ status: "interrupted", errorCode: "INTERRUPTED", errorMessage: "stopped", endMark: "0003" });
         expect((await store.getRun(live.run.id))?.status).toBe("running");
@@ -144,6 +181,38 @@ export function describeRunStoreConformance(backend: StorageBackend) {
         await store.removeOwner("live");
         expect(await store.listOwners()).toEqual([]);
       }));
+    it("records the thread's message count wherever an outcome is recorded without the executing process", () =>
+      withStore(async (store, saver, reads) => {
+        const conversations = [randomUUID(), randomUUID(), randomUUID()];
+        const runs: RunRecord[] = [];
+        for (const [i, id] of conversations.entries()) {
+          runs.push((await store.startRun(newRun(id, { ownerId: "gone", startedAt: at(i) }), newConversation(`t${i}`))).run);
+          await writeThread(saver, id, `000${i}`, i + 1);
+        }
+        // Recovery reads its orphans first, then records them with their threads' counts, without changing them on the read.
+        expect((await store.runsOfGoneOwners(["gone"])).map((r) => r.id).sort()).toEqual(runs.map((r) => r.id).sort());
+        expect((await store.getRun(runs[0]!.id))?.status).toBe("running");
+        const counts = await threadMessageCounts(reads, conversations.slice(0, 2));
+        expect([...counts.values()]).toEqual([1, 2]);
+        const changed = await store.interruptRunsOfGoneOwners(["gone"], at(700), "0009", "stopped", counts);
+        expect(changed).toHaveLength(3);
+        const recorded = await store.conversations(conversations);
+        expect(conversations.map((id) => recorded.get(id)?.messageCount)).toEqual([1, 2, 0]); // the third was not counted: kept
+        for (const id of conversations) expect(recorded.get(id)?.updatedAt.getTime()).toBe(at(700).getTime());
+        await store.recordMessageCounts(await threadMessageCounts(reads, [conversations[2]!]));
+        expect((await store.getConversation(conversations[2]!))?.messageCount).toBe(3);
+        // A cancel recorded by another process, then the executing one's own count.
+        const id = randomUUID();
+        const { run } = await store.startRun(newRun(id, { startedAt: at(800) }), newConversation("c"));
+        await writeThread(saver, id, "0010", 2);
+        await store.finishRun(run.id, outcome({ status: "cancelled", errorCode: "CANCELLED", messageCount: 2, finishedAt: at(850) }));
+        await writeThread(saver, id, "0011", 3);
+        await store.completeEndedElsewhere(run.id, { lastEventSeq: 4, partialOutput: null, endMark: "0012", messageCount: 3 });
+        expect((await store.getConversation(id))?.messageCount).toBe(3);
+        await store.completeEndedElsewhere(run.id, { lastEventSeq: 5, partialOutput: null, endMark: "0012" });
+        expect((await store.getConversation(id))?.messageCount).toBe(3);
+      }));
+
     it("lets exactly one of concurrent starts on a conversation win", () =>
       withStore(async (store) => {
         const id = randomUUID();
@@ -251,17 +320,17 @@ export function describeRunStoreConformance(backend: StorageBackend) {
         expect((await store.getRun(first.run.id))?.usage).toBeNull();
         // A failed run's usage counts too: its model calls were made.
         const failedUsage = { inputTokens: 11, outputTokens: 3, modelCalls: 1, timeToFirstTokenMs: 42, modelDurationMs: 250 };
-        const failed = await store.finishRun(first.run.id, outcome({ status: "failed", errorCode: "MODEL_ERROR", errorMessage: "x", usage: failedUsage }));
+        const failed = await store.finishRun(first.run.id, outcome({ status: "failed", errorCode: "MODEL_ERROR", errorMessage: "x", usage: failedUsage, finishedAt: at(20) }));
         expect(failed?.usage).toEqual(failedUsage);
         const second = await store.startRun(newRun(a, { startedAt: at(30), startMark: "0030", kind: "resume", input: null }));
         // A run that streamed no token has no time to first token.
         const silentUsage = { inputTokens: 20, outputTokens: 0, modelCalls: 2, timeToFirstTokenMs: null, modelDurationMs: 900 };
-        await store.finishRun(second.run.id, outcome({ usage: silentUsage }));
+        await store.finishRun(second.run.id, outcome({ usage: silentUsage, finishedAt: at(35) }));
         expect((await store.getRun(second.run.id))?.usage).toEqual(silentUsage);
         // Still running: nothing to add yet.
         await store.startRun(newRun(a, { startedAt: at(40), startMark: "0040" }));
         const onB = await store.startRun(newRun(b, { startedAt: at(50), startMark: "0050" }), newConversation("b"));
-        await store.finishRun(onB.run.id, outcome({ usage: { inputTokens: 7, outputTokens: 5, modelCalls: 1, timeToFirstTokenMs: 3, modelDurationMs: 60 } }));
+        await store.finishRun(onB.run.id, outcome({ usage: { inputTokens: 7, outputTokens: 5, modelCalls: 1, timeToFirstTokenMs: 3, modelDurationMs: 60 }, finishedAt: at(60) }));
         expect((await store.runs([first.run.id])).get(first.run.id)?.usage).toEqual(failedUsage);
 
         const usage = await store.usageOf([a, b, none]);
@@ -358,11 +427,11 @@ export function describeRunStoreConformance(backend: StorageBackend) {
         await saver.put({ configurable: { thread_id: id, checkpoint_ns: "" } }, { ...emptyCheckpoint(), id: "0007" }, { source: "input", step: -1, parents: {} }, {});
         expect(await store.lastMark(id)).toBe("0007");
         expect(await store.lastMark(randomUUID())).toBeNull();
-        const [interrupted] = await store.interruptRunsOfGoneOwners(["owner-a"], at(900), "0005", "stopped");
+        const [interrupted] = await store.interruptRunsOfGoneOwners(["owner-a"], at(900), "0005", "stopped", new Map());
         expect(interrupted).toMatchObject({ id: run.id, status: "interrupted", endMark: "0007" });
         const other = randomUUID();
         const second = await store.startRun(newRun(other, { startMark: "0010" }), newConversation("u"));
-        const [later] = await store.interruptRunsOfGoneOwners([], at(900), "0012", "stopped");
+        const [later] = await store.interruptRunsOfGoneOwners([], at(900), "0012", "stopped", new Map());
         expect(later).toMatchObject({ id: second.run.id, endMark: "0012" });
         expect(await store.lastMark(other)).toBe("0012");
       }));

@@ -62,7 +62,10 @@ const SQL = {
       end_mark = GREATEST($3, COALESCE((SELECT max(checkpoint_id COLLATE "C") FROM checkpoints WHERE thread_id = runs.conversation_id AND checkpoint_ns = ''), ''))
     WHERE status = 'running' AND (owner_id IS NULL OR owner_id = ANY($4) OR owner_id NOT IN (SELECT id FROM run_owners))
     RETURNING ${RUN_COLUMNS}`,
-  touchConversations: `UPDATE conversations SET updated_at = $1 WHERE id = ANY($2)`,
+  orphans: `SELECT ${RUN_COLUMNS} FROM runs
+    WHERE status = 'running' AND (owner_id IS NULL OR owner_id = ANY($1) OR owner_id NOT IN (SELECT id FROM run_owners))`,
+  setMessageCount: `UPDATE conversations SET message_count = $1 WHERE id = $2`,
+  setMessageCountOfRun: `UPDATE conversations SET message_count = $1 WHERE id = (SELECT conversation_id FROM runs WHERE id = $2)`,
   completeEndedElsewhere: `UPDATE runs SET last_event_seq = $1, partial_output = COALESCE(partial_output, $2), end_mark = GREATEST(COALESCE(end_mark, ''), $3),
       input_tokens = CASE WHEN $5::boolean THEN $6::integer ELSE input_tokens END,
       output_tokens = CASE WHEN $5::boolean THEN $7::integer ELSE output_tokens END,
@@ -183,10 +186,20 @@ export class PostgresRunStore implements RunStore {
 
   async completeEndedElsewhere(runId: string, facts: EndedElsewhereFacts): Promise<void> {
     const { usage } = facts;
-    await this.#query(this.#pool, "completeEndedElsewhere", [
-      facts.lastEventSeq, facts.partialOutput, facts.endMark, runId,
-      usage !== undefined, usage?.inputTokens ?? null, usage?.outputTokens ?? null, usage?.modelCalls ?? null, usage?.timeToFirstTokenMs ?? null, usage?.modelDurationMs ?? null,
-    ]);
+    await inTransaction(this.#pool, async (client) => {
+      await this.#query(client, "completeEndedElsewhere", [
+        facts.lastEventSeq, facts.partialOutput, facts.endMark, runId,
+        usage !== undefined, usage?.inputTokens ?? null, usage?.outputTokens ?? null, usage?.modelCalls ?? null, usage?.timeToFirstTokenMs ?? null, usage?.modelDurationMs ?? null,
+      ]);
+      if (facts.messageCount != null) await this.#query(client, "setMessageCountOfRun", [facts.messageCount, runId]);
+    });
+  }
+
+  async recordMessageCounts(messageCounts: ReadonlyMap<string, number>): Promise<void> {
+    if (messageCounts.size === 0) return;
+    await inTransaction(this.#pool, async (client) => {
+      for (const [conversationId, count] of messageCounts) await this.#query(client, "setMessageCount", [count, conversationId]);
+    });
   }
 
   async registerOwner(owner: OwnerRecord): Promise<void> {
@@ -205,10 +218,16 @@ export class PostgresRunStore implements RunStore {
     return (await this.#query<OwnerRow>(this.#pool, "listOwners", [])).map(toOwnerRecord);
   }
 
-  interruptRunsOfGoneOwners(goneOwnerIds: string[], at: Date, endMark: string, message: string): Promise<RunRecord[]> {
+  async runsOfGoneOwners(goneOwnerIds: string[]): Promise<RunRecord[]> {
+    return (await this.#query<RunRow>(this.#pool, "orphans", [goneOwnerIds])).map(toRunRecord);
+  }
+
+  interruptRunsOfGoneOwners(goneOwnerIds: string[], at: Date, endMark: string, message: string, messageCounts: ReadonlyMap<string, number>): Promise<RunRecord[]> {
     return inTransaction(this.#pool, async (client) => {
       const rows = await this.#query<RunRow>(client, "interruptOrphans", [message, at, endMark, goneOwnerIds]);
-      if (rows.length) await this.#query(client, "touchConversations", [at, [...new Set(rows.map((r) => r.conversation_id))]]);
+      for (const conversationId of new Set(rows.map((r) => r.conversation_id))) {
+        await this.#query(client, "finishConversation", [at, messageCounts.get(conversationId) ?? null, conversationId]);
+      }
       if (goneOwnerIds.length) await this.#query(client, "deleteOwners", [goneOwnerIds]);
       return rows.map(toRunRecord);
     });

@@ -85,6 +85,8 @@ function writeStatements(db: SqliteDatabase) {
          model_duration_ms = CASE WHEN @hasUsage THEN @modelDurationMs ELSE model_duration_ms END
        WHERE id = @id AND status <> 'running'`,
     ),
+    setMessageCount: db.prepare<[number, string]>(`UPDATE conversations SET message_count = ? WHERE id = ?`),
+    setMessageCountOfRun: db.prepare<[number, string]>(`UPDATE conversations SET message_count = ? WHERE id = (SELECT conversation_id FROM runs WHERE id = ?)`),
     insertOwner: db.prepare<[string, number, string, string, string]>(
       `INSERT INTO run_owners (id, pid, host, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?)`,
     ),
@@ -113,6 +115,10 @@ function readStatements(db: SqliteDatabase) {
     getRun: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`),
     activeRun: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = ? AND status = 'running' LIMIT 1`),
     notRunning: db.prepare<[string], { id: string }>(`SELECT id FROM runs WHERE id ${IN_IDS} AND status <> 'running'`),
+    orphans: db.prepare<[string], RunRow>(
+      `SELECT ${RUN_COLUMNS} FROM runs
+       WHERE status = 'running' AND (owner_id IS NULL OR owner_id ${IN_IDS} OR owner_id NOT IN (SELECT id FROM run_owners))`,
+    ),
     listOwners: db.prepare<[], OwnerRow>(`SELECT id, pid, host, started_at, heartbeat_at FROM run_owners`),
     lastMark: db.prepare<[string, string], { m: string | null }>(
       `SELECT max(m) AS m FROM (
@@ -244,7 +250,17 @@ export class SqliteRunStore implements RunStore {
   async completeEndedElsewhere(runId: string, facts: EndedElsewhereFacts): Promise<void> {
     const { lastEventSeq, partialOutput, endMark, usage } = facts;
     const recorded = usage ?? { inputTokens: null, outputTokens: null, modelCalls: null, timeToFirstTokenMs: null, modelDurationMs: null };
-    await this.#write(() => this.#w.completeEndedElsewhere.run({ id: runId, lastEventSeq, partialOutput, endMark, hasUsage: usage ? 1 : 0, ...recorded }));
+    await this.#write(() => {
+      this.#w.completeEndedElsewhere.run({ id: runId, lastEventSeq, partialOutput, endMark, hasUsage: usage ? 1 : 0, ...recorded });
+      if (facts.messageCount != null) this.#w.setMessageCountOfRun.run(facts.messageCount, runId);
+    });
+  }
+
+  async recordMessageCounts(messageCounts: ReadonlyMap<string, number>): Promise<void> {
+    if (messageCounts.size === 0) return;
+    await this.#write(() => {
+      for (const [conversationId, count] of messageCounts) this.#w.setMessageCount.run(count, conversationId);
+    });
   }
 
   async registerOwner(owner: OwnerRecord): Promise<void> {
@@ -263,14 +279,18 @@ export class SqliteRunStore implements RunStore {
     return this.#r.listOwners.all().map(toOwnerRecord);
   }
 
-  interruptRunsOfGoneOwners(goneOwnerIds: string[], at: Date, endMark: string, message: string): Promise<RunRecord[]> {
+  async runsOfGoneOwners(goneOwnerIds: string[]): Promise<RunRecord[]> {
+    return this.#r.orphans.all(JSON.stringify(goneOwnerIds)).map(toRunRecord);
+  }
+
+  interruptRunsOfGoneOwners(goneOwnerIds: string[], at: Date, endMark: string, message: string, messageCounts: ReadonlyMap<string, number>): Promise<RunRecord[]> {
     const w = this.#w;
     const finishedAt = formatSqliteDate(at);
     const gone = JSON.stringify(goneOwnerIds);
     return this.#write(() => {
       const orphans = w.orphans.all(gone);
       for (const run of orphans) w.interruptRun.run(message, finishedAt, endMark, run.id);
-      for (const conversationId of new Set(orphans.map((r) => r.conversation_id))) w.touchConversation.run(finishedAt, conversationId);
+      for (const conversationId of new Set(orphans.map((r) => r.conversation_id))) w.finishConversation.run(finishedAt, messageCounts.get(conversationId) ?? null, conversationId);
       if (goneOwnerIds.length) w.deleteOwners.run(gone);
       return orphans.length ? w.runsByIds.all(JSON.stringify(orphans.map((r) => r.id))).map(toRunRecord) : [];
     });

@@ -12,6 +12,8 @@ export interface EndedElsewhereFacts {
   endMark: string;
   /** Absent when the process that adds the facts did not execute the run (start-up recovery). */
   usage?: RunUsage;
+  /** The thread's message count as the executing process left it; becomes the conversation's when given. */
+  messageCount?: number | null;
 }
 import type { PageQuery } from "../page.ts";
 
@@ -41,8 +43,8 @@ export interface RunStore {
    * (a cross-process cancel): the seq of its terminal event, the text it streamed
    * (kept if none was recorded), the end of its correlation window (moved
    * later, never earlier) and, when given, the usage of the model calls it
-   * finished (replacing the zeros the cancel wrote). Status, code and message
-   * stay as recorded.
+   * finished (replacing the zeros the cancel wrote), and the conversation's
+   * message count when given. Status, code and message stay as recorded.
    */
   completeEndedElsewhere(runId: string, facts: EndedElsewhereFacts): Promise<void>;
 
@@ -51,14 +53,20 @@ export interface RunStore {
   heartbeat(ownerId: string, at: Date): Promise<void>;
   removeOwner(ownerId: string): Promise<void>;
   listOwners(): Promise<OwnerRecord[]>;
+  /** The `running` rows whose owner is in `goneOwnerIds` or is not a registered owner at all. */
+  runsOfGoneOwners(goneOwnerIds: string[]): Promise<RunRecord[]>;
   /**
    * Marks `running` rows interrupted when their owner is in `goneOwnerIds`, or is
    * not a registered owner at all, and forgets the gone owners. `endMark` closes
    * their correlation windows, or the thread's latest checkpoint id when that is
    * later (the instance that recovers may have a clock behind the one that ran).
-   * Returns the runs it changed.
+   * Their conversations' updatedAt becomes `at`, and their messageCount the one
+   * in `messageCounts` (kept when a conversation is not listed). Returns the runs
+   * it changed.
    */
-  interruptRunsOfGoneOwners(goneOwnerIds: string[], at: Date, endMark: string, message: string): Promise<RunRecord[]>;
+  interruptRunsOfGoneOwners(goneOwnerIds: string[], at: Date, endMark: string, message: string, messageCounts: ReadonlyMap<string, number>): Promise<RunRecord[]>;
+  /** Sets conversations' messageCount (a thread counted after its run was recorded). */
+  recordMessageCounts(messageCounts: ReadonlyMap<string, number>): Promise<void>;
 
   // Reads. Batch readers take many keys and answer for each (missing keys are left out).
   getConversation(id: string): Promise<ConversationRecord | null>;
