@@ -12,6 +12,7 @@ import { agentDefaultsFrom, loadAgentDefinitions } from "./agent/definitions.ts"
 import { loadGraphAgents } from "./agent/graph-module.ts";
 import type { McpSupervisor } from "./agent/mcp/index.ts";
 import { RunOwnership } from "./runs/ownership.ts";
+import { threadMessageCounts } from "./runs/message-counts.ts";
 import { RunService } from "./runs/service.ts";
 import { ConversationService } from "./runs/conversations.ts";
 import { startHttpServer, type HttpServer } from "./server/http.ts";
@@ -96,6 +97,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     leaseMs: config.leaseMs,
     onError: (error) => logger.warn("heartbeat failed", { error }),
     bus,
+    messageCounts: (conversationIds) => threadMessageCounts(storage.checkpointReads, conversationIds),
     onRecovered: (run) => {
       logger.info("recovered a run its stopped process left running", { runId: run.id });
       bus.publishConversationChange({ conversationId: run.conversationId, kind: "updated", at: new Date() }).catch(() => {});
@@ -104,6 +106,11 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
   await ownership.register();
   const recovered = await ownership.recover();
   if (recovered.length) logger.info("recovered runs left running by a stopped process", { runs: recovered.map((r) => r.id) });
+  // The heartbeat starts now, not once the server listens: a start-up slower than
+  // RUN_LEASE_MS (MCP servers, a loaded host) must not look like a gone instance to
+  // its peers, which would take every run this instance starts afterwards.
+  let runs: RunService | undefined;
+  ownership.start(async () => runs?.abortRunsEndedElsewhere());
 
   // MCP servers start with the server; one that does not come up costs its agents those tools, not the start.
   // The MCP client loads only when an agent has servers.
@@ -121,7 +128,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     builtins,
     ollama: { baseUrl: config.ollamaHost, idleTimeoutMs: config.modelIdleTimeoutMs },
   });
-  const runs = new RunService({
+  runs = new RunService({
     store,
     checkpointReads: storage.checkpointReads,
     bus,
@@ -145,8 +152,14 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
       labRoute({ runs, bus, reads, logger, maxBodyBytes: config.limits.requestBytes }),
       consoleRoute({ logger }),
     ],
+  }).catch(async (error: unknown) => {
+    // Nothing was served: put back what start-up opened, then say why (a port in use, say).
+    await mcp?.close();
+    await ownership.stop();
+    await storage.close();
+    await bus.close();
+    throw error;
   });
-  ownership.start(() => runs.abortRunsEndedElsewhere());
 
   let closing: Promise<void> | null = null;
   return {
