@@ -127,17 +127,22 @@ function intVar(env: Env, name: string, fallback: number, min: number, max = Num
 
 function urlVar(env: Env, name: string, fallback: string): string {
   const raw = (env[name] ?? "").trim() || fallback;
-  // Ollama's own convention allows a bare host:port.
-  const withScheme = /^[a-z]+:\/\//i.test(raw) ? raw : `http://${raw}`;
+  const wrong = new ConfigError(`${name} must be a URL such as http://127.0.0.1:11434 (or a bare host:port), got "${raw}"`);
+  // Ollama's own convention allows a bare host:port; anything else that starts
+  // like a scheme ("htp:/x", "ftp://x") is a mistake, never a host named "htp".
+  const hasScheme = /^[a-z][a-z0-9+.-]*:(?!\d+(?:[/?#]|$))/i.test(raw);
+  if (hasScheme && !/^[a-z][a-z0-9+.-]*:\/\//i.test(raw)) throw wrong;
+  const withScheme = hasScheme ? raw : `http://${raw}`;
   let url: URL;
   try {
     url = new URL(withScheme);
   } catch {
-    throw new ConfigError(`${name} must be a URL such as http://127.0.0.1:11434, got "${raw}"`);
+    throw wrong;
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw new ConfigError(`${name} must use http or https, got "${raw}"`);
   }
+  if (url.hostname === "") throw wrong;
   return withScheme.replace(/\/+$/, "");
 }
 

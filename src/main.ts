@@ -5,6 +5,7 @@ import { ConfigError, describeDatabase, loadConfig } from "./config.ts";
 import { createLogger } from "./logger.ts";
 import { modelProbe, startApp } from "./app.ts";
 import { reportModelAtStartup } from "./server/readiness.ts";
+import { DEFAULT_AGENT } from "./agent/definitions.ts";
 
 function refuse(error: unknown): never {
   if (error instanceof ConfigError) {
@@ -23,12 +24,16 @@ try {
 
 const logger = createLogger(config.logLevel);
 const app = await startApp(config, logger).catch(refuse);
+const agents = app.services.agent.agents().map(({ definition }) => ({ name: definition.name, type: definition.type, model: definition.model }));
 logger.info("runledger listening", {
   url: `${app.url}/graphql`,
+  console: `${app.url}/console`,
   database: describeDatabase(config),
   events: config.redisUrl ? "redis" : "memory",
   ollama: config.ollamaHost,
-  model: config.ollamaModel,
+  // The model a run gets when it names no agent: the default agent's, which its file may set.
+  model: (agents.find((a) => a.name === DEFAULT_AGENT) ?? agents[0])?.model ?? config.ollamaModel,
+  agents,
   // The process a supervisor signals (SIGTERM, SIGINT) to stop it gracefully.
   pid: process.pid,
 });

@@ -1,10 +1,13 @@
 import { execFile } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../src/config.ts";
 import { closedPort, tempDatabaseUrl, ROOT } from "./support/app.ts";
+import { startServerProcess } from "./support/processes.ts";
 
 const run = promisify(execFile);
 
@@ -34,6 +37,9 @@ describe("configuration", () => {
     [{ OLLAMA_THINK: "maybe" }, /OLLAMA_THINK must be true or false/],
     [{ OLLAMA_HOST: "ftp://x" }, /OLLAMA_HOST must use http or https/],
     [{ OLLAMA_HOST: "http://" }, /OLLAMA_HOST must be a URL/],
+    // Not a host named "htp": a scheme mistyped.
+    [{ OLLAMA_HOST: "htp:/oops" }, /OLLAMA_HOST must be a URL such as http:\/\/127\.0\.0\.1:11434 \(or a bare host:port\), got "htp:\/oops"/],
+    [{ OLLAMA_HOST: "http:/127.0.0.1:11434" }, /OLLAMA_HOST must be a URL/],
     [{ DATABASE_URL: "mysql://x/db" }, /DATABASE_URL must be a SQLite file URL such as file:.* or a PostgreSQL URL/],
     [{ DATABASE_URL: "postgres://x" }, /DATABASE_URL must name a database/],
     [{ DATABASE_URL: "postgres://:5432/db" }, /DATABASE_URL must/],
@@ -76,5 +82,40 @@ describe("configuration", () => {
     expect(error.stderr.trim()).toMatch(line);
     // The password never reaches the output.
     expect(error.stderr).not.toContain("secret");
+  });
+
+  it("start-up on a port another server holds stops with one line naming PORT (exit code 2)", async () => {
+    const holder = net.createServer();
+    await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
+    try {
+      const port = (holder.address() as net.AddressInfo).port;
+      const database = tempDatabaseUrl("runledger-startup-");
+      const error = await run(process.execPath, ["--import", "tsx", "src/main.ts"], { cwd: ROOT, env: { ...process.env, PORT: String(port), DATABASE_URL: database.url, LOG_LEVEL: "warn" } }).catch((e) => e);
+      expect(error.code).toBe(2);
+      expect(error.stderr.trim()).toBe(`runledger: PORT: 127.0.0.1:${port} is already in use (is another server running?); stop it or choose another PORT`);
+    } finally {
+      holder.close();
+    }
+  });
+
+  it("says at start-up where the console is, which agents it loaded and the default agent's model", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "runledger-startup-agents-"));
+    const agentsFile = path.join(dir, "agents.json");
+    fs.writeFileSync(agentsFile, JSON.stringify({ agents: { default: { type: "chat", model: "llama3.2" }, terse: { type: "chat", tools: [] } } }));
+    const server = await startServerProcess({ DATABASE_URL: tempDatabaseUrl("runledger-startup-").url, RUNLEDGER_CONFIG: agentsFile, OLLAMA_HOST: `127.0.0.1:${await closedPort()}` });
+    try {
+      const line = server.output().split("\n").map((l) => (l.startsWith("{") ? JSON.parse(l) : null)).find((l) => l?.msg === "runledger listening");
+      expect(line).toMatchObject({
+        url: `${server.url}/graphql`,
+        console: `${server.url}/console`,
+        model: "llama3.2",
+        agents: [
+          { name: "default", type: "chat", model: "llama3.2" },
+          { name: "terse", type: "chat", model: "qwen3" },
+        ],
+      });
+    } finally {
+      await server.stop();
+    }
   });
 });

@@ -4,7 +4,7 @@
 // shutdown of all of it.
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Config } from "../config.ts";
+import { ConfigError, type Config } from "../config.ts";
 import type { Logger } from "../logger.ts";
 import type { Services } from "../context.ts";
 import { createTokenCheck } from "./auth.ts";
@@ -67,12 +67,13 @@ export async function startHttpServer({ config, services, logger, readiness, rou
       else res.destroy();
     }
   });
-  const webSockets = attachWebSocketServer({ server, yoga, config, cors, authorized });
-
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
+    server.once("error", (error: NodeJS.ErrnoException) => reject(listenError(error, config)));
     server.listen(config.port, config.host, () => resolve());
   });
+  // Attached once listening: the WebSocket server re-emits the server's errors,
+  // and a port in use would otherwise surface as its "internal error" with a stack.
+  const webSockets = attachWebSocketServer({ server, yoga, config, cors, authorized });
   const address = server.address() as AddressInfo;
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;
@@ -93,4 +94,13 @@ export async function startHttpServer({ config, services, logger, readiness, rou
       await yoga.dispose();
     },
   };
+}
+
+/** A port that cannot be had is a setting to change: one line naming PORT (or HOST), exit code 2. */
+function listenError(error: NodeJS.ErrnoException, config: Pick<Config, "port" | "host">): Error {
+  const where = `${config.host}:${config.port}`;
+  if (error.code === "EADDRINUSE") return new ConfigError(`PORT: ${where} is already in use (is another server running?); stop it or choose another PORT`);
+  if (error.code === "EACCES") return new ConfigError(`PORT: not allowed to listen on ${where}; choose a PORT above 1023`);
+  if (error.code === "EADDRNOTAVAIL") return new ConfigError(`HOST: ${config.host} is not an address of this machine`);
+  return error;
 }
