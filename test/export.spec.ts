@@ -227,15 +227,17 @@ describe("refusals", () => {
   it("answers 400 for a malformed id or an unknown format, and 404 for an unknown or deleted conversation", async () => {
     const bad = await fetch(exportUrl("not-a-uuid", "jsonl"));
     expect(bad.status).toBe(400);
-    expect((await bad.json()).errors[0].extensions.code).toBe("VALIDATION");
+    // The same {code, message} body as every other route under /api.
+    expect(await bad.json()).toEqual({ code: "BAD_REQUEST", message: expect.stringContaining("id") });
     const format = await fetch(exportUrl(conversationId, "csv"));
     expect(format.status).toBe(400);
-    expect((await format.json()).errors[0].message).toContain("format must be one of jsonl, markdown");
+    expect(await format.json()).toEqual({ code: "BAD_REQUEST", message: 'format must be one of jsonl, markdown, got "csv"' });
     const unknown = await fetch(exportUrl("00000000-0000-4000-8000-000000000000", "markdown"));
     expect(unknown.status).toBe(404);
-    expect((await unknown.json()).errors[0].extensions.code).toBe("NOT_FOUND");
+    expect(await unknown.json()).toEqual({ code: "NOT_FOUND", message: expect.stringContaining("does not exist") });
     const post = await fetch(exportUrl(conversationId, "jsonl"), { method: "POST" });
     expect(post.status).toBe(405);
+    expect(await post.json()).toEqual({ code: "METHOD_NOT_ALLOWED", message: "use GET" });
 
     const { startRun } = await gqlOk(app.url, START_RUN, { message: "Short-lived" });
     await waitForRun(app.url, startRun.run.id);

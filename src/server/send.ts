@@ -7,7 +7,7 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
   res.end(text);
 }
 
-/** An error in the shape GraphQL answers carry: `{errors: [{message, extensions: {code}}]}`. */
-export function sendError(res: ServerResponse, status: number, code: string, message: string): void {
-  sendJson(res, status, { errors: [{ message, extensions: { code } }] });
+/** A refusal of a REST route, in the one shape every route under /api answers: `{code, message}`. */
+export function sendRefusal(res: ServerResponse, status: number, code: string, message: string): void {
+  sendJson(res, status, { code, message });
 }

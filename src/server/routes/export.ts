@@ -1,12 +1,13 @@
 // GET /api/conversations/:id/export?format=jsonl|markdown. JSON Lines: one line
 // per checkpoint, oldest first, with the run the timestamp correlation assigns
 // it and that run's usage. Markdown: a readable transcript. 400 for a malformed id or an unknown
-// format, 404 for an unknown conversation. The server checks API_TOKEN first.
+// format, 404 for an unknown conversation, each as `{code, message}` like the
+// lab's routes. The server checks API_TOKEN first.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { requireUuid, ValidationError } from "../../domain/errors.ts";
 import { ReadScope, type ReadSources } from "../../read/scope.ts";
 import { exportCheckpointLines, exportMarkdown } from "../../read/conversation-export.ts";
-import { sendError } from "../send.ts";
+import { sendRefusal } from "../send.ts";
 
 const EXPORT_PATH = /^\/api\/conversations\/([^/]+)\/export$/;
 export const EXPORT_FORMATS = ["jsonl", "markdown"] as const;
@@ -23,7 +24,7 @@ export function exportRoute(sources: ReadSources): (req: IncomingMessage, res: S
     if (!match) return false;
     if (req.method !== "GET" && req.method !== "HEAD") {
       res.setHeader("allow", "GET, HEAD");
-      sendError(res, 405, "METHOD_NOT_ALLOWED", "use GET");
+      sendRefusal(res, 405, "METHOD_NOT_ALLOWED", "use GET");
       return true;
     }
     let id: string;
@@ -31,18 +32,18 @@ export function exportRoute(sources: ReadSources): (req: IncomingMessage, res: S
       id = decodeURIComponent(match[1]!);
       requireUuid(id, "id");
     } catch (error) {
-      sendError(res, 400, "VALIDATION", error instanceof ValidationError ? error.message : "the conversation id is not a UUID");
+      sendRefusal(res, 400, "BAD_REQUEST", error instanceof ValidationError ? error.message : "the conversation id is not a UUID");
       return true;
     }
     const format = url.searchParams.get("format") ?? "jsonl";
     if (!(EXPORT_FORMATS as readonly string[]).includes(format)) {
-      sendError(res, 400, "VALIDATION", `format must be one of ${EXPORT_FORMATS.join(", ")}, got ${JSON.stringify(format.slice(0, 40))}`);
+      sendRefusal(res, 400, "BAD_REQUEST", `format must be one of ${EXPORT_FORMATS.join(", ")}, got ${JSON.stringify(format.slice(0, 40))}`);
       return true;
     }
     const scope = new ReadScope(sources);
     const conversation = await scope.conversation(id.toLowerCase());
     if (!conversation) {
-      sendError(res, 404, "NOT_FOUND", `Conversation ${JSON.stringify(id)} does not exist`);
+      sendRefusal(res, 404, "NOT_FOUND", `Conversation ${JSON.stringify(id)} does not exist`);
       return true;
     }
     const head = req.method === "HEAD";
