@@ -2,6 +2,9 @@
 // experiment, its curl and jq lines replayed as HTTP calls against real server
 // processes (restarted with the model unreachable, as the seed does), then its
 // sqlite3 inspection queries on the database file; then each route's answers.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultResponder, splitTokens, startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
@@ -326,6 +329,58 @@ describe("the lab's routes", () => {
         { id: expect.any(String), role: "assistant", content: "The result is 42." },
       ],
       resumable: false,
+      pendingInterrupts: [],
     });
+  });
+});
+
+describe("a waiting conversation over the lab's routes", () => {
+  let app: Awaited<ReturnType<typeof startTestApp>>;
+  let B = "";
+
+  beforeAll(async () => {
+    // The default agent asks before it calculates.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "runledger-lab-agents-"));
+    const agents = path.join(dir, "agents.json");
+    fs.writeFileSync(agents, JSON.stringify({ agents: { default: { type: "chat", requireApproval: ["calculator"] } } }));
+    app = await startTestApp({ ollamaUrl: fake.url, env: { RUNLEDGER_CONFIG: agents } });
+    B = app.url;
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it("shows what it waits for and takes the answers as responses with resume: true; wrong answers are refused and change nothing", async () => {
+    const { json: started } = await postChat(B, { message: "Please calculate 17 * 3" });
+    const C = started.conversation;
+    const waiting = tail((await streamChat(B, C)).text, 3);
+    expect(waiting.slice(0, 2)).toEqual(["event: chat-error", expect.stringMatching(/^data: \{"code":"WAITING"/)]);
+    expect(JSON.parse(waiting[1]!.slice("data: ".length)).message).toContain(`GET /api/conversations/${C}`);
+    const shown = await getJson(`${B}/api/conversations/${C}`);
+    expect(shown.json).toMatchObject({ resumable: false, conversation: { status: "waiting" } });
+    expect(shown.json.pendingInterrupts).toEqual([
+      { id: expect.any(String), node: expect.any(String), value: { type: "tool_approval", toolCalls: [{ id: expect.any(String), name: "calculator", args: { expression: "17 * 3" } }] } },
+    ]);
+    const [{ id: interruptId, value: question }] = shown.json.pendingInterrupts;
+    const approve = { toolCalls: [{ id: question.toolCalls[0].id, decision: "approve" }] };
+
+    // A plain resume, a wrong id, a malformed list and responses without resume are refused.
+    expect(await postChat(B, { resume: true, conversation: C })).toMatchObject({ status: 409, json: { code: "INTERRUPT_MISMATCH", pendingInterruptIds: [interruptId] } });
+    expect(await postChat(B, { resume: true, conversation: C, responses: [{ interruptId: "nope", value: approve }] })).toMatchObject({
+      status: 409,
+      json: { code: "INTERRUPT_MISMATCH", pendingInterruptIds: [interruptId] },
+    });
+    expect(await postChat(B, { resume: true, conversation: C, responses: { interruptId } })).toMatchObject({ status: 400, json: { code: "BAD_REQUEST", message: expect.stringContaining("responses must be a list") } });
+    expect(await postChat(B, { resume: true, conversation: C, responses: [{ interruptId }] })).toMatchObject({ status: 400, json: { code: "BAD_REQUEST" } });
+    expect(await postChat(B, { message: "and?", conversation: C, responses: [{ interruptId, value: approve }] })).toMatchObject({ status: 400, json: { code: "BAD_REQUEST" } });
+    expect(await postChat(B, { resume: true, conversation: C, responses: [{ interruptId, value: { toolCalls: [] } }] })).toMatchObject({ status: 400, json: { code: "BAD_REQUEST" } });
+    expect((await getJson(`${B}/api/conversations/${C}`)).json).toEqual(shown.json);
+
+    const answered = await postChat(B, { resume: true, conversation: C, responses: [{ interruptId, value: approve }] });
+    expect(answered).toMatchObject({ status: 200, json: { conversation: C, run: expect.any(String) } });
+    expect(tail((await streamChat(B, C)).text, 3).slice(0, 2)).toEqual(["event: end", `data: {"conversation":"${C}","status":"completed"}`]);
+    const done = (await getJson(`${B}/api/conversations/${C}`)).json;
+    expect(done).toMatchObject({ resumable: false, pendingInterrupts: [], conversation: { status: "completed", messageCount: 4 } });
+    expect(done.messages.at(-1).content).toBe("The result is 51.");
   });
 });

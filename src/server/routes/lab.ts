@@ -2,25 +2,28 @@
 // with jq, over the same run service as GraphQL (DESIGN section 10).
 //
 //   POST /api/chat                   {message} | {message, conversation} | {resume: true, conversation}
+//                                    | {resume: true, conversation, responses: [{interruptId, value}]}
 //                                    → {conversation, run} (ids); refusals {code, message}: 400 BAD_REQUEST,
-//                                    404 NOT_FOUND, 409 SESSION_IN_PROGRESS, 409 RUN_NOT_RESUMABLE
+//                                    404 NOT_FOUND, 409 SESSION_IN_PROGRESS, 409 RUN_NOT_RESUMABLE,
+//                                    409 INTERRUPT_MISMATCH (with pendingInterruptIds)
 //   GET  /api/chat?conversation=ID   Server-Sent Events of the active run: `token`, `trace`, then
 //                                    `end {conversation, status}` or `chat-error {code, message}`;
 //                                    Last-Event-ID resumes after the last event received. With no
 //                                    active run, the latest run's outcome from the database, alone.
 //   GET  /api/conversations          newest activity first, each with its latest run's status
-//   GET  /api/conversations/:id      {conversation, messages: [{id, role, content}], resumable}
+//   GET  /api/conversations/:id      {conversation, messages: [{id, role, content}], resumable,
+//                                    pendingInterrupts: [{id, node, value}]}
 //
 // Reads go through a read scope, writes through the run service; the server checks
 // API_TOKEN and CORS before any route.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { RunEvent } from "../../domain/events.ts";
 import type { ConversationRecord, RunRecord } from "../../domain/records.ts";
-import { ApiError, NothingToResumeError, NotFoundError, RunInProgressError, ShuttingDownError, ValidationError, requireUuid } from "../../domain/errors.ts";
+import { ApiError, InterruptMismatchError, NothingToResumeError, NotFoundError, RunInProgressError, ShuttingDownError, ValidationError, requireUuid } from "../../domain/errors.ts";
 import { ReadScope, type ReadSources } from "../../read/scope.ts";
 import { followRun } from "../../read/event-streams.ts";
 import { toApiMessages } from "../../read/messages.ts";
-import type { RunService } from "../../runs/service.ts";
+import type { InterruptResponse, RunService } from "../../runs/service.ts";
 import type { EventBus } from "../../storage/event-bus/types.ts";
 import { SubscriberOverflowError } from "../../storage/event-bus/subscriber.ts";
 import type { Logger } from "../../logger.ts";
@@ -49,6 +52,8 @@ class LabError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
+    /** More fields of the refusal's body (the interrupts a wrong answer missed, say). */
+    readonly details: Record<string, unknown> = {},
   ) {
     super(message);
   }
@@ -60,13 +65,14 @@ function refusal(error: unknown): LabError | null {
   if (error instanceof NotFoundError) return new LabError(404, "NOT_FOUND", error.message);
   if (error instanceof RunInProgressError) return new LabError(409, "SESSION_IN_PROGRESS", error.message);
   if (error instanceof NothingToResumeError) return new LabError(409, "RUN_NOT_RESUMABLE", error.message);
+  if (error instanceof InterruptMismatchError) return new LabError(409, error.code, error.message, { pendingInterruptIds: error.pendingInterruptIds });
   if (error instanceof ShuttingDownError) return new LabError(503, error.code, error.message);
   if (error instanceof ApiError) return new LabError(400, error.code, error.message);
   return null;
 }
 
 function send(res: ServerResponse, error: LabError): void {
-  sendJson(res, error.status, { code: error.code, message: error.message });
+  sendJson(res, error.status, { code: error.code, message: error.message, ...error.details });
 }
 
 async function readJsonBody(req: IncomingMessage, maxBytes: number): Promise<Record<string, unknown>> {
@@ -97,6 +103,19 @@ function conversationIdParam(value: unknown, field = "conversation"): string {
   return value.toLowerCase();
 }
 
+/** `responses` as resumeRun takes them: absent, or a list of `{interruptId, value}`. */
+function responsesParam(value: unknown): InterruptResponse[] | null {
+  if (value === undefined || value === null) return null;
+  const wrong = new LabError(400, "BAD_REQUEST", 'responses must be a list of {"interruptId": string, "value": any}');
+  if (!Array.isArray(value)) throw wrong;
+  return value.map((item: unknown) => {
+    if (item === null || typeof item !== "object" || Array.isArray(item)) throw wrong;
+    const { interruptId, value: answer } = item as Record<string, unknown>;
+    if (typeof interruptId !== "string" || !Object.hasOwn(item, "value")) throw wrong;
+    return { interruptId, value: answer };
+  });
+}
+
 /** The conversation as the lab shows it: its row and its latest run's status (lowercase, as stored). */
 function conversationJson(conversation: ConversationRecord, latest: RunRecord | null) {
   return {
@@ -113,6 +132,10 @@ function conversationJson(conversation: ConversationRecord, latest: RunRecord | 
 /** How a run's outcome ends the lab's stream: `end` when it completed or was cancelled, `chat-error` otherwise. */
 function outcomeEvent(conversationId: string, status: string, errorCode: string | null, errorMessage: string | null): { event: string; data: unknown } {
   if (status === "completed" || status === "cancelled") return { event: "end", data: { conversation: conversationId, status } };
+  if (status === "waiting") {
+    const how = `the run waits for answers: read pendingInterrupts at GET /api/conversations/${conversationId}, then POST /api/chat {"resume": true, "conversation", "responses": [{"interruptId", "value"}]}`;
+    return { event: "chat-error", data: { code: "WAITING", message: how } };
+  }
   return { event: "chat-error", data: { code: errorCode ?? status.toUpperCase(), message: errorMessage ?? `the run ended ${status}` } };
 }
 
@@ -148,11 +171,13 @@ export function labRoute(options: LabRouteOptions): (req: IncomingMessage, res: 
   async function postChat(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readJsonBody(req, maxBodyBytes);
     if (body.resume === true) {
-      const run = await runs.resumeRun({ conversationId: conversationIdParam(body.conversation) });
+      if (body.message !== undefined) throw new LabError(400, "BAD_REQUEST", "send either a message or resume: true, not both");
+      const run = await runs.resumeRun({ conversationId: conversationIdParam(body.conversation), responses: responsesParam(body.responses) });
       sendJson(res, 200, { conversation: run.conversationId, run: run.id });
       return;
     }
     if (body.resume !== undefined && body.resume !== false) throw new LabError(400, "BAD_REQUEST", "resume must be true or absent");
+    if (body.responses !== undefined) throw new LabError(400, "BAD_REQUEST", "responses answer a waiting conversation: send them with resume: true");
     if (typeof body.message !== "string") throw new LabError(400, "BAD_REQUEST", "message must be a string (or send resume: true)");
     const conversationId = body.conversation === undefined || body.conversation === null ? null : conversationIdParam(body.conversation);
     const { run, conversation } = await runs.startRun({ conversationId, message: body.message });
@@ -234,7 +259,10 @@ export function labRoute(options: LabRouteOptions): (req: IncomingMessage, res: 
     sendJson(res, 200, {
       conversation: conversationJson(conversation, latest),
       messages: toApiMessages(state.messages).map(({ id: messageId, role, content }) => ({ id: messageId, role, content })),
-      resumable: active === null && state.next.length > 0,
+      // A waiting conversation is answered, not retried (as Conversation.resumable says).
+      resumable: active === null && state.next.length > 0 && state.interrupts.length === 0,
+      // What a waiting conversation asks: answer each with POST /api/chat {resume: true, conversation, responses}.
+      pendingInterrupts: active === null ? state.interrupts.map(({ id: interruptId, node, value }) => ({ id: interruptId, node, value })) : [],
     });
   }
 
