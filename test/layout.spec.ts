@@ -22,6 +22,27 @@ const LAYERS = [
 
 const SRC = path.join(ROOT, "src");
 
+/**
+ * src/storage has layers of its own, top first: the files that assemble a
+ * backend, the Storage type, the seams (an interface and one file per backend
+ * each), and the plumbing and codecs they share. No module imports the one that
+ * assembles it.
+ */
+const STORAGE_LAYERS = [
+  ["index.ts", "open-sqlite.ts", "open-postgres.ts"],
+  ["types.ts"],
+  ["run-store", "conversation-list", "checkpoint-reads", "event-bus"],
+  ["sqlite", "postgres", "rows.ts", "batch.ts", "page.ts"],
+];
+const STORAGE = path.join(SRC, "storage");
+
+function storageLayerOf(file: string): number {
+  const top = path.relative(STORAGE, file).split(path.sep)[0]!;
+  const layer = STORAGE_LAYERS.findIndex((names) => names.includes(top));
+  if (layer < 0) throw new Error(`${path.relative(ROOT, file)} is in no storage layer: add it to STORAGE_LAYERS and to docs/design.md`);
+  return layer;
+}
+
 function sourceFiles(dir: string): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const full = path.join(dir, entry.name);
@@ -58,6 +79,23 @@ describe("the layout of src/", () => {
       for (const target of targets) {
         if (!fs.existsSync(target)) throw new Error(`${path.relative(ROOT, file)} imports a missing file ${path.relative(ROOT, target)}`);
         if (layerOf(target) < layerOf(file)) upward.push(`${path.relative(SRC, file)} → ${path.relative(SRC, target)}`);
+      }
+    }
+    expect(upward).toEqual([]);
+  });
+
+  it("holds src/storage to its own layers: assembly, the Storage type, seams, then plumbing and codecs", () => {
+    const upward: string[] = [];
+    for (const [file, targets] of graph) {
+      if (!file.startsWith(STORAGE + path.sep)) continue;
+      for (const target of targets) {
+        if (!target.startsWith(STORAGE + path.sep)) continue;
+        const [from, to] = [storageLayerOf(file), storageLayerOf(target)];
+        // A seam's backends may import their own seam's files; never a layer above.
+        if (to < from) upward.push(`${path.relative(STORAGE, file)} → ${path.relative(STORAGE, target)}`);
+        if (from === 2 && to === 2 && path.relative(STORAGE, file).split(path.sep)[0] !== path.relative(STORAGE, target).split(path.sep)[0]) {
+          upward.push(`${path.relative(STORAGE, file)} → ${path.relative(STORAGE, target)} (another seam)`);
+        }
       }
     }
     expect(upward).toEqual([]);

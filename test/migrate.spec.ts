@@ -4,7 +4,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { beforeAll, afterAll, describe, expect, it } from "vitest";
 import { migrate } from "../src/storage/sqlite/migrate.ts";
-import { openPostgresStorage } from "../src/storage/postgres/index.ts";
+import { openPostgresStorage } from "../src/storage/open-postgres.ts";
 import { BUSY_TIMEOUT_MS, openSqlite } from "../src/storage/sqlite/database.ts";
 import { ROOT, tempDatabaseUrl } from "./support/app.ts";
 import { postgresDatabase, SERVICES_TIMEOUT_MS } from "./support/services.ts";

@@ -11,7 +11,7 @@ import type { ServerProcess } from "./support/processes.ts";
 import { collect, gql, gqlOk, startRun, wsClient } from "./support/graphql.ts";
 import { CANCEL_RUN, CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS, START_RUN } from "./support/documents.ts";
 import { openSqlite } from "../src/storage/sqlite/database.ts";
-import { openSqliteStorage } from "../src/storage/sqlite/index.ts";
+import { openSqliteStorage } from "../src/storage/open-sqlite.ts";
 
 /** Fast heartbeats so that sweeps by the other process happen many times during a test. */
 const OWNERSHIP_ENV = { RUN_HEARTBEAT_MS: "100", RUN_LEASE_MS: "3000" };

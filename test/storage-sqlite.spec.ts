@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tempDatabaseUrl } from "./support/app.ts";
-import { openSqliteStorage, type SqliteStorage } from "../src/storage/sqlite/index.ts";
+import { openSqliteStorage, type SqliteStorage } from "../src/storage/open-sqlite.ts";
 import { openSqlite, type SqliteDatabase } from "../src/storage/sqlite/database.ts";
 import { emptyCheckpoint, uuid6 } from "@langchain/langgraph-checkpoint";
 import { withStatementCache } from "../src/storage/sqlite/statement-cache.ts";

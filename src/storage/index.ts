@@ -11,15 +11,18 @@
 //   conversation-list/   the conversations page and its total
 //   checkpoint-reads/    LangGraph's checkpoints and task writes, saver-neutral records
 //   event-bus/           a run's events to its subscribers, on any instance
-//   sqlite/              the embedded backend: the file, its writer and reader, set-up
-//   postgres/            the shared backend: the pool, migrations under an advisory lock, LangGraph's PostgresSaver
+//   open-sqlite.ts       assembles the embedded backend: one file, its writer and reader, every seam on them
+//   open-postgres.ts     assembles the shared backend: one pool, every seam on it
+//   sqlite/              plumbing of the embedded backend: the connection, migrations, LangGraph's saver, the write gate
+//   postgres/            plumbing of the shared backend: the pool, migrations under an advisory lock, LangGraph's PostgresSaver
+//   rows.ts              the row codec every seam's backends share (dates and JSON decoded per engine)
 //
 // Each seam has an interface (types.ts), one file per backend, and a
 // conformance suite in test/conformance/ that every backend passes.
 import type { Config } from "../config.ts";
 import type { Storage } from "./types.ts";
-import { openSqliteStorage } from "./sqlite/index.ts";
-import { openPostgresStorage } from "./postgres/index.ts";
+import { openSqliteStorage } from "./open-sqlite.ts";
+import { openPostgresStorage } from "./open-postgres.ts";
 
 export type { Storage };
 

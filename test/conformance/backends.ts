@@ -3,9 +3,9 @@
 // initializer each. A new backend adds itself here and must pass every suite.
 import { tempDatabaseUrl } from "../support/app.ts";
 import type { Storage } from "../../src/storage/types.ts";
-import { openSqliteStorage } from "../../src/storage/sqlite/index.ts";
+import { openSqliteStorage } from "../../src/storage/open-sqlite.ts";
 import { openSqlite } from "../../src/storage/sqlite/database.ts";
-import { openPostgresStorage } from "../../src/storage/postgres/index.ts";
+import { openPostgresStorage } from "../../src/storage/open-postgres.ts";
 import { postgresDatabase, redisServer, uniqueName } from "../support/services.ts";
 import type { Deployment } from "./api.ts";
 import pg from "pg";

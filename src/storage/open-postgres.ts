@@ -2,13 +2,13 @@
 // database, shared by every instance. Opening it connects (or stops start-up
 // with one line naming DATABASE_URL), applies pending migrations under an
 // advisory lock and sets up LangGraph's tables, before anything reads or writes.
-import type { Storage } from "../types.ts";
-import { PostgresRunStore } from "../run-store/postgres.ts";
-import { PostgresConversationList } from "../conversation-list/postgres.ts";
-import { PostgresCheckpointReads } from "../checkpoint-reads/postgres.ts";
-import { connectPostgres } from "./database.ts";
-import { migratePostgres } from "./migrate.ts";
-import { RunledgerPostgresSaver } from "./saver.ts";
+import type { Storage } from "./types.ts";
+import { PostgresRunStore } from "./run-store/postgres.ts";
+import { PostgresConversationList } from "./conversation-list/postgres.ts";
+import { PostgresCheckpointReads } from "./checkpoint-reads/postgres.ts";
+import { connectPostgres } from "./postgres/database.ts";
+import { migratePostgres } from "./postgres/migrate.ts";
+import { RunledgerPostgresSaver } from "./postgres/saver.ts";
 
 export interface PostgresStorage extends Storage {
   saver: RunledgerPostgresSaver;

@@ -3,14 +3,14 @@
 // and LangGraph's, in the write gate's order), one read-only reader connection
 // (every read model), and the set-up: migrations, then SqliteSaver's tables,
 // before anything reads or writes.
-import type { Storage } from "../types.ts";
-import { SqliteRunStore } from "../run-store/sqlite.ts";
-import { SqliteConversationList } from "../conversation-list/sqlite.ts";
-import { SqliteCheckpointReads } from "../checkpoint-reads/sqlite.ts";
-import { openSqlite } from "./database.ts";
-import { migrate } from "./migrate.ts";
-import { GatedSqliteSaver } from "./saver.ts";
-import { WriteGate } from "./write-gate.ts";
+import type { Storage } from "./types.ts";
+import { SqliteRunStore } from "./run-store/sqlite.ts";
+import { SqliteConversationList } from "./conversation-list/sqlite.ts";
+import { SqliteCheckpointReads } from "./checkpoint-reads/sqlite.ts";
+import { openSqlite } from "./sqlite/database.ts";
+import { migrate } from "./sqlite/migrate.ts";
+import { GatedSqliteSaver } from "./sqlite/saver.ts";
+import { WriteGate } from "./sqlite/write-gate.ts";
 
 export interface SqliteStorage extends Storage {
   saver: GatedSqliteSaver;
