@@ -19,6 +19,9 @@ import {
   type RunRow,
 } from "../postgres/rows.ts";
 import type { PageQuery } from "../page.ts";
+import { groupRows, keyRows, valueRows } from "../batch.ts";
+import { noUsage, toUsage } from "./usage.ts";
+import type { UsageRow } from "./usage.ts";
 import type { EndedElsewhereFacts, RunStore } from "./types.ts";
 
 const R = RUN_COLUMNS.replace(/(\w+)/g, "r.$1");
@@ -260,64 +263,53 @@ export class PostgresRunStore implements RunStore {
 
   async conversations(ids: readonly string[]): Promise<Map<string, ConversationRecord>> {
     if (ids.length === 0) return new Map();
-    return new Map((await this.#query<ConversationRow>(this.#pool, "conversations", [ids])).map((row) => [row.id, toConversationRecord(row)]));
+    return keyRows(await this.#query<ConversationRow>(this.#pool, "conversations", [ids]), (row) => row.id, toConversationRecord);
   }
 
   async runs(ids: readonly string[]): Promise<Map<string, RunRecord>> {
     if (ids.length === 0) return new Map();
-    return new Map((await this.#query<RunRow>(this.#pool, "runs", [ids])).map((row) => [row.id, toRunRecord(row)]));
+    return keyRows(await this.#query<RunRow>(this.#pool, "runs", [ids]), (row) => row.id, toRunRecord);
   }
 
   async activeRuns(conversationIds: readonly string[]): Promise<Map<string, RunRecord>> {
     if (conversationIds.length === 0) return new Map();
-    return new Map((await this.#query<RunRow>(this.#pool, "activeRuns", [conversationIds])).map((row) => [row.conversation_id, toRunRecord(row)]));
+    return keyRows(await this.#query<RunRow>(this.#pool, "activeRuns", [conversationIds]), (row) => row.conversation_id, toRunRecord);
   }
 
   async latestRuns(conversationIds: readonly string[]): Promise<Map<string, RunRecord>> {
     if (conversationIds.length === 0) return new Map();
-    return new Map((await this.#query<RunRow>(this.#pool, "latestRuns", [conversationIds])).map((row) => [row.conversation_id, toRunRecord(row)]));
+    return keyRows(await this.#query<RunRow>(this.#pool, "latestRuns", [conversationIds]), (row) => row.conversation_id, toRunRecord);
   }
 
   async runsOf(conversationIds: readonly string[]): Promise<Map<string, RunRecord[]>> {
-    const result = new Map<string, RunRecord[]>(conversationIds.map((id) => [id, []]));
-    if (conversationIds.length === 0) return result;
-    for (const row of await this.#query<RunRow>(this.#pool, "runsOf", [conversationIds])) result.get(row.conversation_id)?.push(toRunRecord(row));
-    return result;
+    const rows = conversationIds.length ? await this.#query<RunRow>(this.#pool, "runsOf", [conversationIds]) : [];
+    return groupRows(conversationIds, rows, (row) => row.conversation_id, toRunRecord);
   }
 
   async runPages(conversationIds: readonly string[], { cursor, skip, take }: PageQuery): Promise<Map<string, RunRecord[]>> {
-    const result = new Map<string, RunRecord[]>(conversationIds.map((id) => [id, []]));
-    if (conversationIds.length === 0 || take === 0) return result;
+    if (conversationIds.length === 0 || take === 0) return groupRows(conversationIds, [], () => "", toRunRecord);
     const upTo = skip + Math.abs(take);
     const name: Statement = take > 0 ? (cursor !== undefined ? "pageForwardFrom" : "pageForward") : cursor !== undefined ? "pageBackwardFrom" : "pageBackward";
     const values: unknown[] = [conversationIds, skip, upTo];
     if (cursor !== undefined) values.push(cursor);
-    for (const row of await this.#query<RunRow>(this.#pool, name, values)) result.get(row.conversation_id)?.push(toRunRecord(row));
+    const result = groupRows(conversationIds, await this.#query<RunRow>(this.#pool, name, values), (row) => row.conversation_id, toRunRecord);
     // Read backwards from the end; each page itself is in list order.
     if (take < 0) for (const list of result.values()) list.reverse();
     return result;
   }
 
   async interruptsOf(conversationIds: readonly string[]): Promise<Map<string, InterruptRecord[]>> {
-    const result = new Map<string, InterruptRecord[]>(conversationIds.map((id) => [id, []]));
-    if (conversationIds.length === 0) return result;
-    for (const row of await this.#query<InterruptRow>(this.#pool, "interruptsOf", [conversationIds])) result.get(row.conversation_id)?.push(toInterruptRecord(row));
-    return result;
+    const rows = conversationIds.length ? await this.#query<InterruptRow>(this.#pool, "interruptsOf", [conversationIds]) : [];
+    return groupRows(conversationIds, rows, (row) => row.conversation_id, toInterruptRecord);
   }
 
   async usageOf(conversationIds: readonly string[]): Promise<Map<string, Usage>> {
-    const result = new Map<string, Usage>(conversationIds.map((id) => [id, { inputTokens: 0, outputTokens: 0, modelCalls: 0, modelDurationMs: 0 }]));
-    if (conversationIds.length === 0) return result;
-    for (const r of await this.#query<{ conversation_id: string; i: number; o: number; c: number; d: number }>(this.#pool, "usageOf", [conversationIds])) {
-      result.set(r.conversation_id, { inputTokens: r.i, outputTokens: r.o, modelCalls: r.c, modelDurationMs: r.d });
-    }
-    return result;
+    const rows = conversationIds.length ? await this.#query<UsageRow>(this.#pool, "usageOf", [conversationIds]) : [];
+    return valueRows(conversationIds, rows, (r) => r.conversation_id, toUsage, noUsage);
   }
 
   async runCounts(conversationIds: readonly string[]): Promise<Map<string, number>> {
-    const result = new Map<string, number>(conversationIds.map((id) => [id, 0]));
-    if (conversationIds.length === 0) return result;
-    for (const row of await this.#query<{ conversation_id: string; n: number }>(this.#pool, "runCounts", [conversationIds])) result.set(row.conversation_id, row.n);
-    return result;
+    const rows = conversationIds.length ? await this.#query<{ conversation_id: string; n: number }>(this.#pool, "runCounts", [conversationIds]) : [];
+    return valueRows(conversationIds, rows, (row) => row.conversation_id, (row) => row.n, () => 0);
   }
 }

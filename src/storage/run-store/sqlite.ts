@@ -22,6 +22,8 @@ import {
   type RunRow,
 } from "../sqlite/rows.ts";
 import type { PageQuery } from "../page.ts";
+import { groupRows, keyRows, valueRows } from "../batch.ts";
+import { noUsage, toUsage } from "./usage.ts";
 import type { EndedElsewhereFacts, RunStore } from "./types.ts";
 
 /** The one-running-run-per-conversation index (or a primary key) refused the row. */
@@ -322,34 +324,31 @@ export class SqliteRunStore implements RunStore {
 
   async conversations(ids: readonly string[]): Promise<Map<string, ConversationRecord>> {
     if (ids.length === 0) return new Map();
-    return new Map(this.#r.conversations.all(JSON.stringify(ids)).map((row) => [row.id, toConversationRecord(row)]));
+    return keyRows(this.#r.conversations.all(JSON.stringify(ids)), (row) => row.id, toConversationRecord);
   }
 
   async runs(ids: readonly string[]): Promise<Map<string, RunRecord>> {
     if (ids.length === 0) return new Map();
-    return new Map(this.#r.runs.all(JSON.stringify(ids)).map((row) => [row.id, toRunRecord(row)]));
+    return keyRows(this.#r.runs.all(JSON.stringify(ids)), (row) => row.id, toRunRecord);
   }
 
   async activeRuns(conversationIds: readonly string[]): Promise<Map<string, RunRecord>> {
     if (conversationIds.length === 0) return new Map();
-    return new Map(this.#r.activeRuns.all(JSON.stringify(conversationIds)).map((row) => [row.conversation_id, toRunRecord(row)]));
+    return keyRows(this.#r.activeRuns.all(JSON.stringify(conversationIds)), (row) => row.conversation_id, toRunRecord);
   }
 
   async latestRuns(conversationIds: readonly string[]): Promise<Map<string, RunRecord>> {
     if (conversationIds.length === 0) return new Map();
-    return new Map(this.#r.latestRuns.all(JSON.stringify(conversationIds)).map((row) => [row.conversation_id, toRunRecord(row)]));
+    return keyRows(this.#r.latestRuns.all(JSON.stringify(conversationIds)), (row) => row.conversation_id, toRunRecord);
   }
 
   async runsOf(conversationIds: readonly string[]): Promise<Map<string, RunRecord[]>> {
-    const result = new Map<string, RunRecord[]>(conversationIds.map((id) => [id, []]));
-    if (conversationIds.length === 0) return result;
-    for (const row of this.#r.runsOf.all(JSON.stringify(conversationIds))) result.get(row.conversation_id)?.push(toRunRecord(row));
-    return result;
+    const rows = conversationIds.length ? this.#r.runsOf.all(JSON.stringify(conversationIds)) : [];
+    return groupRows(conversationIds, rows, (row) => row.conversation_id, toRunRecord);
   }
 
   async runPages(conversationIds: readonly string[], { cursor, skip, take }: PageQuery): Promise<Map<string, RunRecord[]>> {
-    const result = new Map<string, RunRecord[]>(conversationIds.map((id) => [id, []]));
-    if (conversationIds.length === 0 || take === 0) return result;
+    if (conversationIds.length === 0 || take === 0) return groupRows(conversationIds, [], () => "", toRunRecord);
     const r = this.#r;
     const ids = JSON.stringify(conversationIds);
     const upTo = skip + Math.abs(take);
@@ -361,30 +360,24 @@ export class SqliteRunStore implements RunStore {
         : cursor !== undefined
           ? r.pageBackwardFrom.all(cursor, ids, skip, upTo)
           : r.pageBackward.all(ids, skip, upTo);
-    for (const row of rows) result.get(row.conversation_id)?.push(toRunRecord(row));
+    const result = groupRows(conversationIds, rows, (row) => row.conversation_id, toRunRecord);
     // Read backwards from the end; each page itself is in list order.
     if (take < 0) for (const list of result.values()) list.reverse();
     return result;
   }
 
   async interruptsOf(conversationIds: readonly string[]): Promise<Map<string, InterruptRecord[]>> {
-    const result = new Map<string, InterruptRecord[]>(conversationIds.map((id) => [id, []]));
-    if (conversationIds.length === 0) return result;
-    for (const row of this.#r.interruptsOf.all(JSON.stringify(conversationIds))) result.get(row.conversation_id)?.push(toInterruptRecord(row));
-    return result;
+    const rows = conversationIds.length ? this.#r.interruptsOf.all(JSON.stringify(conversationIds)) : [];
+    return groupRows(conversationIds, rows, (row) => row.conversation_id, toInterruptRecord);
   }
 
   async usageOf(conversationIds: readonly string[]): Promise<Map<string, Usage>> {
-    const result = new Map<string, Usage>(conversationIds.map((id) => [id, { inputTokens: 0, outputTokens: 0, modelCalls: 0, modelDurationMs: 0 }]));
-    if (conversationIds.length === 0) return result;
-    for (const r of this.#r.usageOf.all(JSON.stringify(conversationIds))) result.set(r.conversation_id, { inputTokens: r.i, outputTokens: r.o, modelCalls: r.c, modelDurationMs: r.d });
-    return result;
+    const rows = conversationIds.length ? this.#r.usageOf.all(JSON.stringify(conversationIds)) : [];
+    return valueRows(conversationIds, rows, (r) => r.conversation_id, toUsage, noUsage);
   }
 
   async runCounts(conversationIds: readonly string[]): Promise<Map<string, number>> {
-    const result = new Map<string, number>(conversationIds.map((id) => [id, 0]));
-    if (conversationIds.length === 0) return result;
-    for (const row of this.#r.runCounts.all(JSON.stringify(conversationIds))) result.set(row.conversation_id, row.n);
-    return result;
+    const rows = conversationIds.length ? this.#r.runCounts.all(JSON.stringify(conversationIds)) : [];
+    return valueRows(conversationIds, rows, (row) => row.conversation_id, (row) => row.n, () => 0);
   }
 }
