@@ -12,6 +12,7 @@ import { agentDefaultsFrom, loadAgentDefinitions } from "./agent/definitions.ts"
 import { loadGraphAgents } from "./agent/graph-module.ts";
 import type { McpSupervisor } from "./agent/mcp/index.ts";
 import { RunOwnership } from "./runs/ownership.ts";
+import { checkClockAgainstDatabase } from "./correlation/index.ts";
 import { threadMessageCounts } from "./runs/message-counts.ts";
 import { RunService } from "./runs/service.ts";
 import { ConversationService } from "./runs/conversations.ts";
@@ -51,24 +52,6 @@ async function openEventBus(config: Config, logger: Logger): Promise<EventBus> {
   }
 }
 
-/**
- * Correlation marks are minted from this host's clock and compared with marks
- * other instances minted: a host whose clock differs from the database's by more
- * than MAX_CLOCK_SKEW_MS does not start.
- */
-async function checkClock(storage: Storage, config: Config, logger: Logger, clock: () => number): Promise<void> {
-  const before = clock();
-  const database = await storage.databaseTime();
-  if (database === null) return;
-  const after = clock();
-  const offsetMs = Math.round(database.getTime() - (before + after) / 2);
-  const uncertaintyMs = Math.ceil((after - before) / 2);
-  if (Math.abs(offsetMs) - uncertaintyMs > config.maxClockSkewMs) {
-    throw new ConfigError(`MAX_CLOCK_SKEW_MS: this host's clock is ${offsetMs > 0 ? "behind" : "ahead of"} the database's by about ${Math.abs(offsetMs)} ms (more than ${config.maxClockSkewMs}); synchronise the clocks (NTP)`);
-  }
-  if (Math.abs(offsetMs) > 100) logger.warn("this host's clock differs from the database's", { offsetMs, maxClockSkewMs: config.maxClockSkewMs });
-}
-
 export async function startApp(config: Config, logger: Logger, overrides: AppOverrides = {}): Promise<App> {
   // The agents first: a bad configuration file stops start-up before anything is opened.
   const definitions = loadAgentDefinitions(config.agentsFile, agentDefaultsFrom(config));
@@ -85,7 +68,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     throw error;
   });
   if (storage.migrated.length) logger.info("database migrated", { applied: storage.migrated, database: describeDatabase(config) });
-  await checkClock(storage, config, logger, overrides.clock ?? Date.now).catch(async (error: unknown) => {
+  await checkClockAgainstDatabase({ databaseTime: () => storage.databaseTime(), maxClockSkewMs: config.maxClockSkewMs, logger, clock: overrides.clock ?? Date.now }).catch(async (error: unknown) => {
     await storage.close();
     await bus.close();
     throw error;

@@ -10,7 +10,7 @@ import type { StructuredToolInterface } from "@langchain/core/tools";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { Command, Overwrite, type BaseCheckpointSaver, type StateSnapshot } from "@langchain/langgraph";
 import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
-import { mintCheckpointId } from "../correlation/marks.ts";
+import { mintCheckpointId } from "../correlation/index.ts";
 import type { AgentDefinition } from "./definitions.ts";
 import { agentTools, toolInfo, type McpToolSource, type ToolInfo } from "./tool-info.ts";
 import type { McpServerStatus } from "./mcp/connection.ts";

@@ -4,7 +4,7 @@
 import { randomUUID } from "node:crypto";
 import os from "node:os";
 import type { OwnerRecord, RunRecord } from "../domain/records.ts";
-import { mintMark } from "../correlation/marks.ts";
+import { mintMark } from "../correlation/index.ts";
 import type { RunStore } from "../storage/run-store/types.ts";
 import type { EventBus } from "../storage/event-bus/types.ts";
 

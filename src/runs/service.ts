@@ -19,7 +19,7 @@ import {
   ValidationError,
   requireUuid,
 } from "../domain/errors.ts";
-import { mintMark, mintMarkAfter } from "../correlation/marks.ts";
+import { mintMark, mintMarkAfter } from "../correlation/index.ts";
 import type { RunStore } from "../storage/run-store/types.ts";
 import type { CheckpointReads } from "../storage/checkpoint-reads/types.ts";
 import type { EventBus, RunPublisher } from "../storage/event-bus/types.ts";

@@ -6,7 +6,7 @@ import { GraphQLError, type GraphQLFormattedError } from "graphql";
 import { maskError, type YogaServerOptions } from "graphql-yoga";
 import type { Logger } from "../../logger.ts";
 import { ShuttingDownError } from "../../domain/errors.ts";
-import { ClockSkewError } from "../../correlation/marks.ts";
+import { ClockSkewError } from "../../correlation/index.ts";
 
 type MaskedErrorsOptions = Exclude<NonNullable<YogaServerOptions<object, object>["maskedErrors"]>, boolean>;
 

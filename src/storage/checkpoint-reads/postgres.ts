@@ -7,7 +7,7 @@
 import { isBaseMessage, type BaseMessage } from "@langchain/core/messages";
 import { JsonPlusSerializer, type SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { ERROR_CHANNEL, type CheckpointRecord, type CheckpointSourceValue, type CheckpointWriteRecord } from "../../domain/records.ts";
-import { holdsSql, windowEndSql } from "../../correlation/window.ts";
+import { holdsSql, windowEndSql } from "../../correlation/index.ts";
 import type { PostgresPool } from "../postgres/database.ts";
 import type { CheckpointContentRecord, CheckpointPageWindow, CheckpointReads, ThreadCheckpoints, WindowQuery } from "./types.ts";
 

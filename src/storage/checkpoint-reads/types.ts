@@ -7,7 +7,7 @@
 // holds every backend to what LangGraph's own state reader says (the truth).
 import type { BaseMessage } from "@langchain/core/messages";
 import type { CheckpointRecord, CheckpointWriteRecord } from "../../domain/records.ts";
-import type { RunWindow } from "../../correlation/window.ts";
+import type { RunWindow } from "../../correlation/index.ts";
 
 /** What a checkpoint's stored state says about its messages, read without reviving the whole state. */
 export interface CheckpointContentRecord {

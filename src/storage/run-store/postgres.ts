@@ -19,6 +19,7 @@ import {
   type RunRow,
 } from "../postgres/rows.ts";
 import type { PageQuery } from "../page.ts";
+import { lastMarkSql, laterEndMarkSql, recoveredEndMarkSql } from "../../correlation/index.ts";
 import { groupRows, keyRows, valueRows } from "../batch.ts";
 import { noUsage, toUsage } from "./usage.ts";
 import type { UsageRow } from "./usage.ts";
@@ -62,14 +63,14 @@ const SQL = {
   // Running rows whose owner is gone (listed) or was never registered; RETURNING gives only
   // the rows this transaction changed, so two instances sweeping at once report each run once.
   interruptOrphans: `UPDATE runs SET status = 'interrupted', error_code = 'INTERRUPTED', error_message = $1, finished_at = $2,
-      end_mark = GREATEST($3, COALESCE((SELECT max(checkpoint_id COLLATE "C") FROM checkpoints WHERE thread_id = runs.conversation_id AND checkpoint_ns = ''), ''))
+      end_mark = ${recoveredEndMarkSql("postgres", "$3", "runs.conversation_id")}
     WHERE status = 'running' AND (owner_id IS NULL OR owner_id = ANY($4) OR owner_id NOT IN (SELECT id FROM run_owners))
     RETURNING ${RUN_COLUMNS}`,
   orphans: `SELECT ${RUN_COLUMNS} FROM runs
     WHERE status = 'running' AND (owner_id IS NULL OR owner_id = ANY($1) OR owner_id NOT IN (SELECT id FROM run_owners))`,
   setMessageCount: `UPDATE conversations SET message_count = $1 WHERE id = $2`,
   setMessageCountOfRun: `UPDATE conversations SET message_count = $1 WHERE id = (SELECT conversation_id FROM runs WHERE id = $2)`,
-  completeEndedElsewhere: `UPDATE runs SET last_event_seq = $1, partial_output = COALESCE(partial_output, $2), end_mark = GREATEST(COALESCE(end_mark, ''), $3),
+  completeEndedElsewhere: `UPDATE runs SET last_event_seq = $1, partial_output = COALESCE(partial_output, $2), end_mark = ${laterEndMarkSql("postgres", "$3")},
       input_tokens = CASE WHEN $5::boolean THEN $6::integer ELSE input_tokens END,
       output_tokens = CASE WHEN $5::boolean THEN $7::integer ELSE output_tokens END,
       model_calls = CASE WHEN $5::boolean THEN $8::integer ELSE model_calls END,
@@ -80,9 +81,7 @@ const SQL = {
   heartbeat: `UPDATE run_owners SET heartbeat_at = $1 WHERE id = $2`,
   deleteOwners: `DELETE FROM run_owners WHERE id = ANY($1)`,
   listOwners: `SELECT id, pid, host, started_at, heartbeat_at FROM run_owners`,
-  lastMark: `SELECT GREATEST(
-      (SELECT max(GREATEST(start_mark, COALESCE(end_mark, ''))) FROM runs WHERE conversation_id = $1),
-      (SELECT max(checkpoint_id COLLATE "C") FROM checkpoints WHERE thread_id = $1 AND checkpoint_ns = '')) AS m`,
+  lastMark: `SELECT ${lastMarkSql("postgres", "$1")} AS m`,
   notRunning: `SELECT id FROM runs WHERE id = ANY($1) AND status <> 'running'`,
   conversations: `SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = ANY($1)`,
   runs: `SELECT ${RUN_COLUMNS} FROM runs WHERE id = ANY($1)`,

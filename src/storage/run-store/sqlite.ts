@@ -22,6 +22,7 @@ import {
   type RunRow,
 } from "../sqlite/rows.ts";
 import type { PageQuery } from "../page.ts";
+import { lastMarkSql, laterEndMarkSql, recoveredEndMarkSql } from "../../correlation/index.ts";
 import { groupRows, keyRows, valueRows } from "../batch.ts";
 import { noUsage, toUsage } from "./usage.ts";
 import type { EndedElsewhereFacts, RunStore } from "./types.ts";
@@ -75,11 +76,11 @@ function writeStatements(db: SqliteDatabase) {
     ),
     interruptRun: db.prepare<[string, string, string, string]>(
       `UPDATE runs SET status = 'interrupted', error_code = 'INTERRUPTED', error_message = ?, finished_at = ?,
-         end_mark = max(?, COALESCE((SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = runs.conversation_id AND checkpoint_ns = ''), ''))
+         end_mark = ${recoveredEndMarkSql("sqlite", "?", "runs.conversation_id")}
        WHERE id = ? AND status = 'running'`,
     ),
     completeEndedElsewhere: db.prepare(
-      `UPDATE runs SET last_event_seq = @lastEventSeq, partial_output = COALESCE(partial_output, @partialOutput), end_mark = MAX(COALESCE(end_mark, ''), @endMark),
+      `UPDATE runs SET last_event_seq = @lastEventSeq, partial_output = COALESCE(partial_output, @partialOutput), end_mark = ${laterEndMarkSql("sqlite", "@endMark")},
          input_tokens = CASE WHEN @hasUsage THEN @inputTokens ELSE input_tokens END,
          output_tokens = CASE WHEN @hasUsage THEN @outputTokens ELSE output_tokens END,
          model_calls = CASE WHEN @hasUsage THEN @modelCalls ELSE model_calls END,
@@ -122,11 +123,7 @@ function readStatements(db: SqliteDatabase) {
        WHERE status = 'running' AND (owner_id IS NULL OR owner_id ${IN_IDS} OR owner_id NOT IN (SELECT id FROM run_owners))`,
     ),
     listOwners: db.prepare<[], OwnerRow>(`SELECT id, pid, host, started_at, heartbeat_at FROM run_owners`),
-    lastMark: db.prepare<[string, string], { m: string | null }>(
-      `SELECT max(m) AS m FROM (
-         SELECT max(max(start_mark, COALESCE(end_mark, ''))) AS m FROM runs WHERE conversation_id = ?
-         UNION ALL SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '')`,
-    ),
+    lastMark: db.prepare<{ id: string }, { m: string | null }>(`SELECT ${lastMarkSql("sqlite", "@id")} AS m`),
     conversations: db.prepare<[string], ConversationRow>(`SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id ${IN_IDS}`),
     runs: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id ${IN_IDS}`),
     activeRuns: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id ${IN_IDS} AND status = 'running'`),
@@ -304,7 +301,7 @@ export class SqliteRunStore implements RunStore {
   }
 
   async lastMark(conversationId: string): Promise<string | null> {
-    return this.#r.lastMark.get(conversationId, conversationId)?.m || null;
+    return this.#r.lastMark.get({ id: conversationId })?.m || null;
   }
 
   async getRun(id: string): Promise<RunRecord | null> {
