@@ -14,6 +14,7 @@ import type { McpSupervisor } from "./agent/mcp/index.ts";
 import { RunOwnership } from "./runs/ownership.ts";
 import { RunService } from "./runs/service.ts";
 import { ConversationService } from "./runs/conversations.ts";
+import { announceConversationChange } from "./runs/conversation-notices.ts";
 import { startHttpServer, type HttpServer } from "./server/http.ts";
 import { exportRoute } from "./server/routes/export.ts";
 import { consoleRoute } from "./server/routes/console.ts";
@@ -98,7 +99,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     bus,
     onRecovered: (run) => {
       logger.info("recovered a run its stopped process left running", { runId: run.id });
-      bus.publishConversationChange({ conversationId: run.conversationId, kind: "updated", at: new Date() }).catch(() => {});
+      announceConversationChange(bus, logger, { conversationId: run.conversationId, kind: "updated", at: new Date() });
     },
   });
   await ownership.register();
@@ -131,7 +132,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     maxClockSkewMs: config.maxClockSkewMs,
     logger,
   });
-  const conversations = new ConversationService(store, bus);
+  const conversations = new ConversationService(store, bus, logger);
   const services: Services = { runs, conversations, agent, bus, store, conversationList: storage.conversationList, checkpointReads: storage.checkpointReads };
 
   const reads = { runs: store, conversationList: storage.conversationList, checkpointReads: storage.checkpointReads, states: agent };
