@@ -16,6 +16,7 @@ import { checkClockAgainstDatabase } from "./correlation/index.ts";
 import { threadMessageCounts } from "./runs/message-counts.ts";
 import { RunService } from "./runs/service.ts";
 import { ConversationService } from "./runs/conversations.ts";
+import { announceConversationChange } from "./runs/conversation-notices.ts";
 import { startHttpServer, type HttpServer } from "./server/http.ts";
 import { exportRoute } from "./server/routes/export.ts";
 import { consoleRoute } from "./server/routes/console.ts";
@@ -83,7 +84,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     messageCounts: (conversationIds) => threadMessageCounts(storage.checkpointReads, conversationIds),
     onRecovered: (run) => {
       logger.info("recovered a run its stopped process left running", { runId: run.id });
-      bus.publishConversationChange({ conversationId: run.conversationId, kind: "updated", at: new Date() }).catch(() => {});
+      announceConversationChange(bus, logger, { conversationId: run.conversationId, kind: "updated", at: new Date() });
     },
   });
   await ownership.register();
@@ -121,7 +122,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     maxClockSkewMs: config.maxClockSkewMs,
     logger,
   });
-  const conversations = new ConversationService(store, bus);
+  const conversations = new ConversationService(store, bus, logger);
   const services: Services = { runs, conversations, agent, bus, store, conversationList: storage.conversationList, checkpointReads: storage.checkpointReads };
 
   const reads = { runs: store, conversationList: storage.conversationList, checkpointReads: storage.checkpointReads, states: agent };

@@ -178,6 +178,32 @@ describe("RedisEventBus", () => {
     }
   });
 
+  it("reads events an instance wrote before Dates were listed in the text: their `at` and an interrupt's createdAt as Dates", async () => {
+    const opts = options();
+    const bus = await connectRedisEventBus(url, opts);
+    try {
+      const runId = randomUUID();
+      const conversationId = randomUUID();
+      const key = `${opts.keyPrefix}run:${runId}`;
+      const at = "2026-12-01T10:00:00.123Z";
+      // Plain JSON, as such an instance wrote it: its Dates are strings.
+      const written = [
+        { type: "interrupt", interrupt: { id: "i-1", node: "approve", value: null, runId, conversationId, createdAt: at }, seq: 1, runId, conversationId, at },
+        { type: "status", status: "waiting", errorCode: null, errorMessage: null, seq: 2, runId, conversationId, at },
+      ];
+      for (const event of written) await admin.xadd(key, `0-${event.seq}`, "e", JSON.stringify(event));
+      await admin.pexpire(key, 60_000);
+      const events = [];
+      for await (const event of (await bus.subscribeRun(runId))!) events.push(event);
+      expect(events).toEqual([
+        { ...written[0], interrupt: { ...written[0]!.interrupt, createdAt: new Date(at) }, at: new Date(at) },
+        { ...written[1], at: new Date(at) },
+      ]);
+    } finally {
+      await bus.close();
+    }
+  });
+
   it("flushed() rejects when Redis refused an event: a second instance opening a run that has a log", async () => {
     const shared = options();
     const a = await connectRedisEventBus(url, shared);

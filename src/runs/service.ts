@@ -26,6 +26,7 @@ import type { EventBus, RunPublisher } from "../storage/event-bus/types.ts";
 import type { Logger } from "../logger.ts";
 import { classifyFailure, RunAbortReason, type Classified } from "./classify.ts";
 import { threadMessageCounts } from "./message-counts.ts";
+import { announceConversationChange } from "./conversation-notices.ts";
 
 export interface RunServiceOptions {
   store: RunStore;
@@ -295,9 +296,8 @@ export class RunService {
     return [await mintMarkAfter(floor, this.options.maxClockSkewMs), heads.get(conversationId) ?? null];
   }
 
-  /** Tells conversationsChanged subscribers; a failure to tell them is logged, never a failed request. */
   #announce(change: ConversationChange): void {
-    this.options.bus.publishConversationChange(change).catch((error: unknown) => this.options.logger.warn("conversation change not delivered", { error }));
+    announceConversationChange(this.options.bus, this.options.logger, change);
   }
 
   /** Opens the run's event log, publishes RUNNING and starts the work; resolves once RUNNING can be read from any instance. */

@@ -101,7 +101,7 @@ const EVERY_EVENT = /* GraphQL */ `
       ... on ToolCallEvent { toolCallId name args }
       ... on ToolResultEvent { toolCallId name content isError }
       ... on CustomEvent { name data }
-      ... on InterruptEvent { interrupt { id node value state run { id } } }
+      ... on InterruptEvent { interrupt { id node value state createdAt run { id } } }
     }
   }
 `;
@@ -109,7 +109,7 @@ const WAITING = /* GraphQL */ `
   query Waiting($id: ID!) {
     conversation(id: $id) {
       next resumable messageCount
-      pendingInterrupts { id node value state run { id status } }
+      pendingInterrupts { id node value state createdAt run { id status } }
       usage { inputTokens outputTokens modelCalls modelDurationMs }
       messages { role content toolCalls { id name args } toolCallId }
       runs(first: 20) { edges { node { id kind status startCheckpoint { id } usage { inputTokens outputTokens modelCalls timeToFirstTokenMs modelDurationMs }
@@ -391,7 +391,9 @@ export function describeApiConformance(deployment: Deployment) {
 
         const waiting = await waitingConversation(conversationId);
         expect(waiting).toMatchObject({ next: ["approve"], resumable: false });
-        expect(waiting.pendingInterrupts).toEqual([{ id: asked.id, node: "approve", value: asked.value, state: "PENDING", run: { id: startRun.run.id, status: "WAITING" } }]);
+        // The event says when it was asked as the stored interrupt does, on every deployment (through Redis too).
+        expect(asked.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+        expect(waiting.pendingInterrupts).toEqual([{ id: asked.id, node: "approve", value: asked.value, state: "PENDING", createdAt: asked.createdAt, run: { id: startRun.run.id, status: "WAITING" } }]);
         // Nothing to cancel, no plain resume, no answers to the wrong question or half an answer.
         expect((await gqlOk(app.url, CANCEL_RUN, { runId: startRun.run.id })).cancelRun).toMatchObject({ __typename: "RunNotActiveError" });
         expect((await gqlOk(app.url, ANSWER, { conversationId })).resumeRun).toMatchObject({ __typename: "InterruptMismatchError", code: "INTERRUPT_MISMATCH", pendingInterruptIds: [asked.id] });

@@ -134,6 +134,37 @@ export function describeEventBusConformance(name: string, backend: EventBusBacke
         expect(b.stats().runSubscribers).toBe(0);
       }));
 
+    it("hands over Dates at any depth as Dates, live, on replay and per conversation; strings that look like dates stay strings", () =>
+      withPair({}, async ({ a, b }) => {
+        const { runId, conversationId } = ids();
+        const run = a.openRun(runId, conversationId);
+        run.publish(running);
+        await run.flushed();
+        const live = (await b.subscribeRun(runId))!;
+        const perConversation = await b.subscribeConversation(conversationId);
+        const createdAt = new Date("2026-12-01T10:00:00.123Z");
+        const published = [
+          // As the run service publishes a run that paused on an interrupt.
+          run.publish({ type: "interrupt", interrupt: { id: "i-1", node: "approve", value: { question: "ok?", askedAt: "2026-12-01T09:59:59.000Z" }, runId, conversationId, createdAt } }),
+          run.publish({ type: "custom", name: "dates", data: { when: createdAt, list: [new Date(0), { deeper: [createdAt] }], text: "2026-12-01T10:00:00.123Z" } }),
+          run.publish({ type: "status", status: "waiting", errorCode: null, errorMessage: null }),
+        ];
+        const replayed = (await drain((await b.subscribeRun(runId))!)).slice(1);
+        for (const got of [(await drain(live)).slice(1), await take(perConversation, 3, "the conversation's events"), replayed]) {
+          expect(got).toEqual(published);
+          const [interrupt, custom] = got as [Extract<RunEvent, { type: "interrupt" }>, Extract<RunEvent, { type: "custom" }>];
+          expect(interrupt.interrupt.createdAt).toBeInstanceOf(Date);
+          expect(interrupt.interrupt.createdAt.toISOString()).toBe("2026-12-01T10:00:00.123Z");
+          expect((interrupt.interrupt.value as { askedAt: unknown }).askedAt).toBe("2026-12-01T09:59:59.000Z");
+          const data = custom.data as { when: Date; list: [Date, { deeper: [Date] }]; text: string };
+          expect(data.when).toBeInstanceOf(Date);
+          expect(data.list[0]).toBeInstanceOf(Date);
+          expect(data.list[1].deeper[0]).toBeInstanceOf(Date);
+          expect(data.text).toBe("2026-12-01T10:00:00.123Z");
+        }
+        await perConversation.return!();
+      }));
+
     it("replays the retained events after 0, the middle and the last seq, then continues live", () =>
       withPair({}, async ({ a, b }) => {
         const { runId, conversationId } = ids();

@@ -15,10 +15,16 @@
 // - one per FEEDS_PER_READER runs followed at once, each looping on a blocking
 //   XREAD over all its runs. Subscribers of one run on one instance share a
 //   feed (one cursor, each event parsed once) and each has its own bounded queue.
+//
+// Beside this file: redis-pipeline.ts (the per-tick command batches),
+// redis-streams.ts (the XREAD loop) and codec.ts (events as text).
 import { randomUUID } from "node:crypto";
 import { Redis, type RedisOptions } from "ioredis";
 import type { ConversationChange, RunEvent, RunEventBody } from "../../domain/events.ts";
 import { isTerminalEvent } from "../../domain/events.ts";
+import { decodeChange, decodeEvent, encodeChange, encodeEvent } from "./codec.ts";
+import { CommandPipeline, type Command, type OnReplies, type Reply } from "./redis-pipeline.ts";
+import { decodeEntry, StreamReader, type FollowedStream, type StreamEntry } from "./redis-streams.ts";
 import { createSubscriber, SubscriberOverflowError, type Subscriber } from "./subscriber.ts";
 import { RunLogLostError, type BusStats, type EventBus, type EventBusOptions, type RunPublisher } from "./types.ts";
 
@@ -48,8 +54,6 @@ const FEEDS_PER_READER = 64;
  * so a subscriber that keeps up is not cut off by the batching alone.
  */
 const MAX_READ_COUNT = 1000;
-/** A reader's XREAD returns at least this often even when nothing happens (then it reissues). */
-const BLOCK_MS = 10_000;
 /** An open run's log lives at least this long without being renewed, whatever the grace period. */
 const MIN_OPEN_TTL_MS = 30_000;
 /**
@@ -58,19 +62,6 @@ const MIN_OPEN_TTL_MS = 30_000;
  * still find its last events (the terminal one above all) when they read next.
  */
 const MIN_FINISHED_TTL_MS = 1000;
-
-type Command = [name: string, ...args: (string | number)[]];
-type Reply = [error: Error | null, result: unknown];
-type OnReplies = (replies: Reply[], from: number, count: number) => void;
-
-/** Commands queued for the next pipeline, and who wants their replies. */
-interface Batch {
-  commands: Command[];
-  callbacks: { onReplies: OnReplies; from: number; count: number }[];
-  done: Promise<void>;
-  resolve: () => void;
-}
-type StreamEntry = [id: string, fields: string[]];
 
 /** A follower's position in a run: the seq it expects next. */
 interface Cursor {
@@ -84,14 +75,13 @@ interface Joiner {
 }
 
 /** One run followed by this instance, shared by all its subscribers here. */
-interface Feed {
+interface Feed extends FollowedStream {
   readonly runId: string;
-  readonly key: string;
   /** seq of the last entry read; the next XREAD starts after it. null until a replay read has placed it. */
   cursor: number | null;
   readonly live: Map<Subscriber<RunEvent>, Cursor>;
   readonly joiners: Set<Joiner>;
-  reader: StreamReader | null;
+  reader: StreamReader<Feed> | null;
   /** The terminal event has been read: nothing more will come. */
   ended: boolean;
 }
@@ -121,8 +111,9 @@ export class RedisEventBus implements EventBus {
   readonly #options: Required<Omit<RedisEventBusOptions, "onError">> & Pick<RedisEventBusOptions, "onError">;
   readonly #prefix: string;
   readonly #command: Redis;
+  readonly #pipeline: CommandPipeline;
   readonly #pubsub: Redis;
-  readonly #readers: StreamReader[] = [];
+  readonly #readers: StreamReader<Feed>[] = [];
   readonly #instanceId = randomUUID();
   #readerCount = 0;
 
@@ -133,7 +124,6 @@ export class RedisEventBus implements EventBus {
   readonly #changeSubs = new Set<Subscriber<ConversationChange>>();
   readonly #cancelListeners = new Set<(runId: string) => void>();
 
-  #batch: Batch | null = null;
   readonly #timers: NodeJS.Timeout[] = [];
   /** Where connection errors go: noted while connecting, then handed to onError. */
   #onConnectionError: (error: Error) => void = () => {};
@@ -186,6 +176,7 @@ export class RedisEventBus implements EventBus {
     this.#prefix = this.#options.keyPrefix;
     this.#command = new Redis(url, this.#connectionOptions("command", { lazyConnect: true }));
     this.#pubsub = new Redis(url, this.#connectionOptions("pubsub", { lazyConnect: true }));
+    this.#pipeline = new CommandPipeline(this.#command);
     // Without a listener ioredis prints every connection error to the console.
     for (const connection of [this.#command, this.#pubsub]) connection.on("error", (error: Error) => this.#onConnectionError(error));
   }
@@ -229,50 +220,6 @@ export class RedisEventBus implements EventBus {
 
   // ---- writing ----
 
-  /**
-   * Queues commands on the command connection. Everything queued in one tick
-   * goes out as one pipeline, in call order. `onReplies` gets the batch's
-   * replies and where these commands' replies start. The promise (one per
-   * batch, so a burst of publishes makes no promise each) settles after every
-   * callback of the batch ran; it never rejects.
-   */
-  #write(commands: Command[], onReplies?: OnReplies): Promise<void> {
-    if (!this.#batch) {
-      let resolve!: () => void;
-      const done = new Promise<void>((r) => (resolve = r));
-      this.#batch = { commands: [], callbacks: [], done, resolve };
-      queueMicrotask(() => this.#flushBatch());
-    }
-    const batch = this.#batch;
-    if (onReplies) batch.callbacks.push({ onReplies, from: batch.commands.length, count: commands.length });
-    for (const command of commands) batch.commands.push(command);
-    return batch.done;
-  }
-
-  /** Sends the queued batch now (before a read that must see it). */
-  #flushBatch() {
-    const batch = this.#batch;
-    if (!batch) return;
-    this.#batch = null;
-    const settle = (replies: Reply[]) => {
-      for (const { onReplies, from, count } of batch.callbacks) onReplies(replies, from, count);
-      batch.resolve();
-    };
-    this.#command
-      .pipeline(batch.commands)
-      .exec()
-      .then(
-        (replies) => settle((replies ?? []) as Reply[]),
-        (error: Error) => settle(batch.commands.map(() => [error, null])),
-      );
-  }
-
-  /** Writes and resolves with these commands' replies. */
-  #writeForReplies(commands: Command[]): Promise<Reply[]> {
-    let mine: Reply[] = [];
-    return this.#write(commands, (replies, from, count) => (mine = replies.slice(from, from + count))).then(() => mine);
-  }
-
   openRun(runId: string, conversationId: string): RunPublisher {
     this.#assertOpen();
     if (this.#logs.has(runId)) throw new Error(`run ${runId} already has an event log`);
@@ -290,7 +237,7 @@ export class RedisEventBus implements EventBus {
     // a subscription rather than null, as with the memory bus. MKSTREAM creates
     // an empty stream; the group it needs is dropped at once.
     const group = `open-${this.#instanceId}`;
-    written = this.#write(
+    written = this.#pipeline.write(
       [
         ["xgroup", "CREATE", key, group, "$", "MKSTREAM"],
         ["xgroup", "DESTROY", key, group],
@@ -306,7 +253,7 @@ export class RedisEventBus implements EventBus {
         if (this.#closed) throw new Error(`run ${runId}'s event log is closed`);
         const seq = nextSeq++;
         const event = { ...body, seq, runId, conversationId, at: this.#options.now() } as RunEvent;
-        const json = JSON.stringify(event);
+        const json = encodeEvent(event);
         const commands: Command[] = [
           ["xadd", key, "MAXLEN", this.#options.retention, `0-${seq}`, "e", json],
           ["publish", channel, json],
@@ -320,7 +267,7 @@ export class RedisEventBus implements EventBus {
           log.dropTimer.unref();
         }
         // Batches settle in order: awaiting the latest covers every earlier one.
-        written = this.#write(commands, noteFailure);
+        written = this.#pipeline.write(commands, noteFailure);
         return event;
       },
       flushed: async () => {
@@ -333,7 +280,7 @@ export class RedisEventBus implements EventBus {
   #renewOpenLogs() {
     const commands: Command[] = [];
     for (const [runId, log] of this.#logs) if (!log.finished) commands.push(["pexpire", this.#runKey(runId), this.#openTtlMs]);
-    if (commands.length) void this.#writeForReplies(commands).then((replies) => this.#reportFirst(replies));
+    if (commands.length) void this.#pipeline.writeForReplies(commands).then((replies) => this.#reportFirst(replies));
   }
 
   // ---- run subscriptions ----
@@ -419,7 +366,7 @@ export class RedisEventBus implements EventBus {
 
   async #snapshot(key: string, after: number): Promise<Snapshot> {
     // After this instance's queued publishes, so it reads its own writes.
-    this.#flushBatch();
+    this.#pipeline.flush();
     const replies = await this.#command
       .multi()
       .exists(key)
@@ -446,7 +393,7 @@ export class RedisEventBus implements EventBus {
         new Redis(this.#url, this.#connectionOptions(`reader-${this.#readerCount}`, { maxRetriesPerRequest: null })),
         `${this.#prefix}wake:${this.#instanceId}:${this.#readerCount++}`,
         (f, entries) => this.#onEntries(f, entries),
-        (wakeKey) => this.#writeForReplies([["xadd", wakeKey, "MAXLEN", 1, "*", "w", ""], ["pexpire", wakeKey, 60_000]]),
+        (wakeKey) => this.#pipeline.writeForReplies([["xadd", wakeKey, "MAXLEN", 1, "*", "w", ""], ["pexpire", wakeKey, 60_000]]),
         (error) => this.#options.onError?.(error),
         Math.max(1, Math.min(MAX_READ_COUNT, Math.floor(this.#options.subscriberQueueLimit / 2))),
       );
@@ -498,7 +445,7 @@ export class RedisEventBus implements EventBus {
   #checkFeeds() {
     const feeds = [...this.#feeds.values()].filter((f) => f.reader && !f.ended);
     if (!feeds.length) return;
-    void this.#writeForReplies(feeds.map((f) => ["exists", f.key])).then((replies) => {
+    void this.#pipeline.writeForReplies(feeds.map((f) => ["exists", f.key])).then((replies) => {
       replies.forEach(([error, result], i) => {
         const feed = feeds[i]!;
         if (error) return this.#options.onError?.(error);
@@ -543,7 +490,7 @@ export class RedisEventBus implements EventBus {
 
   async publishConversationChange(change: ConversationChange): Promise<void> {
     this.#assertOpen();
-    await this.#writeOrThrow([["publish", this.#changesChannel, JSON.stringify(change)]]);
+    await this.#pipeline.writeOrThrow([["publish", this.#changesChannel, encodeChange(change)]]);
   }
 
   async subscribeConversationChanges(): Promise<Subscriber<ConversationChange>> {
@@ -560,14 +507,14 @@ export class RedisEventBus implements EventBus {
     const [exists, last] = (await this.#command.multi().exists(key).xrevrange(key, "+", "-", "COUNT", 1).exec())!.map(([error, reply]) => {
       if (error) throw error;
       return reply;
-    }) as [number, [string, string[]][]];
+    }) as [number, StreamEntry[]];
     if (!exists) return null;
     const entry = last[0];
-    if (entry && isTerminalEvent(JSON.parse(entry[1][1]!) as RunEvent)) return null;
+    if (entry && isTerminalEvent(decodeEntry(entry))) return null;
     const seq = entry ? Number(entry[0].split("-")[1]) + 1 : 1;
     const event = { ...body, seq, runId, conversationId, at: this.#options.now() } as RunEvent;
-    const json = JSON.stringify(event);
-    await this.#writeOrThrow([
+    const json = encodeEvent(event);
+    await this.#pipeline.writeOrThrow([
       ["xadd", key, "MAXLEN", this.#options.retention, `0-${seq}`, "e", json],
       ["publish", this.#conversationChannel(conversationId), json],
       ["pexpire", key, Math.max(this.#options.graceMs, MIN_FINISHED_TTL_MS)],
@@ -577,7 +524,7 @@ export class RedisEventBus implements EventBus {
 
   async requestCancel(runId: string): Promise<void> {
     this.#assertOpen();
-    await this.#writeOrThrow([["publish", this.#cancelChannel, runId]]);
+    await this.#pipeline.writeOrThrow([["publish", this.#cancelChannel, runId]]);
   }
 
   onCancelRequest(listener: (runId: string) => void): () => void {
@@ -621,13 +568,13 @@ export class RedisEventBus implements EventBus {
     this.#logs.clear();
     const readers = this.#readers.splice(0);
     for (const reader of readers) reader.close();
-    if (readers.length) void this.#write([["del", ...readers.map((r) => r.wakeKey)]]);
+    if (readers.length) void this.#pipeline.write([["del", ...readers.map((r) => r.wakeKey)]]);
     for (const feed of this.#feeds.values()) feed.ended = true;
     for (const sub of this.#runSubs) sub.end();
     for (const channel of this.#conversations.values()) for (const sub of channel.subs) sub.end();
     for (const sub of this.#changeSubs) sub.end();
     this.#cancelListeners.clear();
-    this.#flushBatch();
+    this.#pipeline.flush();
     // QUIT goes after the queued commands, so publishes made before close()
     // still land; a connection that cannot say goodbye in time is cut.
     const quit = Promise.allSettled([this.#command.quit(), this.#pubsub.quit()]);
@@ -649,10 +596,6 @@ export class RedisEventBus implements EventBus {
     };
   }
 
-  async #writeOrThrow(commands: Command[]) {
-    for (const [error] of await this.#writeForReplies(commands)) if (error) throw error;
-  }
-
   #reportFirst(replies: Reply[]) {
     const failed = replies.find(([error]) => error);
     if (failed) this.#options.onError?.(failed[0]!);
@@ -671,117 +614,6 @@ interface Snapshot {
   finished: boolean;
   /** Entries after the requested seq, oldest first. */
   entries: RunEvent[];
-}
-
-/**
- * One connection looping on XREAD BLOCK over the runs it follows. A run added
- * while it blocks must join the next XREAD at once: the reader also reads a wake
- * stream of its own, from the last id it saw, so an XADD there ends the block
- * even when it reaches Redis before the XREAD does.
- */
-class StreamReader {
-  readonly feeds = new Set<Feed>();
-  #wakeId = "0-0";
-  #blocking = false;
-  #idle: (() => void) | null = null;
-  #closed = false;
-
-  constructor(
-    readonly connection: Redis,
-    readonly wakeKey: string,
-    readonly onEntries: (feed: Feed, entries: StreamEntry[]) => void,
-    readonly wake: (wakeKey: string) => Promise<Reply[]>,
-    readonly onError: (error: Error) => void,
-    readonly readCount: number,
-  ) {
-    connection.on("error", onError);
-    void this.#loop();
-  }
-
-  add(feed: Feed) {
-    this.feeds.add(feed);
-    if (this.#idle) {
-      this.#idle();
-      this.#idle = null;
-    } else if (this.#blocking) {
-      void this.wake(this.wakeKey).then(([[error] = [null]]) => error && this.onError(error));
-    }
-  }
-
-  remove(feed: Feed) {
-    // A pending XREAD may still name it; its entries are then ignored.
-    this.feeds.delete(feed);
-  }
-
-  close() {
-    this.#closed = true;
-    this.#idle?.();
-    this.connection.disconnect();
-  }
-
-  async #loop() {
-    let failures = 0;
-    while (!this.#closed) {
-      if (this.feeds.size === 0) {
-        await new Promise<void>((resolve) => (this.#idle = resolve));
-        continue;
-      }
-      const feeds = [...this.feeds];
-      const byKey = new Map(feeds.map((f) => [f.key, f]));
-      const keys = [this.wakeKey, ...feeds.map((f) => f.key)];
-      const ids = [this.#wakeId, ...feeds.map((f) => `0-${f.cursor}`)];
-      let reply: [key: string, entries: StreamEntry[]][] | null;
-      this.#blocking = true;
-      try {
-        reply = (await this.connection.xread("COUNT", this.readCount, "BLOCK", BLOCK_MS, "STREAMS", ...keys, ...ids)) as typeof reply;
-        failures = 0;
-      } catch (error) {
-        if (this.#closed) return;
-        this.onError(error as Error);
-        failures += 1;
-        await new Promise((r) => setTimeout(r, Math.min(1000, 50 * 2 ** failures)));
-        continue;
-      } finally {
-        this.#blocking = false;
-      }
-      if (this.#closed) return;
-      for (const [key, entries] of reply ?? []) {
-        if (key === this.wakeKey) {
-          this.#wakeId = entries[entries.length - 1]![0];
-          continue;
-        }
-        const feed = byKey.get(key);
-        if (feed && this.feeds.has(feed)) this.onEntries(feed, entries);
-      }
-      // Subscribers waiting for an event were resumed by the push, as
-      // microtasks queued before this one: they take it before the next XREAD
-      // is built and written, whose cost would otherwise come first and add to
-      // every event's latency. (Still in this tick, so the next read's round
-      // trip overlaps whatever the subscribers do after that.)
-      if (reply) await Promise.resolve();
-    }
-  }
-}
-
-function decodeEntry([, fields]: StreamEntry): RunEvent {
-  // Entries have one field, "e": the event as JSON.
-  return decodeEvent(fields[1]!);
-}
-
-function decodeEvent(json: string): RunEvent {
-  const event = JSON.parse(json) as RunEvent;
-  event.at = new Date(event.at);
-  return event;
-}
-
-function decodeChange(json: string): ConversationChange {
-  const change = JSON.parse(json) as ConversationChange;
-  change.at = new Date(change.at);
-  if (change.kind === "deleted") {
-    change.snapshot.createdAt = new Date(change.snapshot.createdAt);
-    change.snapshot.updatedAt = new Date(change.snapshot.updatedAt);
-  }
-  return change;
 }
 
 /** The URL without its password, for messages; throws when it is not a Redis URL. */
