@@ -14,6 +14,10 @@ import { ConfigError } from "../src/config.ts";
 import { loadAgentDefinitions } from "../src/agent/definitions.ts";
 import { loadGraphAgents, loadGraphModule, type AnyStateGraph } from "../src/agent/graph-module.ts";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
+import { graphModuleLayout } from "./support/graph-layout.ts";
+import { PROCESS_TEST_TIMEOUT_MS, tempDatabaseUrl, trackedServerProcesses, waitForRun } from "./support/app.ts";
+import { gqlOk } from "./support/graphql.ts";
+import { CONVERSATION, START_AGENT_RUN } from "./support/documents.ts";
 
 const TWO_NODE = fileURLToPath(new URL("./fixtures/graphs/two-node.ts", import.meta.url));
 const ECHO = fileURLToPath(new URL("./fixtures/graphs/echo.mjs", import.meta.url));
@@ -149,4 +153,38 @@ describe("graph agents from a config file", () => {
       new ConfigError(`RUNLEDGER_CONFIG ./agents.json: agents.research: graph module ${relative} export "makeGraf": not exported (the module exports: default, graph, makeGraph, makeGraphLater)`),
     );
   });
+});
+
+describe("graph modules beside the config file, in folders that are no ES module package (npm start)", () => {
+  const startServer = trackedServerProcesses();
+
+  it(
+    "loads them as ES modules, with the LangGraph runledger uses, and runs them",
+    async () => {
+      const layout = graphModuleLayout();
+      const db = tempDatabaseUrl();
+      try {
+        const config = layout.config({
+          research: { type: "graph", module: "graphs/research.ts", export: "graph" },
+          echo: { type: "graph", module: "legacy/graphs/echo.js" },
+        });
+        const server = await startServer({ RUNLEDGER_CONFIG: config, DATABASE_URL: db.url, OLLAMA_HOST: ollama.url, OLLAMA_MODEL: "tiny" });
+        for (const [agent, message, reply] of [
+          ["research", "Capital of France?", "Paris is the capital."],
+          ["echo", "hello", "echo: hello"],
+        ] as const) {
+          const { startRun } = await gqlOk(server.url, START_AGENT_RUN, { message, agent });
+          expect(startRun.__typename).toBe("StartRunSuccess");
+          expect((await waitForRun(server.url, startRun.run.id)).status).toBe("COMPLETED");
+          const { conversation } = await gqlOk(server.url, CONVERSATION, { id: startRun.conversation.id });
+          expect(conversation.messages.at(-1).content).toBe(reply);
+        }
+        expect(await server.stop()).toBe(0);
+      } finally {
+        db.remove();
+        layout.remove();
+      }
+    },
+    PROCESS_TEST_TIMEOUT_MS,
+  );
 });

@@ -19,12 +19,13 @@
 // - `config.signal` is the run's AbortSignal; pass `config` on to anything that
 //   should stop when the run is cancelled.
 // - The agent's `recursionLimit` applies to the graph's super-steps.
-// The module runs in runledger's process (under tsx, so TypeScript works as is).
+// The module runs in runledger's process (under tsx, so TypeScript works as is),
+// as an ES module whatever its folder's package.json says (graph-module-import.ts).
 // test/fixtures/graphs/two-node.ts is a small example.
-import { pathToFileURL } from "node:url";
 import { CompiledStateGraph, StateGraph } from "@langchain/langgraph";
 import { ConfigError } from "../config.ts";
 import type { AgentDefinition } from "./definitions.ts";
+import { importGraphModule } from "./graph-module-import.ts";
 
 /** Any uncompiled StateGraph, whatever its state. */
 export type AnyStateGraph = StateGraph<any, any, any, any, any, any, any, any, any, any>;
@@ -51,7 +52,7 @@ export async function loadGraphModule(file: string, exportName = "default", opti
 
   let namespace: Record<string, unknown>;
   try {
-    namespace = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+    namespace = await importGraphModule(file);
   } catch (error) {
     return fail(`the module cannot be imported: ${oneLine(error)}`);
   }
