@@ -24,7 +24,6 @@
 // test/fixtures/graphs/two-node.ts is a small example.
 import { CompiledStateGraph, StateGraph } from "@langchain/langgraph";
 import { ConfigError } from "../config.ts";
-import type { AgentDefinition } from "./definitions.ts";
 import { importGraphModule } from "./graph-module-import.ts";
 
 /** Any uncompiled StateGraph, whatever its state. */
@@ -75,19 +74,6 @@ export async function loadGraphModule(file: string, exportName = "default", opti
     return checkGraph(value, `${name} returned`, fail);
   }
   return checkGraph(value, "it is", fail);
-}
-
-/**
- * Loads every graph agent's module, for start-up (before serving, so a broken
- * module stops it like any other config error). Returns agent name → graph.
- */
-export async function loadGraphAgents(agents: readonly AgentDefinition[], options: Pick<LoadGraphModuleOptions, "factoryTimeoutMs"> = {}): Promise<Map<string, AnyStateGraph>> {
-  const graphs = new Map<string, AnyStateGraph>();
-  for (const agent of agents) {
-    if (agent.type !== "graph") continue;
-    graphs.set(agent.name, await loadGraphModule(agent.module, agent.export, { ...options, prefix: agent.origin, label: agent.moduleLabel }));
-  }
-  return graphs;
 }
 
 function checkGraph(value: unknown, what: string, fail: (problem: string) => never): AnyStateGraph {

@@ -10,7 +10,7 @@ import { ErrorCode, McpError, type CallToolRequest, type ListToolsRequest, type 
 import { loadMcpTools } from "@langchain/mcp-adapters";
 import type { DynamicStructuredTool } from "@langchain/core/tools";
 import packageJson from "../../../package.json" with { type: "json" };
-import type { McpServerDefinition } from "../definitions.ts";
+import type { McpServerDefinition } from "../kinds/mcp-servers.ts";
 import { ProcessGroupStdioTransport } from "./stdio-transport.ts";
 
 /** The log calls the MCP layer makes; the app's logger fits. */
