@@ -1,6 +1,7 @@
 // The words of the config file's problems: paths as `agents.support.tools[1]`,
 // zod's issues said the way a person editing the file reads them, and the key a
 // misspelt one was probably meant to be.
+import { distance } from "fastest-levenshtein";
 import { z } from "zod";
 import type { JsonPath } from "./json-locations.ts";
 
@@ -15,7 +16,11 @@ export function formatPath(at: JsonPath): string {
   return out;
 }
 
-/** A zod issue (other than an unknown key) as one phrase; `kinds` are the values "type" takes. */
+/**
+ * A zod issue (other than an unknown key) as one phrase; `kinds` are the values "type" takes.
+ * Not z.prettifyError: it writes zod's own words on lines of their own ("Invalid input: expected
+ * boolean, received string"), and the specs hold these to one line naming the value found.
+ */
 export function zodProblem(issue: z.core.$ZodIssue, raw: unknown, kinds: readonly string[]): string {
   const value = valueAt(raw, issue.path);
   switch (issue.code) {
@@ -100,23 +105,11 @@ function closest(key: string, known: readonly string[]): string | undefined {
   let best: string | undefined;
   let bestDistance = Infinity;
   for (const candidate of known) {
-    const d = editDistance(key.toLowerCase(), candidate.toLowerCase());
+    const d = distance(key.toLowerCase(), candidate.toLowerCase());
     if (d < bestDistance) {
       best = candidate;
       bestDistance = d;
     }
   }
   return best !== undefined && bestDistance <= Math.max(1, Math.floor(best.length / 3)) ? best : undefined;
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    previous = current;
-  }
-  return previous[b.length]!;
 }
