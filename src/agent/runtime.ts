@@ -14,7 +14,7 @@ import { mintCheckpointId } from "../correlation/marks.ts";
 import { kindOf, type AgentDefinition } from "./kinds/index.ts";
 import type { AgentGraph, CompiledAgentGraph } from "./kinds/kind.ts";
 import { toolInfo, type McpToolSource, type ToolInfo } from "./tool-info.ts";
-import type { McpServerStatus } from "./mcp/connection.ts";
+import type { McpServerStatus } from "./mcp/types.ts";
 import { createRunModel } from "./model.ts";
 import { CheckpointObserver } from "./checkpoint-observer.ts";
 import type { ModelTransportReport } from "./model-fetch.ts";

@@ -2,7 +2,7 @@
 import type { ToolInfo } from "../agent/tool-info.ts";
 import { builder } from "./builder.ts";
 import { AgentKind, McpServerState } from "./enums.ts";
-import type { McpServerStatus } from "../agent/mcp/connection.ts";
+import type { McpServerStatus } from "../agent/mcp/types.ts";
 import { kindOf } from "../agent/kinds/index.ts";
 import { Agent } from "./refs.ts";
 

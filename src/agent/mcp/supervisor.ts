@@ -31,7 +31,8 @@
 import type { DynamicStructuredTool } from "@langchain/core/tools";
 import { kindOf, type AgentDefinition } from "../kinds/index.ts";
 import type { McpToolSource, SourcedTool } from "../tool-info.ts";
-import { DEFAULT_MCP_TIMINGS, McpServerConnection, silentLogger, type McpLogger, type McpServerStatus, type McpTimings } from "./connection.ts";
+import { McpServerConnection } from "./connection.ts";
+import { DEFAULT_MCP_TIMINGS, silentLogger, type McpLogger, type McpServerStatus, type McpTimings } from "./types.ts";
 
 export interface McpSupervisorOptions extends Partial<McpTimings> {
   /** Where server starts, failures, restarts and stderr (debug) are logged; default nowhere. */
