@@ -168,11 +168,13 @@ describe("graph modules beside the config file, in folders that are no ES module
       try {
         const config = layout.config({
           research: { type: "graph", module: "graphs/research.ts", export: "graph" },
+          split: { type: "graph", module: "graphs/split.ts" },
           echo: { type: "graph", module: "legacy/graphs/echo.js" },
         });
         const server = await startServer({ RUNLEDGER_CONFIG: config, DATABASE_URL: db.url, OLLAMA_HOST: ollama.url, OLLAMA_MODEL: "tiny" });
         for (const [agent, message, reply] of [
           ["research", "Capital of France?", "Paris is the capital."],
+          ["split", "Capital of France?", "Paris is the capital."],
           ["echo", "hello", "echo: hello"],
         ] as const) {
           const { startRun } = await gqlOk(server.url, START_AGENT_RUN, { message, agent });

@@ -13,6 +13,8 @@
 // becomes "module" (tsx then compiles TypeScript as ESM), "commonjs-typescript"
 // "module-typescript" (Node's own type stripping). A file with no format resolved
 // (TypeScript on a Node without TypeScript support) is left to fail as it would.
+// The helpers are resolved as entry points are (their absolute URL, no importer),
+// so tsx does not prepare them as CommonJS imported from ESM.
 import { register } from "node:module";
 import { pathToFileURL } from "node:url";
 
@@ -26,12 +28,17 @@ const MARK = ${JSON.stringify(MARK)};
 const esm = new Set();
 const CJS_EXTENSION = /\\.c[jt]s$/;
 const TO_ESM = { commonjs: "module", "commonjs-typescript": "module-typescript" };
+const RELATIVE = ["./", "../", "/", "file:"];
 export async function resolve(specifier, context, nextResolve) {
-  const resolved = await nextResolve(specifier, context);
+  const fromEsm = context.parentURL !== undefined && esm.has(context.parentURL);
+  // A file of its own is resolved as an entry point is, without its importer: tsx would
+  // otherwise give a TypeScript file an ES module imports a URL of its own for CommonJS.
+  const resolved = fromEsm && RELATIVE.some((start) => specifier.startsWith(start))
+    ? await nextResolve(new URL(specifier, context.parentURL).href, { ...context, parentURL: undefined })
+    : await nextResolve(specifier, context);
   if (!resolved.url.startsWith("file:")) return resolved;
   const url = new URL(resolved.url);
-  const marked = url.searchParams.has(MARK) || (context.parentURL !== undefined && esm.has(context.parentURL));
-  if (!marked || url.pathname.includes("/node_modules/") || CJS_EXTENSION.test(url.pathname)) return resolved;
+  if (!(fromEsm || url.searchParams.has(MARK)) || url.pathname.includes("/node_modules/") || CJS_EXTENSION.test(url.pathname)) return resolved;
   esm.add(resolved.url);
   const format = TO_ESM[resolved.format];
   return format ? { ...resolved, format } : resolved;
