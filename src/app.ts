@@ -8,8 +8,10 @@ import { MemoryEventBus } from "./storage/event-bus/memory.ts";
 import type { EventBus } from "./storage/event-bus/types.ts";
 import { AgentRuntime } from "./agent/runtime.ts";
 import { builtinTools } from "./agent/tools.ts";
-import { agentDefaultsFrom, loadAgentDefinitions } from "./agent/definitions.ts";
-import { loadGraphAgents } from "./agent/graph-module.ts";
+import { agentDefaultsFrom } from "./agent/definitions.ts";
+import { loadAgentDefinitions } from "./agent/agent-file.ts";
+import { builtinDefaultAgent } from "./agent/kinds/chat.ts";
+import { kindOf, loadAgentGraphs } from "./agent/kinds/index.ts";
 import type { McpSupervisor } from "./agent/mcp/index.ts";
 import { RunOwnership } from "./runs/ownership.ts";
 import { checkClockAgainstDatabase } from "./correlation/index.ts";
@@ -55,13 +57,13 @@ async function openEventBus(config: Config, logger: Logger): Promise<EventBus> {
 
 export async function startApp(config: Config, logger: Logger, overrides: AppOverrides = {}): Promise<App> {
   // The agents first: a bad configuration file stops start-up before anything is opened.
-  const definitions = loadAgentDefinitions(config.agentsFile, agentDefaultsFrom(config));
   const builtins = overrides.tools ?? builtinTools();
-  if (overrides.tools && !config.agentsFile) {
-    const only = definitions[0]!;
-    if (only.type === "chat") only.tools = builtins.map((t) => t.name);
-  }
-  const graphs = await loadGraphAgents(definitions);
+  // Tools put in place of the built-in ones are the built-in default agent's, when no file declares agents.
+  const definitions =
+    overrides.tools && !config.agentsFile
+      ? [builtinDefaultAgent(agentDefaultsFrom(config), builtins.map((t) => t.name))]
+      : loadAgentDefinitions(config.agentsFile, agentDefaultsFrom(config));
+  const graphs = await loadAgentGraphs(definitions);
   // Redis before the database: an unreachable one stops start-up before anything is migrated.
   const bus = await openEventBus(config, logger);
   const storage = await openStorage(config).catch(async (error: unknown) => {
@@ -99,7 +101,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
   // MCP servers start with the server; one that does not come up costs its agents those tools, not the start.
   // The MCP client loads only when an agent has servers.
   let mcp: McpSupervisor | undefined;
-  if (definitions.some((d) => d.type === "chat" && d.mcpServers.length > 0)) {
+  if (definitions.some((d) => kindOf(d).mcpServers(d).length > 0)) {
     const { McpSupervisor } = await import("./agent/mcp/index.ts");
     mcp = new McpSupervisor(definitions, { logger });
     await mcp.start();

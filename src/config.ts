@@ -18,7 +18,7 @@ export interface Config {
   databaseKind: "sqlite" | "postgres";
   /** Absolute path of the SQLite file derived from `databaseUrl`; empty for PostgreSQL. */
   databasePath: string;
-  /** `RUNLEDGER_CONFIG`: the JSON file declaring the agents (src/agent/definitions.ts); unset: the one built-in agent, `default`. */
+  /** `RUNLEDGER_CONFIG`: the JSON file declaring the agents (src/agent/agent-file.ts); unset: the one built-in agent, `default`. */
   agentsFile: string | undefined;
   /** `REDIS_URL` (`redis://host:port`): carries live events between instances. Unset: events stay in this process. */
   redisUrl: string | undefined;

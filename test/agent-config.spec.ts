@@ -5,7 +5,10 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../src/config.ts";
-import { agentDefaultsFrom, BUILTIN_TOOL_NAMES, DEFAULT_AGENT, DEFAULT_MCP_TIMEOUT_MS, loadAgentDefinitions, type AgentDefaults } from "../src/agent/definitions.ts";
+import { agentDefaultsFrom, DEFAULT_AGENT, type AgentDefaults } from "../src/agent/definitions.ts";
+import { loadAgentDefinitions } from "../src/agent/agent-file.ts";
+import { BUILTIN_TOOL_NAMES } from "../src/agent/kinds/chat.ts";
+import { DEFAULT_MCP_TIMEOUT_MS } from "../src/agent/kinds/mcp-servers.ts";
 
 const defaults: AgentDefaults = { model: "qwen3", think: undefined, systemPrompt: "env prompt", recursionLimit: 25 };
 const dir = mkdtempSync(path.join(os.tmpdir(), "runledger-agents-"));

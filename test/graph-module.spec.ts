@@ -11,9 +11,15 @@ import { MemorySaver, StateGraph } from "@langchain/langgraph";
 import { ChatOllama } from "@langchain/ollama";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError } from "../src/config.ts";
-import { loadAgentDefinitions } from "../src/agent/definitions.ts";
-import { loadGraphAgents, loadGraphModule, type AnyStateGraph } from "../src/agent/graph-module.ts";
+import { loadAgentDefinitions } from "../src/agent/agent-file.ts";
+import { loadGraphModule, type AnyStateGraph } from "../src/agent/graph-module.ts";
+import { loadAgentGraphs } from "../src/agent/kinds/index.ts";
+import type { AgentGraph } from "../src/agent/kinds/kind.ts";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
+import { graphModuleLayout } from "./support/graph-layout.ts";
+import { PROCESS_TEST_TIMEOUT_MS, tempDatabaseUrl, trackedServerProcesses, waitForRun } from "./support/app.ts";
+import { gqlOk } from "./support/graphql.ts";
+import { CONVERSATION, START_AGENT_RUN } from "./support/documents.ts";
 
 const TWO_NODE = fileURLToPath(new URL("./fixtures/graphs/two-node.ts", import.meta.url));
 const ECHO = fileURLToPath(new URL("./fixtures/graphs/echo.mjs", import.meta.url));
@@ -26,9 +32,9 @@ beforeAll(async () => {
 });
 afterAll(() => ollama.close());
 
-/** Runs a loaded graph the way runledger will: compiled with a checkpointer, the run's model in configurable. */
-async function runGraph(graph: AnyStateGraph, threadId: string, text: string) {
-  const compiled = graph.compile({ checkpointer: new MemorySaver() });
+/** Runs a loaded graph (a module's, or an agent's as start-up made it) the way runledger will: compiled with a checkpointer, the run's model in configurable. */
+async function runGraph(graph: AnyStateGraph | AgentGraph, threadId: string, text: string) {
+  const compiled = graph instanceof StateGraph ? graph.compile({ checkpointer: new MemorySaver() }) : graph.compile(new MemorySaver());
   const model = new ChatOllama({ baseUrl: ollama.url, model: "tiny" });
   const custom: unknown[] = [];
   const tokens: { text: string; node: unknown }[] = [];
@@ -131,13 +137,13 @@ describe("graph agents from a config file", () => {
     return loadAgentDefinitions("./agents.json", defaults, { cwd: dir });
   }
 
-  it("loads every graph agent's module, by path relative to the file", async () => {
+  it("loads every graph agent's module, by path relative to the file, with every agent's graph", async () => {
     const definitions = agentsFrom({
       research: { type: "graph", module: path.relative(dir, TWO_NODE), export: "makeGraph" },
       echo: { type: "graph", module: path.relative(dir, ECHO) },
     });
-    const graphs = await loadGraphAgents(definitions);
-    expect([...graphs.keys()]).toEqual(["research", "echo"]);
+    const graphs = await loadAgentGraphs(definitions);
+    expect([...graphs.keys()]).toEqual(["default", "research", "echo"]);
     const { tokens } = await runGraph(graphs.get("research")!, "from-config", "Capital?");
     expect(tokens.map((t) => t.text).join("")).toBe("Paris is the capital.");
   });
@@ -145,8 +151,44 @@ describe("graph agents from a config file", () => {
   it("a wrong export stops start-up with the agent's place in the file", async () => {
     const relative = path.relative(dir, TWO_NODE);
     const definitions = agentsFrom({ research: { type: "graph", module: relative, export: "makeGraf" } });
-    await expect(loadGraphAgents(definitions)).rejects.toThrow(
+    await expect(loadAgentGraphs(definitions)).rejects.toThrow(
       new ConfigError(`RUNLEDGER_CONFIG ./agents.json: agents.research: graph module ${relative} export "makeGraf": not exported (the module exports: default, graph, makeGraph, makeGraphLater)`),
     );
   });
+});
+
+describe("graph modules beside the config file, in folders that are no ES module package (npm start)", () => {
+  const startServer = trackedServerProcesses();
+
+  it(
+    "loads them as ES modules, with the LangGraph runledger uses, and runs them",
+    async () => {
+      const layout = graphModuleLayout();
+      const db = tempDatabaseUrl();
+      try {
+        const config = layout.config({
+          research: { type: "graph", module: "graphs/research.ts", export: "graph" },
+          split: { type: "graph", module: "graphs/split.ts" },
+          echo: { type: "graph", module: "legacy/graphs/echo.js" },
+        });
+        const server = await startServer({ RUNLEDGER_CONFIG: config, DATABASE_URL: db.url, OLLAMA_HOST: ollama.url, OLLAMA_MODEL: "tiny" });
+        for (const [agent, message, reply] of [
+          ["research", "Capital of France?", "Paris is the capital."],
+          ["split", "Capital of France?", "Paris is the capital."],
+          ["echo", "hello", "echo: hello"],
+        ] as const) {
+          const { startRun } = await gqlOk(server.url, START_AGENT_RUN, { message, agent });
+          expect(startRun.__typename).toBe("StartRunSuccess");
+          expect((await waitForRun(server.url, startRun.run.id)).status).toBe("COMPLETED");
+          const { conversation } = await gqlOk(server.url, CONVERSATION, { id: startRun.conversation.id });
+          expect(conversation.messages.at(-1).content).toBe(reply);
+        }
+        expect(await server.stop()).toBe(0);
+      } finally {
+        db.remove();
+        layout.remove();
+      }
+    },
+    PROCESS_TEST_TIMEOUT_MS,
+  );
 });

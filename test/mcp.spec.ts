@@ -13,7 +13,8 @@ import type { StructuredToolInterface } from "@langchain/core/tools";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { McpSupervisor, type McpSupervisorOptions } from "../src/agent/mcp/index.ts";
 import { agentTools, agentToolInfo } from "../src/agent/tool-info.ts";
-import { loadAgentDefinitions, type AgentDefinition } from "../src/agent/definitions.ts";
+import { loadAgentDefinitions } from "../src/agent/agent-file.ts";
+import type { AgentDefinition } from "../src/agent/kinds/index.ts";
 import {
   chatAgent,
   eventually,

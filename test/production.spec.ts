@@ -10,7 +10,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { defaultResponder, startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { tempDatabaseUrl, waitForRun } from "./support/app.ts";
 import { gqlOk } from "./support/graphql.ts";
-import { RUN, START_RUN } from "./support/documents.ts";
+import { CONVERSATION, RUN, START_AGENT_RUN, START_RUN } from "./support/documents.ts";
+import { graphModuleLayout } from "./support/graph-layout.ts";
 import { buildServer, DIST_MAIN, isAlive, node22, NODE22_VERSION, startListening, type ProcessServer } from "./support/built.ts";
 
 let fake: FakeOllama;
@@ -103,6 +104,25 @@ describe("node dist/main.js (npm run build)", () => {
     const { code, runs, active } = await runThenSignal(server, db.file, "SIGINT", "sigint");
     expect(code).toBe(0);
     expect(runs[active]).toEqual({ status: "interrupted", error_code: "INTERRUPTED" });
+  });
+
+  it("loads a JavaScript graph module from a folder whose package.json says commonjs as an ES module, and runs it", async () => {
+    const layout = graphModuleLayout();
+    const db = tempDatabaseUrl("runledger-built-");
+    try {
+      const config = layout.config({ echo: { type: "graph", module: "legacy/graphs/echo.js" } });
+      const server = await startListening(process.execPath, [DIST_MAIN], { ...env(db.url), RUNLEDGER_CONFIG: config });
+      started.push(server);
+      const { startRun } = await gqlOk(server.url, START_AGENT_RUN, { message: "hello", agent: "echo" });
+      expect((await waitForRun(server.url, startRun.run.id)).status).toBe("COMPLETED");
+      const { conversation } = await gqlOk(server.url, CONVERSATION, { id: startRun.conversation.id });
+      expect(conversation.messages.at(-1).content).toBe("echo: hello");
+      process.kill(server.pid, "SIGTERM");
+      expect(await server.exited).toBe(0);
+    } finally {
+      db.remove();
+      layout.remove();
+    }
   });
 });
 

@@ -19,12 +19,12 @@
 // - `config.signal` is the run's AbortSignal; pass `config` on to anything that
 //   should stop when the run is cancelled.
 // - The agent's `recursionLimit` applies to the graph's super-steps.
-// The module runs in runledger's process (under tsx, so TypeScript works as is).
+// The module runs in runledger's process (under tsx, so TypeScript works as is),
+// as an ES module whatever its folder's package.json says (graph-module-import.ts).
 // test/fixtures/graphs/two-node.ts is a small example.
-import { pathToFileURL } from "node:url";
 import { CompiledStateGraph, StateGraph } from "@langchain/langgraph";
 import { ConfigError } from "../config.ts";
-import type { AgentDefinition } from "./definitions.ts";
+import { importGraphModule } from "./graph-module-import.ts";
 
 /** Any uncompiled StateGraph, whatever its state. */
 export type AnyStateGraph = StateGraph<any, any, any, any, any, any, any, any, any, any>;
@@ -51,7 +51,7 @@ export async function loadGraphModule(file: string, exportName = "default", opti
 
   let namespace: Record<string, unknown>;
   try {
-    namespace = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+    namespace = await importGraphModule(file);
   } catch (error) {
     return fail(`the module cannot be imported: ${oneLine(error)}`);
   }
@@ -74,19 +74,6 @@ export async function loadGraphModule(file: string, exportName = "default", opti
     return checkGraph(value, `${name} returned`, fail);
   }
   return checkGraph(value, "it is", fail);
-}
-
-/**
- * Loads every graph agent's module, for start-up (before serving, so a broken
- * module stops it like any other config error). Returns agent name → graph.
- */
-export async function loadGraphAgents(agents: readonly AgentDefinition[], options: Pick<LoadGraphModuleOptions, "factoryTimeoutMs"> = {}): Promise<Map<string, AnyStateGraph>> {
-  const graphs = new Map<string, AnyStateGraph>();
-  for (const agent of agents) {
-    if (agent.type !== "graph") continue;
-    graphs.set(agent.name, await loadGraphModule(agent.module, agent.export, { ...options, prefix: agent.origin, label: agent.moduleLabel }));
-  }
-  return graphs;
 }
 
 function checkGraph(value: unknown, what: string, fail: (problem: string) => never): AnyStateGraph {

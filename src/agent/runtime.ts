@@ -11,11 +11,10 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import { Command, Overwrite, type BaseCheckpointSaver, type StateSnapshot } from "@langchain/langgraph";
 import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import { mintCheckpointId } from "../correlation/index.ts";
-import type { AgentDefinition } from "./definitions.ts";
-import { agentTools, toolInfo, type McpToolSource, type ToolInfo } from "./tool-info.ts";
-import type { McpServerStatus } from "./mcp/connection.ts";
-import type { AnyStateGraph } from "./graph-module.ts";
-import { buildChatGraph } from "./chat-graph.ts";
+import { kindOf, type AgentDefinition } from "./kinds/index.ts";
+import type { AgentGraph, CompiledAgentGraph } from "./kinds/kind.ts";
+import { toolInfo, type McpToolSource, type ToolInfo } from "./tool-info.ts";
+import type { McpServerStatus } from "./mcp/types.ts";
 import { createRunModel } from "./model.ts";
 import { CheckpointObserver } from "./checkpoint-observer.ts";
 import type { ModelTransportReport } from "./model-fetch.ts";
@@ -85,7 +84,7 @@ export interface CheckpointState {
 /** An agent as runledger serves it. */
 export interface Agent {
   definition: AgentDefinition;
-  /** Its tools as the API shows them (chat agents; a graph's tools are its own). */
+  /** Its tools as the API shows them (as its kind says: a graph's tools are its own). */
   tools(): ToolInfo[];
   /** Its MCP servers as they are now. */
   mcpServers(): McpServerStatus[];
@@ -98,15 +97,15 @@ export interface McpTools extends McpToolSource {
 
 interface CompiledAgent {
   definition: AgentDefinition;
-  graph: ReturnType<typeof buildChatGraph>;
+  graph: CompiledAgentGraph;
 }
 
 export interface AgentRuntimeOptions {
   /** The storage backend's saver; every graph is compiled with it (observed). */
   checkpointer: BaseCheckpointSaver;
   agents: AgentDefinition[];
-  /** The uncompiled graphs of the graph agents, by agent name. */
-  graphs: Map<string, AnyStateGraph>;
+  /** Every agent's graph as start-up made it (loadAgentGraphs), by agent name. */
+  graphs: Map<string, AgentGraph>;
   /** The agents' MCP tools. */
   mcp?: McpTools;
   /** The built-in tools (runledger's own by default). */
@@ -123,11 +122,7 @@ export class AgentRuntime {
     this.#options = options;
     this.#observer = new CheckpointObserver(options.checkpointer);
     for (const definition of options.agents) {
-      const graph =
-        definition.type === "chat"
-          ? buildChatGraph({ systemPrompt: definition.systemPrompt, requireApproval: definition.requireApproval, checkpointer: this.#observer })
-          : (options.graphs.get(definition.name)!.compile({ checkpointer: this.#observer }) as unknown as CompiledAgent["graph"]);
-      this.#agents.set(definition.name, { definition, graph });
+      this.#agents.set(definition.name, { definition, graph: options.graphs.get(definition.name)!.compile(this.#observer) });
     }
   }
 
@@ -135,7 +130,7 @@ export class AgentRuntime {
   agents(): Agent[] {
     return [...this.#agents.values()].map(({ definition }) => ({
       definition,
-      tools: () => (definition.type === "chat" ? agentTools(definition, this.#options.mcp, this.#options.builtins).map(toolInfo) : []),
+      tools: () => this.#tools(definition).map(toolInfo),
       mcpServers: () => this.#options.mcp?.status(definition.name) ?? [],
     }));
   }
@@ -160,7 +155,7 @@ export class AgentRuntime {
     const agent = this.#compiled(run.agentName);
     const { definition } = agent;
     const model = createRunModel({ baseUrl: this.#options.ollama.baseUrl, idleTimeoutMs: this.#options.ollama.idleTimeoutMs, model: definition.model, think: definition.think }, run.signal, run.report);
-    const tools = definition.type === "chat" ? agentTools(definition, this.#options.mcp, this.#options.builtins).map((t) => t.tool) : [];
+    const tools = this.#tools(definition).map((t) => t.tool);
     const input =
       run.input.kind === "message"
         ? { messages: [new HumanMessage(run.input.text)] }
@@ -255,6 +250,10 @@ export class AgentRuntime {
     const snapshot = await this.#reader(agentName).getState({ configurable: { thread_id: conversationId, checkpoint_id: checkpointId } });
     // A missing checkpoint comes back as an empty snapshot without a creation time.
     return snapshot.createdAt === undefined ? null : checkpointState(snapshot);
+  }
+
+  #tools(definition: AgentDefinition) {
+    return kindOf(definition).tools(definition, { mcp: this.#options.mcp, builtins: this.#options.builtins });
   }
 
   #compiled(name: string): CompiledAgent {

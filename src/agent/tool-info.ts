@@ -2,7 +2,6 @@
 // for them (`Agent.tools`): name, description, JSON Schema of the input, source.
 import type { StructuredToolInterface } from "@langchain/core/tools";
 import { toJsonSchema } from "@langchain/core/utils/json_schema";
-import type { ChatAgentDefinition } from "./definitions.ts";
 import { builtinTools } from "./tools.ts";
 
 /** "builtin" for runledger's own tools, "mcp:<server>" for a tool of the agent's MCP server <server>. */
@@ -27,13 +26,19 @@ export interface McpToolSource {
   toolsFor(agent: string): SourcedTool[];
 }
 
+/** An agent with built-in tools: its name (what the MCP source knows it by) and its built-in tools' names. */
+export interface ToolUser {
+  name: string;
+  tools: readonly string[];
+}
+
 /**
  * A chat agent's tools for one run: its built-in tools (in the order the
  * definition lists them), then its MCP tools as the source has them now. Call it
  * per run: a server that came up, restarted or changed its tools since is then
  * reflected. `builtins` lets a caller pass its own instances (a fixed clock).
  */
-export function agentTools(agent: ChatAgentDefinition, mcp?: McpToolSource, builtins: StructuredToolInterface[] = builtinTools()): SourcedTool[] {
+export function agentTools(agent: ToolUser, mcp?: McpToolSource, builtins: StructuredToolInterface[] = builtinTools()): SourcedTool[] {
   const own: SourcedTool[] = agent.tools.map((name) => {
     const tool = builtins.find((t) => t.name === name);
     if (!tool) throw new Error(`no built-in tool named "${name}"`);
@@ -50,6 +55,6 @@ export function toolInfo({ tool, source }: SourcedTool): ToolInfo {
 }
 
 /** The API's view of a chat agent's tools. */
-export function agentToolInfo(agent: ChatAgentDefinition, mcp?: McpToolSource): ToolInfo[] {
+export function agentToolInfo(agent: ToolUser, mcp?: McpToolSource): ToolInfo[] {
   return agentTools(agent, mcp).map(toolInfo);
 }

@@ -2,7 +2,8 @@
 import type { ToolInfo } from "../agent/tool-info.ts";
 import { builder } from "./builder.ts";
 import { AgentKind, McpServerState } from "./enums.ts";
-import type { McpServerStatus } from "../agent/mcp/connection.ts";
+import type { McpServerStatus } from "../agent/mcp/types.ts";
+import { kindOf } from "../agent/kinds/index.ts";
 import { Agent } from "./refs.ts";
 
 const AgentTool = builder.objectRef<ToolInfo & { requiresApproval: boolean }>("AgentTool").implement({
@@ -41,7 +42,7 @@ Agent.implement({
       type: [AgentTool],
       description: "Its built-in and MCP tools as they are now (an MCP server that is down lists the tools it had). A graph agent's tools are its own: none are listed.",
       resolve: (a) => {
-        const approval = new Set(a.definition.type === "chat" ? a.definition.requireApproval : []);
+        const approval = new Set(kindOf(a.definition).requireApproval(a.definition));
         return a.tools().map((tool) => ({ ...tool, requiresApproval: approval.has(tool.name) }));
       },
     }),

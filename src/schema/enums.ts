@@ -1,4 +1,5 @@
 // The enums of the API, shared by the types that expose them.
+import { KINDS, type AgentDefinition } from "../agent/kinds/index.ts";
 import { builder } from "./builder.ts";
 
 export const RunStatus = builder.enumType("RunStatus", {
@@ -47,11 +48,12 @@ export const ErrorCode = builder.enumType("ErrorCode", {
   values: ["VALIDATION", "NOT_FOUND", "RUN_IN_PROGRESS", "NOTHING_TO_RESUME", "RUN_NOT_ACTIVE", "INTERRUPT_MISMATCH"] as const,
 });
 
+// One value per kind of agent, from the kinds themselves.
 export const AgentKind = builder.enumType("AgentKind", {
-  values: {
-    CHAT: { value: "chat", description: "runledger's tool-calling agent, with built-in and MCP tools." },
-    GRAPH: { value: "graph", description: "A custom LangGraph graph from a module." },
-  } as const,
+  values: Object.fromEntries(KINDS.map((kind) => [kind.type.toUpperCase(), { value: kind.type, description: kind.description }])) as Record<
+    Uppercase<AgentDefinition["type"]>,
+    { value: AgentDefinition["type"]; description: string }
+  >,
 });
 
 export const McpServerState = builder.enumType("McpServerState", {

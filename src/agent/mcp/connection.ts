@@ -1,85 +1,21 @@
 // One MCP server of one agent: connects (starting the process for stdio), lists
 // its tools, restarts it with backoff when it dies, and makes each tool call on
-// whichever connection is current. The LangChain tools built over it (through
-// @langchain/mcp-adapters) outlive restarts: they call through this object,
-// never through one SDK client.
+// whichever connection is current. The LangChain tools built over it
+// (server-tools.ts) outlive restarts: they call through this object, never
+// through one SDK client.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
-import { ErrorCode, McpError, type CallToolRequest, type ListToolsRequest, type ReadResourceRequest } from "@modelcontextprotocol/sdk/types.js";
-import { loadMcpTools } from "@langchain/mcp-adapters";
+import type { CallToolRequest, ReadResourceRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { DynamicStructuredTool } from "@langchain/core/tools";
 import packageJson from "../../../package.json" with { type: "json" };
-import type { McpServerDefinition } from "../definitions.ts";
+import type { McpServerDefinition } from "../kinds/mcp-servers.ts";
+import { abortError, raceAbort } from "./abort.ts";
+import { callError, errorText, exitText, McpToolError } from "./errors.ts";
+import { listServerTools } from "./server-tools.ts";
 import { ProcessGroupStdioTransport } from "./stdio-transport.ts";
-
-/** The log calls the MCP layer makes; the app's logger fits. */
-export interface McpLogger {
-  debug(msg: string, fields?: Record<string, unknown>): void;
-  info(msg: string, fields?: Record<string, unknown>): void;
-  warn(msg: string, fields?: Record<string, unknown>): void;
-  error(msg: string, fields?: Record<string, unknown>): void;
-}
-
-export const silentLogger: McpLogger = { debug() {}, info() {}, warn() {}, error() {} };
-
-/**
- * - starting: a connection attempt is in progress (tool calls wait for it)
- * - ready: connected and its tools listed
- * - down: the last attempt failed or the server died; a retry is scheduled (calls fail at once)
- * - stopped: closed for good (shutdown)
- */
-export type McpServerState = "starting" | "ready" | "down" | "stopped";
-
-export interface McpServerStatus {
-  agent: string;
-  server: string;
-  transport: "stdio" | "http";
-  state: McpServerState;
-  /** The stdio server's process id while it runs. */
-  pid: number | undefined;
-  /** The tools the agent gets from it (allow-list applied), from the last successful listing. */
-  toolNames: string[];
-  /** Why it is down, or why it last went down. */
-  lastError: string | undefined;
-  /** Connection attempts after the first one. */
-  restarts: number;
-  /** When a down server is tried again. */
-  retryAt: Date | undefined;
-}
-
-export interface McpTimings {
-  /** Longest wait for a server to start, answer `initialize` and list its tools; default 30000 ms. */
-  startTimeoutMs: number;
-  /** Wait before the first retry; doubles on each failure in a row; default 500 ms. */
-  initialBackoffMs: number;
-  /** The longest wait between retries; default 30000 ms. */
-  maxBackoffMs: number;
-  /** A server that stayed up this long starts over at initialBackoffMs when it next dies; default 60000 ms. */
-  stableAfterMs: number;
-  /** Each stopping step of a stdio server (end of stdin, then SIGTERM) waits this long; default 2000 ms. */
-  stopGraceMs: number;
-  /** After a transport error, how long an HTTP server has to answer a ping before it counts as down; default 5000 ms. */
-  healthCheckTimeoutMs: number;
-}
-
-export const DEFAULT_MCP_TIMINGS: McpTimings = {
-  startTimeoutMs: 30_000,
-  initialBackoffMs: 500,
-  maxBackoffMs: 30_000,
-  stableAfterMs: 60_000,
-  stopGraceMs: 2_000,
-  healthCheckTimeoutMs: 5_000,
-};
-
-/**
- * A tool call that failed for a reason the model should read. Named
- * "ToolException" because @langchain/mcp-adapters passes errors of that name
- * through unchanged instead of prefixing "Error calling tool ...: Error: ".
- */
-export class McpToolError extends Error {
-  override name = "ToolException";
-}
+import { createTransport, type McpTransport } from "./transport.ts";
+import type { McpLogger, McpServerState, McpServerStatus, McpTimings } from "./types.ts";
 
 const STDERR_TAIL_LINES = 20;
 
@@ -92,7 +28,7 @@ export class McpServerConnection {
 
   #state: McpServerState = "down";
   #client: Client | undefined;
-  #transport: ProcessGroupStdioTransport | StreamableHTTPClientTransport | undefined;
+  #transport: McpTransport | undefined;
   /** The current attempt, for calls that arrive while it runs. */
   #attempt: Promise<void> | undefined;
   #tools: DynamicStructuredTool[] = [];
@@ -169,7 +105,7 @@ export class McpServerConnection {
       });
     } catch (error) {
       if (outer?.aborted) throw abortError(outer);
-      throw this.#callError(error, params.name, timeout);
+      throw callError(this.#definition, this.#lastError, error, params.name, timeout);
     } finally {
       outer?.removeEventListener("abort", forward);
     }
@@ -182,7 +118,7 @@ export class McpServerConnection {
     try {
       return await client.readResource(params, { ...options, timeout });
     } catch (error) {
-      throw this.#callError(error, `resource ${params.uri}`, timeout);
+      throw callError(this.#definition, this.#lastError, error, `resource ${params.uri}`, timeout);
     }
   }
 
@@ -219,21 +155,6 @@ export class McpServerConnection {
     if (this.#state === "stopped") return `${what}: runledger is shutting down`;
     const retry = this.#retryAt ? `; runledger tries it again in ${Math.max(0, Math.ceil((this.#retryAt.getTime() - Date.now()) / 1000))} s` : "";
     return `${what}: ${this.#lastError ?? "it has not started yet"}${retry}`;
-  }
-
-  #callError(error: unknown, what: string, timeoutMs: number): McpToolError {
-    const server = `MCP server "${this.#definition.name}"`;
-    const next = this.#definition.transport === "stdio" ? "runledger restarts it" : "runledger reconnects once it answers again";
-    if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
-      return new McpToolError(`${server} went away during the call to ${what} (${this.#lastError ?? "connection closed"}); ${next}`);
-    }
-    if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
-      return new McpToolError(`${server} did not finish ${what} within ${timeoutMs} ms without reporting progress, so the call was cancelled`);
-    }
-    // An error the server answered with (unknown tool, invalid arguments, its own failure).
-    if (error instanceof McpError) return new McpToolError(`${server} refused the call to ${what}: ${error.message}`);
-    // Anything else failed on the way: a POST that found no server, a stream cut mid-answer.
-    return new McpToolError(`${server} went away during the call to ${what} (${errorText(error)}); ${next}`);
   }
 
   #connect(): Promise<void> {
@@ -289,19 +210,10 @@ export class McpServerConnection {
     }
   }
 
-  #createTransport(): ProcessGroupStdioTransport | StreamableHTTPClientTransport {
-    const definition = this.#definition;
+  #createTransport(): McpTransport {
     this.#stderrTail.length = 0;
-    if (definition.transport === "http") {
-      return new StreamableHTTPClientTransport(new URL(definition.url), { requestInit: { headers: definition.headers } });
-    }
     let warnedStdout = false;
-    return new ProcessGroupStdioTransport({
-      command: definition.command,
-      args: definition.args,
-      env: definition.env,
-      cwd: definition.cwd,
-      stopGraceMs: this.#timings.stopGraceMs,
+    return createTransport(this.#definition, this.#timings.stopGraceMs, {
       onStderrLine: (line) => {
         this.#stderrTail.push(line);
         if (this.#stderrTail.length > STDERR_TAIL_LINES) this.#stderrTail.shift();
@@ -316,29 +228,9 @@ export class McpServerConnection {
     });
   }
 
-  /** The server's tools through mcp-adapters, the allow-list applied. */
-  async #list(client: Client): Promise<DynamicStructuredTool[]> {
-    let offered: string[] = [];
-    // mcp-adapters needs something shaped like an SDK client: listing goes to the client being
-    // connected, calls to whichever connection is current when they happen.
-    const facade = {
-      listTools: async (params?: ListToolsRequest["params"], options?: RequestOptions) => {
-        const result = await client.listTools(params, { timeout: this.#timings.startTimeoutMs, ...options });
-        offered = [...offered, ...result.tools.map((t) => t.name)];
-        return result;
-      },
-      callTool: (params: CallToolRequest["params"], _schema: unknown, options?: RequestOptions) => this.callTool(params, options),
-      readResource: (params: ReadResourceRequest["params"], options?: RequestOptions) => this.readResource(params, options),
-    };
-    const loaded = await loadMcpTools(this.#definition.name, facade as unknown as Client, { throwOnLoadError: false });
-    for (const tool of loaded) stopOnAbort(tool);
-    const unusable = offered.filter((name) => !loaded.some((t) => t.name === name));
-    if (unusable.length) this.#log.warn("MCP server offers tools whose input schema could not be used; they are left out", { ...this.#fields(), tools: unusable });
-    const allow = this.#definition.tools;
-    if (!allow) return loaded;
-    const missing = allow.filter((name) => !offered.includes(name));
-    if (missing.length) this.#log.warn("MCP server does not offer tools its allow-list names", { ...this.#fields(), tools: missing, offered });
-    return loaded.filter((t) => allow.includes(t.name));
+  /** The server's tools listed on `client`, the allow-list applied. */
+  #list(client: Client): Promise<DynamicStructuredTool[]> {
+    return listServerTools(client, this.#definition, this, { timeoutMs: this.#timings.startTimeoutMs, log: this.#log, fields: this.#fields() });
   }
 
   /** The server said its tool list changed. */
@@ -408,7 +300,7 @@ export class McpServerConnection {
     this.#retryTimer.unref();
   }
 
-  async #shutDown(client: Client, transport: ProcessGroupStdioTransport | StreamableHTTPClientTransport, options: { terminateSession: boolean }): Promise<void> {
+  async #shutDown(client: Client, transport: McpTransport, options: { terminateSession: boolean }): Promise<void> {
     client.onclose = undefined;
     client.onerror = undefined;
     if (options.terminateSession && transport instanceof StreamableHTTPClientTransport) {
@@ -420,7 +312,7 @@ export class McpServerConnection {
     if (transport instanceof ProcessGroupStdioTransport) await transport.close();
   }
 
-  #describeFailure(error: unknown, transport: ProcessGroupStdioTransport | StreamableHTTPClientTransport): string {
+  #describeFailure(error: unknown, transport: McpTransport): string {
     if (transport instanceof ProcessGroupStdioTransport && transport.exit) return `${exitText(transport.exit)} before it was ready`;
     return errorText(error);
   }
@@ -434,45 +326,4 @@ export class McpServerConnection {
     const d = this.#definition;
     return { agent: this.#agent, server: d.name, ...(d.transport === "http" ? { url: d.url } : { command: d.command }) };
   }
-}
-
-function exitText(exit: { code: number | null; signal: NodeJS.Signals | null } | undefined): string {
-  if (!exit) return "the process ended";
-  return exit.signal ? `the process was killed by ${exit.signal}` : `the process exited with code ${exit.code}`;
-}
-
-function errorText(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const cause = (error as { cause?: { code?: unknown; message?: unknown } }).cause;
-  const detail = cause && typeof cause.code === "string" ? ` (${cause.code})` : "";
-  return `${error.message.split("\n")[0]}${detail}`;
-}
-
-/**
- * Makes an mcp-adapters tool reject with the run's own abort reason the moment
- * the signal fires. DynamicStructuredTool does not watch the signal itself, and
- * mcp-adapters would wrap the reason as "Error calling tool x: Error: <reason>";
- * the run's cancel must surface as the cancel it is.
- */
-function stopOnAbort(tool: DynamicStructuredTool): void {
-  const call = tool.func;
-  tool.func = ((input, runManager, config) => raceAbort(Promise.resolve(call(input, runManager, config)), config?.signal)) as typeof tool.func;
-}
-
-function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return promise;
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(abortError(signal));
-    // Handled either way, so the loser of the race is never an unhandled rejection.
-    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-    if (signal.aborted) onAbort();
-    else signal.addEventListener("abort", onAbort, { once: true });
-  });
-}
-
-/** The abort reason as an Error, as LangChain reports it. */
-function abortError(signal: AbortSignal): Error {
-  const reason: unknown = signal.reason;
-  if (reason instanceof Error) return reason;
-  return new Error(typeof reason === "string" ? reason : "Aborted");
 }

@@ -24,14 +24,15 @@
 // notifications/cancelled. Tool names are the servers' own;
 // a name another tool of the agent already has (a built-in, or a tool of a
 // server declared earlier) is left out and logged as an error, since the file's
-// allow-lists could not rule it out (see definitions.ts).
+// allow-lists could not rule it out (see agent-file.ts).
 //
 // Shutdown: close() stops every server (stdio: the whole process group, see
 // stdio-transport.ts; HTTP: the session is ended with a DELETE) and cancels retries.
 import type { DynamicStructuredTool } from "@langchain/core/tools";
-import type { AgentDefinition } from "../definitions.ts";
+import { kindOf, type AgentDefinition } from "../kinds/index.ts";
 import type { McpToolSource, SourcedTool } from "../tool-info.ts";
-import { DEFAULT_MCP_TIMINGS, McpServerConnection, silentLogger, type McpLogger, type McpServerStatus, type McpTimings } from "./connection.ts";
+import { McpServerConnection } from "./connection.ts";
+import { DEFAULT_MCP_TIMINGS, silentLogger, type McpLogger, type McpServerStatus, type McpTimings } from "./types.ts";
 
 export interface McpSupervisorOptions extends Partial<McpTimings> {
   /** Where server starts, failures, restarts and stderr (debug) are logged; default nowhere. */
@@ -58,9 +59,11 @@ export class McpSupervisor implements McpToolSource {
     this.#log = logger ?? silentLogger;
     const resolvedTimings: McpTimings = { ...DEFAULT_MCP_TIMINGS, ...definedOnly(timings) };
     for (const agent of agents) {
-      if (agent.type !== "chat" || agent.mcpServers.length === 0) continue;
-      const entry: AgentServers = { builtins: agent.tools, connections: [], tools: [], clashes: new Set() };
-      for (const server of agent.mcpServers) {
+      const kind = kindOf(agent);
+      const servers = kind.mcpServers(agent);
+      if (servers.length === 0) continue;
+      const entry: AgentServers = { builtins: kind.builtinToolNames(agent), connections: [], tools: [], clashes: new Set() };
+      for (const server of servers) {
         const connection: McpServerConnection = new McpServerConnection(agent.name, server, {
           logger: this.#log,
           timings: resolvedTimings,
