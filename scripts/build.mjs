@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 // npm run build: src/main.ts → dist/main.js, one ES module for Node (plain
-// JavaScript, with a source map), every package left to node_modules. Run it
-// with `node dist/main.js` from the package folder's copy of dist/, beside
-// console/, prisma/ and node_modules/.
+// JavaScript, with a source map), every package left to node_modules; and the
+// console's page, script and stylesheet → dist/console/, which that server
+// serves (it is built with RUNLEDGER_BUILT defined, so it neither bundles the
+// console nor loads esbuild). Run it with `node dist/main.js` from the package
+// folder's copy of dist/, beside prisma/ and node_modules/.
 //
 // A source file's import.meta.url names that file, and the server finds its
-// files from there (the console's sources, the migrations). In the bundle it
+// files from there (the built console, the migrations). In the bundle it
 // would name dist/main.js instead, so each source file's import.meta.url is
 // rewritten to the URL its file has, relative to the bundle: the same paths
 // resolve from dist/ as from src/.
@@ -13,11 +15,13 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
+import { bundleConsole } from "./console-bundle.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const SRC = path.join(ROOT, "src") + path.sep;
 const OUTDIR = path.join(ROOT, "dist");
 const OUTFILE = path.join(OUTDIR, "main.js");
+const CONSOLE_OUTDIR = path.join(OUTDIR, "console");
 
 /** @type {esbuild.Plugin} */
 const sourceFileUrls = {
@@ -45,9 +49,16 @@ const result = await esbuild.build({
   packages: "external",
   sourcemap: "linked",
   tsconfig: path.join(ROOT, "tsconfig.json"),
+  define: { RUNLEDGER_BUILT: "true" },
   plugins: [sourceFileUrls],
   logLevel: "warning",
   metafile: true,
 });
 const bytes = result.metafile.outputs[path.relative(ROOT, OUTFILE)]?.bytes ?? 0;
 process.stdout.write(`wrote ${path.relative(ROOT, OUTFILE)} (${Math.round(bytes / 1024)} KiB)\n`);
+
+const consoleFiles = await bundleConsole();
+await fs.mkdir(CONSOLE_OUTDIR, { recursive: true });
+for (const file of consoleFiles) await fs.writeFile(path.join(CONSOLE_OUTDIR, file.name), file.bytes);
+const consoleBytes = consoleFiles.reduce((sum, file) => sum + file.bytes.length, 0);
+process.stdout.write(`wrote ${path.relative(ROOT, CONSOLE_OUTDIR)}/ (${consoleFiles.map((file) => file.name).join(", ")}; ${Math.round(consoleBytes / 1024)} KiB)\n`);

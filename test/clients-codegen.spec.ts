@@ -1,7 +1,8 @@
 // graphql-codegen with the shipped codegen.ts: the committed output is what it
 // generates from schema.graphql, a typed client (test/clients/typed-client.ts)
 // type-checks against it (and would not with the custom scalars unmapped,
-// codegen's `unknown`), and that client runs against a real server.
+// codegen's `unknown`), and that client runs against a real server. The
+// console's operation types (console/codegen.ts) are committed as generated too.
 import { execFile } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -10,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { generate } from "@graphql-codegen/cli";
 import config from "../codegen.ts";
+import consoleConfig from "../console/codegen.ts";
 import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
 import { ROOT, startTestApp } from "./support/app.ts";
 import { createUrqlClient } from "./clients/urql.ts";
@@ -17,6 +19,7 @@ import { startAndFollow } from "./clients/typed-client.ts";
 
 const run = promisify(execFile);
 const OUTPUT = "test/clients/generated/graphql.ts";
+const CONSOLE_OUTPUT = "console/src/api/generated.ts";
 
 /** Runs codegen with codegen.ts, its output kept in memory; `change` may alter the output's config first. */
 async function codegen(change: (outputConfig: Record<string, any>) => void = () => {}): Promise<string> {
@@ -75,6 +78,17 @@ describe("graphql-codegen with codegen.ts", () => {
     const checked = await typeCheck(generated);
     expect(checked.ok).toBe(false);
     expect(checked.output).toMatch(/typed-client\.ts.*Argument of type 'unknown' is not assignable to parameter of type 'string'/);
+  });
+
+  it("generates the console's committed operation types from its documents (npm run codegen after changing them)", async () => {
+    const files = await generate({ ...consoleConfig, cwd: ROOT, silent: true }, false);
+    const generated = (files as { filename: string; content: string }[]).find((file) => file.filename === CONSOLE_OUTPUT)!.content;
+    expect(fs.readFileSync(path.join(ROOT, CONSOLE_OUTPUT), "utf8")).toBe(generated);
+    // Every operation and fragment of documents.ts has its type.
+    const documents = fs.readFileSync(path.join(ROOT, "console/src/api/documents.ts"), "utf8");
+    const names = [...documents.matchAll(/^\s*(query|mutation|subscription|fragment) (\w+)/gm)].map(([, kind, name]) => `${name}${kind![0]!.toUpperCase()}${kind!.slice(1)}`);
+    expect(names.length).toBeGreaterThan(10);
+    for (const name of names) expect(generated).toContain(`export type ${name} = `);
   });
 
   it("the typed client runs against a real server", async () => {

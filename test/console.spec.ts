@@ -20,10 +20,10 @@ import { until } from "./support/streaming.ts";
 import { eventually, launchChromium, openPage, screenshot, type BrowserPage } from "./support/browser.ts";
 import { applyNotice, emptyList, replaceWithFirstPage } from "../console/src/state/conversation-list.ts";
 import { applyEvent, emptyLiveRun } from "../console/src/state/run-live.ts";
-import { earlierMessages, pendingInterrupts, runViews } from "../console/src/state/conversation-view.ts";
+import { earlierMessages, pendingInterrupts, runViews, type StartedRun } from "../console/src/state/conversation-view.ts";
 import { draftAnswer, initialDraft } from "../console/src/state/interrupts.ts";
 import { formatDuration } from "../console/src/ui/format.ts";
-import type { ConversationDetails, ConversationRow, Interrupt, Message, RunDetails, RunEvent } from "../console/src/api/types.ts";
+import type { ConversationDetails, ConversationRow, Interrupt, Message, RunDetails, RunEvent, RunStatus } from "../console/src/api/types.ts";
 import type { App } from "../src/app.ts";
 
 const TOKEN = "console-spec-token";
@@ -827,7 +827,7 @@ describe("the console's state", () => {
 
   it("thread: messages before the listed runs come first; a running run's persisted messages never show twice", () => {
     const message = (id: string, role: Message["role"] = "USER"): Message => ({ id, role, content: id, toolCalls: [], toolCallId: null, name: null });
-    const run = (id: string, status: string, messages: Message[]): RunDetails => ({
+    const run = (id: string, status: RunStatus, messages: Message[]): RunDetails => ({
       id,
       kind: "START",
       status,
@@ -892,7 +892,7 @@ describe("the console's state", () => {
       { __typename: "InterruptEvent", seq: 2, runId: "r", at, interrupt: asked },
       { __typename: "RunStatusEvent", seq: 3, runId: "r", at, status: "WAITING", errorCode: null, errorMessage: null },
     ] satisfies RunEvent[]) live = applyEvent(live, event);
-    const started = [{ id: "r", kind: "START", status: "RUNNING", input: "hi", startedAt: at }];
+    const started: StartedRun[] = [{ id: "r", kind: "START", status: "RUNNING", input: "hi", startedAt: at }];
     // The snapshot was read while the run ran: the live question counts.
     expect(pendingInterrupts(null, runViews(null, new Map([["r", live]]), started)).map((i) => i.id)).toEqual(["i1"]);
     // While a run runs (a resume), nothing waits.

@@ -4,6 +4,7 @@
 // is not that: SIGTERM to npm's pid leaves the server running without it. And
 // the same build on Node 22.
 import { execFileSync } from "node:child_process";
+import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -39,6 +40,19 @@ function killGroup(pgid: number): void {
     // already gone
   }
 }
+
+/**
+ * Node options under which importing esbuild or tsx fails, as where only the
+ * production dependencies are installed (a module resolve hook refuses them).
+ */
+const REFUSE_DEV_TOOLS = (() => {
+  const hooks = `export async function resolve(specifier, context, next) {
+    if (/^(esbuild|tsx)(\\/|$)/.test(specifier)) throw new Error(specifier + " is a development dependency");
+    return next(specifier, context);
+  }`;
+  const register = `import { register } from "node:module"; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hooks)}`)});`;
+  return ["--import", `data:text/javascript,${encodeURIComponent(register)}`];
+})();
 
 const env = (databaseUrl: string) => ({ DATABASE_URL: databaseUrl, OLLAMA_HOST: fake.url, MODEL_IDLE_TIMEOUT_MS: "600000", SHUTDOWN_TIMEOUT_MS: "5000" });
 
@@ -81,7 +95,7 @@ describe("node dist/main.js (npm run build)", () => {
     const server = await startListening(process.execPath, [DIST_MAIN], env(db.url));
     started.push(server);
     expect(server.pid).toBe(server.child.pid);
-    // The build finds its files from dist/: the migrations (the database above is new) and the console's sources.
+    // The build finds its files from dist/: the migrations (the database above is new) and the built console.
     const consolePage = await fetch(`${server.url}/console`);
     expect(consolePage.status).toBe(200);
     expect(await consolePage.text()).toContain("<script");
@@ -95,6 +109,24 @@ describe("node dist/main.js (npm run build)", () => {
     expect(runs[done]).toEqual({ status: "completed", error_code: null });
     expect(runs[active]).toEqual({ status: "interrupted", error_code: "INTERRUPTED" });
     expect(server.output()).toContain('"signal":"SIGTERM"');
+  });
+
+  it("serves the console built beside it, with esbuild and tsx (development dependencies) out of reach", async () => {
+    const db = tempDatabaseUrl("runledger-built-");
+    const server = await startListening(process.execPath, [...REFUSE_DEV_TOOLS, DIST_MAIN], env(db.url));
+    started.push(server);
+    const built = path.join(path.dirname(DIST_MAIN), "console");
+    const page = await fetch(`${server.url}/console`);
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toBe(fs.readFileSync(path.join(built, "index.html"), "utf8"));
+    const script = /<script type="module" src="\/console\/(app-[A-Z0-9]+\.js)">/.exec(html)?.[1];
+    expect(script).toBeDefined();
+    const served = Buffer.from(await (await fetch(`${server.url}/console/${script}`)).arrayBuffer());
+    expect(served.equals(fs.readFileSync(path.join(built, script!)))).toBe(true);
+    process.kill(server.pid, "SIGTERM");
+    expect(await server.exited).toBe(0);
+    expect(server.output()).not.toContain("is a development dependency");
   });
 
   it("SIGINT likewise", async () => {
@@ -136,6 +168,10 @@ describe("npm start (development)", () => {
       groups.push(server.child.pid!);
       started.push(server);
       expect(server.pid).not.toBe(server.child.pid);
+      // With no build step: the server bundles the console from its sources.
+      const consolePage = await fetch(`${server.url}/console`);
+      expect(consolePage.status).toBe(200);
+      expect(await consolePage.text()).toContain("<script");
       const active = await startStalledRun(server.url, "slow under npm");
 
       process.kill(server.child.pid!, "SIGTERM");

@@ -5,16 +5,13 @@
 // without a CDN: about 9 MB. It is rendered once, on the first request, in a
 // worker thread: the package that renders it holds its scripts as one string
 // (32 MB of heap once imported), which then goes with the worker instead of
-// staying in the server's heap for good. The page is compressed once per
-// encoding a browser asks for (brotli or gzip, by Accept-Encoding), off the
-// event loop; later requests get the kept bytes, or 304 for a matching ETag.
-import crypto from "node:crypto";
+// staying in the server's heap for good. It is then served like any static
+// file (static-files.ts): compressed once per encoding a browser asks for,
+// revalidated by ETag.
 import { Worker } from "node:worker_threads";
-import zlib from "node:zlib";
-import { promisify } from "node:util";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { GraphiQLOptions } from "graphql-yoga";
-import { chooseEncoding } from "./routes/console.ts";
+import { sendStaticFile, staticFile, type StaticFile } from "./static-files.ts";
 
 /** The tabs GraphiQL opens with (until the browser has tabs of its own saved): start a run, follow it, inspect it. */
 export const GRAPHIQL_TABS: { query: string; variables: string }[] = [
@@ -136,69 +133,33 @@ export function renderGraphiQLInWorker(options: GraphiQLOptions): Promise<string
   });
 }
 
-const brotli = promisify(zlib.brotliCompress);
-const gzip = promisify(zlib.gzip);
-
 // Brotli's top quality takes about 18 s of CPU on this page; 9 takes one and
 // loses 8% in size.
 const BROTLI_QUALITY = 9;
-
-interface Page {
-  contentType: string;
-  etag: string;
-  identity: Buffer;
-  encoded: Map<"br" | "gzip", Promise<Buffer>>;
-}
 
 /**
  * Serves the GraphiQL page compressed. `render` produces yoga's page (a Response
  * to a GET of /graphql asking for HTML); it is called once.
  */
 export function graphiqlRoute(render: () => Promise<Response>): (req: IncomingMessage, res: ServerResponse) => Promise<boolean> {
-  let page: Promise<Page> | undefined;
+  let page: Promise<StaticFile> | undefined;
   const load = () => {
     page ??= (async () => {
       const response = await render();
       if (!response.ok) throw new Error(`GraphiQL page: HTTP ${response.status}`);
-      const identity = Buffer.from(await response.arrayBuffer());
-      const etag = `"${crypto.createHash("sha256").update(identity).digest("base64url").slice(0, 16)}"`;
-      return { contentType: response.headers.get("content-type") ?? "text/html; charset=utf-8", etag, identity, encoded: new Map() };
+      const bytes = Buffer.from(await response.arrayBuffer());
+      const contentType = response.headers.get("content-type") ?? "text/html; charset=utf-8";
+      return staticFile(bytes, { contentType, cacheControl: "no-cache", brotliQuality: BROTLI_QUALITY });
     })().catch((error: unknown) => {
       page = undefined;
       throw error;
     });
     return page;
   };
-  const encode = (p: Page, encoding: "br" | "gzip") => {
-    let body = p.encoded.get(encoding);
-    if (!body) {
-      body =
-        encoding === "br"
-          ? brotli(p.identity, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: p.identity.length } })
-          : gzip(p.identity, { level: 9 });
-      p.encoded.set(encoding, body);
-    }
-    return body;
-  };
 
   return async (req, res) => {
     if (!isGraphiQLRequest(req, (req.url ?? "/").split("?")[0]!)) return false;
-    const found = await load();
-    const encoding = chooseEncoding(req.headers["accept-encoding"]);
-    const etag = encoding === "identity" ? found.etag : `${found.etag.slice(0, -1)}-${encoding}"`;
-    const existing = res.getHeader("vary");
-    res.setHeader("vary", existing ? `${String(existing)}, Accept-Encoding` : "Accept-Encoding");
-    res.setHeader("etag", etag);
-    res.setHeader("cache-control", "no-cache");
-    if ((req.headers["if-none-match"] ?? "").split(",").some((tag) => tag.trim().replace(/^W\//, "") === etag)) {
-      res.writeHead(304).end();
-      return true;
-    }
-    const body = encoding === "identity" ? found.identity : await encode(found, encoding);
-    res.setHeader("content-type", found.contentType);
-    if (encoding !== "identity") res.setHeader("content-encoding", encoding);
-    res.setHeader("content-length", body.length);
-    res.writeHead(200).end(body);
+    await sendStaticFile(req, res, await load());
     return true;
   };
 }

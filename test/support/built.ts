@@ -82,7 +82,7 @@ const CACHE = path.join(ROOT, ".cache", `node-${NODE22_VERSION}`);
 export interface Node22 {
   /** The node binary. */
   node: string;
-  /** A folder to run the build from: dist/ copied, console/ and prisma/ linked, node_modules with better-sqlite3 for Node 22. */
+  /** A folder to run the build from: dist/ copied (the built console with it), prisma/ linked, node_modules with better-sqlite3 for Node 22. */
   app: string;
 }
 
@@ -108,7 +108,7 @@ export async function node22(): Promise<Node22> {
 async function makeApp(node: string, app: string): Promise<void> {
   const modules = path.join(app, "node_modules");
   fs.mkdirSync(modules, { recursive: true });
-  for (const name of ["console", "prisma", "package.json"]) fs.symlinkSync(path.join(ROOT, name), path.join(app, name));
+  for (const name of ["prisma", "package.json"]) fs.symlinkSync(path.join(ROOT, name), path.join(app, name));
   for (const entry of fs.readdirSync(path.join(ROOT, "node_modules"))) {
     if (entry === "better-sqlite3" || entry.startsWith(".")) continue;
     fs.symlinkSync(path.join(ROOT, "node_modules", entry), path.join(modules, entry));

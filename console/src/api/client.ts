@@ -5,7 +5,7 @@
 // A new token means a new Api: nothing from the old one is reused.
 import { Client, fetchExchange, subscriptionExchange, type AnyVariables, type CombinedError } from "@urql/core";
 import { createClient as createWsClient, type Client as WsClient } from "graphql-ws/client";
-import type { Refusal } from "./types.ts";
+import type { Document } from "./documents.ts";
 
 /** unauthorized: the token is missing or wrong; disconnected: the client gave up (a fatal close), only a reload helps. */
 export type ConnectionStatus = "connecting" | "connected" | "reconnecting" | "unauthorized" | "disconnected";
@@ -25,6 +25,16 @@ const PONG_WAIT_MS = 5_000;
 function isCloseEvent(value: unknown): value is { code: number; reason: string } {
   return typeof value === "object" && value !== null && "code" in value && typeof (value as { code: unknown }).code === "number";
 }
+
+/** A typed refusal (a member of a mutation's result union implementing Error), or RequestError when no answer came. */
+export interface Refusal {
+  __typename: string;
+  code: string;
+  message: string;
+}
+
+/** The member of a mutation's result union that is not a refusal (refusals have a code). */
+type Success<Result> = Exclude<Result, { code: unknown }>;
 
 /** A mutation's outcome: its success member, a typed refusal, or a failure to get an answer at all. */
 export type Outcome<T> = { ok: true; value: T } | { ok: false; refusal: Refusal };
@@ -129,7 +139,7 @@ export class Api {
     return typeof code === "string" ? code : "REQUEST_FAILED";
   }
 
-  async query<T>(document: string, variables: AnyVariables): Promise<T> {
+  async query<T, V extends AnyVariables>(document: Document<T, V>, variables: NoInfer<V>): Promise<T> {
     const result = await this.urql.query<T>(document, variables).toPromise();
     if (result.error) throw new Error(this.describe(result.error));
     if (!result.data) throw new Error("the server answered without data");
@@ -137,20 +147,20 @@ export class Api {
   }
 
   /**
-   * Runs a mutation whose result is a union of a success type and errors
-   * implementing Error, and returns the success or the refusal as answered.
+   * Runs a mutation whose result (`field`) is a union of a success type and
+   * errors implementing Error, and returns the success or the refusal as answered.
    */
-  async mutate<T>(document: string, variables: AnyVariables, field: string): Promise<Outcome<T>> {
+  async mutate<T, V extends AnyVariables, F extends keyof T & string>(document: Document<T, V>, variables: NoInfer<V>, field: F): Promise<Outcome<Success<T[F]>>> {
     const result = await this.urql.mutation<Record<string, unknown>>(document, variables).toPromise();
     if (result.error) return { ok: false, refusal: { __typename: "RequestError", code: this.codeOf(result.error), message: this.describe(result.error) } };
-    const value = result.data?.[field] as (T & { __typename?: string; code?: unknown }) | undefined;
+    const value = result.data?.[field] as (Success<T[F]> & { __typename?: string; code?: unknown }) | undefined;
     if (!value) return { ok: false, refusal: { __typename: "RequestError", code: "REQUEST_FAILED", message: "the server answered without a result" } };
     if (typeof value.code === "string") return { ok: false, refusal: value as unknown as Refusal };
     return { ok: true, value };
   }
 
   /** Follows a subscription; returns its unsubscribe. Errors arrive in words. */
-  subscribe<T>(document: string, variables: AnyVariables, handlers: { next: (data: T) => void; error?: (message: string) => void }): () => void {
+  subscribe<T, V extends AnyVariables>(document: Document<T, V>, variables: NoInfer<V>, handlers: { next: (data: T) => void; error?: (message: string) => void }): () => void {
     const { unsubscribe } = this.urql.subscription<T>(document, variables).subscribe((result) => {
       if (result.error) handlers.error?.(this.describe(result.error));
       else if (result.data) handlers.next(result.data);

@@ -1,5 +1,11 @@
 // Every GraphQL document the console sends, in one place, so the console's use
-// of the contract (schema.graphql) can be read at a glance.
+// of the contract (schema.graphql) can be read at a glance. The types of what
+// they select are generated from them (generated.ts, `npm run codegen`); a
+// fragment gives its selection a type of its own (ConsoleRunFragment...).
+import type * as Types from "./generated.ts";
+
+/** A document's text, marked with the types of its result and its variables (phantom: nothing at run time). */
+export type Document<Result, Variables> = string & { readonly __result?: Result; readonly __variables?: Variables };
 
 const MESSAGE_FIELDS = /* GraphQL */ `
   fragment ConsoleMessage on Message { id role content toolCalls { id name args } toolCallId name }
@@ -26,13 +32,29 @@ const CHECKPOINT_FIELDS = /* GraphQL */ `
   fragment ConsoleCheckpoint on Checkpoint { id step source next createdAt messageCount run { id } }
 `;
 
-export const AGENTS = /* GraphQL */ `
-  query ConsoleAgents {
-    agents { name description kind model tools { name description source requiresApproval } }
+const AGENT_FIELDS = /* GraphQL */ `
+  fragment ConsoleAgent on Agent { name description kind model tools { name description source requiresApproval } }
+`;
+
+const RUN_FIELDS = /* GraphQL */ `
+  fragment ConsoleRun on Run {
+    id kind status input errorCode errorMessage partialOutput startedAt finishedAt
+    usage { inputTokens outputTokens modelCalls modelDurationMs timeToFirstTokenMs }
+    interrupts { ...ConsoleInterrupt }
+    startCheckpoint { id step }
+    messages { ...ConsoleMessage }
+    failedTasks { taskId node message checkpoint { id step } }
   }
 `;
 
-export const CONVERSATIONS = /* GraphQL */ `
+export const AGENTS: Document<Types.ConsoleAgentsQuery, Types.ConsoleAgentsQueryVariables> = /* GraphQL */ `
+  query ConsoleAgents {
+    agents { ...ConsoleAgent }
+  }
+  ${AGENT_FIELDS}
+`;
+
+export const CONVERSATIONS: Document<Types.ConsoleConversationsQuery, Types.ConsoleConversationsQueryVariables> = /* GraphQL */ `
   query ConsoleConversations($first: Int!, $after: String) {
     conversations(first: $first, after: $after) {
       pageInfo { hasNextPage endCursor }
@@ -42,7 +64,7 @@ export const CONVERSATIONS = /* GraphQL */ `
   ${ROW_FIELDS}
 `;
 
-export const CONVERSATIONS_CHANGED = /* GraphQL */ `
+export const CONVERSATIONS_CHANGED: Document<Types.ConsoleConversationsChangedSubscription, Types.ConsoleConversationsChangedSubscriptionVariables> = /* GraphQL */ `
   subscription ConsoleConversationsChanged {
     conversationsChanged { ...ConsoleRow }
   }
@@ -50,11 +72,11 @@ export const CONVERSATIONS_CHANGED = /* GraphQL */ `
 `;
 
 // Page sizes are variables: a literal one would multiply the operation's cost estimate.
-export const CONVERSATION = /* GraphQL */ `
+export const CONVERSATION: Document<Types.ConsoleConversationQuery, Types.ConsoleConversationQueryVariables> = /* GraphQL */ `
   query ConsoleConversation($id: ID!, $runs: Int!, $checkpoints: Int!) {
     conversation(id: $id) {
       id title createdAt updatedAt messageCount next resumable
-      agentName agent { name description kind model tools { name description source requiresApproval } }
+      agentName agent { ...ConsoleAgent }
       forkedFrom { conversation { id title } checkpoint { id step } }
       usage { ...ConsoleUsage }
       pendingInterrupts { ...ConsoleInterrupt }
@@ -62,16 +84,7 @@ export const CONVERSATION = /* GraphQL */ `
       activeRun { id }
       runs(last: $runs) {
         totalCount
-        edges {
-          node {
-            id kind status input errorCode errorMessage partialOutput startedAt finishedAt
-            usage { inputTokens outputTokens modelCalls modelDurationMs timeToFirstTokenMs }
-            interrupts { ...ConsoleInterrupt }
-            startCheckpoint { id step }
-            messages { ...ConsoleMessage }
-            failedTasks { taskId node message checkpoint { id step } }
-          }
-        }
+        edges { node { ...ConsoleRun } }
       }
       checkpoints(last: $checkpoints) {
         pageInfo { hasPreviousPage }
@@ -79,13 +92,15 @@ export const CONVERSATION = /* GraphQL */ `
       }
     }
   }
+  ${AGENT_FIELDS}
+  ${RUN_FIELDS}
   ${MESSAGE_FIELDS}
   ${CHECKPOINT_FIELDS}
   ${INTERRUPT_FIELDS}
   ${USAGE_FIELDS}
 `;
 
-export const RUN_EVENTS = /* GraphQL */ `
+export const RUN_EVENTS: Document<Types.ConsoleRunEventsSubscription, Types.ConsoleRunEventsSubscriptionVariables> = /* GraphQL */ `
   subscription ConsoleRunEvents($runId: ID!, $after: Int) {
     runEvents(runId: $runId, after: $after) {
       __typename seq runId at
@@ -105,7 +120,7 @@ export const RUN_EVENTS = /* GraphQL */ `
 
 // Each mutation asks for the refusal's code and message (... on Error): the
 // console shows them as they come.
-export const START_RUN = /* GraphQL */ `
+export const START_RUN: Document<Types.ConsoleStartRunMutation, Types.ConsoleStartRunMutationVariables> = /* GraphQL */ `
   mutation ConsoleStartRun($conversationId: ID, $message: String!, $agent: String) {
     startRun(input: { conversationId: $conversationId, message: $message, agent: $agent }) {
       __typename
@@ -115,7 +130,7 @@ export const START_RUN = /* GraphQL */ `
   }
 `;
 
-export const RESUME_RUN = /* GraphQL */ `
+export const RESUME_RUN: Document<Types.ConsoleResumeRunMutation, Types.ConsoleResumeRunMutationVariables> = /* GraphQL */ `
   mutation ConsoleResumeRun($conversationId: ID!, $responses: [InterruptResponseInput!]) {
     resumeRun(input: { conversationId: $conversationId, responses: $responses }) {
       __typename
@@ -125,7 +140,7 @@ export const RESUME_RUN = /* GraphQL */ `
   }
 `;
 
-export const FORK_CONVERSATION = /* GraphQL */ `
+export const FORK_CONVERSATION: Document<Types.ConsoleForkConversationMutation, Types.ConsoleForkConversationMutationVariables> = /* GraphQL */ `
   mutation ConsoleForkConversation($checkpointId: ID!, $message: String) {
     forkConversation(input: { checkpointId: $checkpointId, message: $message }) {
       __typename
@@ -135,7 +150,7 @@ export const FORK_CONVERSATION = /* GraphQL */ `
   }
 `;
 
-export const CANCEL_RUN = /* GraphQL */ `
+export const CANCEL_RUN: Document<Types.ConsoleCancelRunMutation, Types.ConsoleCancelRunMutationVariables> = /* GraphQL */ `
   mutation ConsoleCancelRun($runId: ID!) {
     cancelRun(input: { runId: $runId }) {
       __typename
@@ -145,7 +160,7 @@ export const CANCEL_RUN = /* GraphQL */ `
   }
 `;
 
-export const RENAME_CONVERSATION = /* GraphQL */ `
+export const RENAME_CONVERSATION: Document<Types.ConsoleRenameConversationMutation, Types.ConsoleRenameConversationMutationVariables> = /* GraphQL */ `
   mutation ConsoleRenameConversation($conversationId: ID!, $title: String!) {
     renameConversation(input: { conversationId: $conversationId, title: $title }) {
       __typename
@@ -155,7 +170,7 @@ export const RENAME_CONVERSATION = /* GraphQL */ `
   }
 `;
 
-export const DELETE_CONVERSATION = /* GraphQL */ `
+export const DELETE_CONVERSATION: Document<Types.ConsoleDeleteConversationMutation, Types.ConsoleDeleteConversationMutationVariables> = /* GraphQL */ `
   mutation ConsoleDeleteConversation($conversationId: ID!) {
     deleteConversation(input: { conversationId: $conversationId }) {
       __typename

@@ -6,7 +6,7 @@
 import { useMemo, useState } from "preact/hooks";
 import type { Api } from "../api/client.ts";
 import { CANCEL_RUN, DELETE_CONVERSATION, FORK_CONVERSATION, RENAME_CONVERSATION, RESUME_RUN, START_RUN } from "../api/documents.ts";
-import type { ConversationRow, RunKind, RunStatus, ToolCall } from "../api/types.ts";
+import type { ConversationRow, ToolCall } from "../api/types.ts";
 import { checkpointViews, runViews, earlierMessages, pendingInterrupts, type RunView, type StartedRun } from "../state/conversation-view.ts";
 import { callApprovals } from "../state/interrupts.ts";
 import { AgentPicker, AgentTag } from "./AgentPicker.tsx";
@@ -17,10 +17,6 @@ import { CheckpointsPanel, RunsPanel } from "./Inspector.tsx";
 import { AnswerPanel, type Response } from "./Interrupts.tsx";
 import { conversationHref } from "./routes.ts";
 import { Thread, type ThreadContext } from "./Thread.tsx";
-
-interface RunStarted {
-  run: { id: string; status: RunStatus; kind: RunKind; input: string | null; startedAt: string };
-}
 
 /** Opens a conversation, handing it the run started for it, if any (a fork with a message). */
 export type OpenConversation = (conversationId: string, run: StartedRun | null) => void;
@@ -34,7 +30,7 @@ export function NewConversationPane({ api, connected, onStarted }: { api: Api; c
   // The server's default until one is picked (startRun without an agent runs it too).
   const agent = picked ?? agents?.find((a) => a.name === DEFAULT_AGENT)?.name ?? agents?.[0]?.name ?? null;
   const send = async (message: string) => {
-    const outcome = await api.mutate<RunStarted & { conversation: { id: string } }>(START_RUN, { message, agent }, "startRun");
+    const outcome = await api.mutate(START_RUN, { message, agent }, "startRun");
     if (outcome.ok) {
       onStarted(outcome.value.conversation.id, outcome.value.run);
       return true;
@@ -106,26 +102,26 @@ export function ConversationPane(props: {
   }
 
   const send = async (message: string) => {
-    const outcome = await api.mutate<RunStarted>(START_RUN, { conversationId: id, message }, "startRun");
+    const outcome = await api.mutate(START_RUN, { conversationId: id, message }, "startRun");
     if (report("Could not start the run", outcome)) track(outcome.value.run);
     return outcome.ok;
   };
   const resume = async () => {
-    const outcome = await api.mutate<RunStarted>(RESUME_RUN, { conversationId: id }, "resumeRun");
+    const outcome = await api.mutate(RESUME_RUN, { conversationId: id }, "resumeRun");
     if (report("Could not resume", outcome)) track(outcome.value.run);
   };
   const cancel = async (runId: string) => {
     report("Could not cancel the run", await api.mutate(CANCEL_RUN, { runId }, "cancelRun"));
   };
   const answer = async (responses: Response[]) => {
-    const outcome = await api.mutate<RunStarted>(RESUME_RUN, { conversationId: id, responses }, "resumeRun");
+    const outcome = await api.mutate(RESUME_RUN, { conversationId: id, responses }, "resumeRun");
     if (report("Could not send the answers", outcome)) track(outcome.value.run);
     // Refused: what the thread waits for may have changed meanwhile (INTERRUPT_MISMATCH); the form shows it as it is now.
     else conversation.refetch();
     return outcome.ok;
   };
   const fork = async (checkpointId: string, message: string | null) => {
-    const outcome = await api.mutate<{ conversation: { id: string }; run: StartedRun | null }>(FORK_CONVERSATION, { checkpointId, message }, "forkConversation");
+    const outcome = await api.mutate(FORK_CONVERSATION, { checkpointId, message }, "forkConversation");
     if (report("Could not fork", outcome)) props.onOpen(outcome.value.conversation.id, outcome.value.run);
     return outcome.ok;
   };

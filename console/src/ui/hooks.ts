@@ -3,7 +3,8 @@
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import type { Api, ConnectionState, Outcome } from "../api/client.ts";
 import { AGENTS, CONVERSATION, CONVERSATIONS, CONVERSATIONS_CHANGED, RUN_EVENTS } from "../api/documents.ts";
-import type { Agent, ConversationDetails, ConversationRow, RunEvent } from "../api/types.ts";
+import type { ConsoleConversationsQuery } from "../api/generated.ts";
+import type { Agent, ConversationDetails, ConversationRow } from "../api/types.ts";
 import { appendPage, applyNotice, emptyList, replaceWithFirstPage, type ListState, type Page } from "../state/conversation-list.ts";
 import { applyEvent, emptyLiveRun, isEnded, type LiveRun } from "../state/run-live.ts";
 import type { StartedRun } from "../state/conversation-view.ts";
@@ -41,7 +42,7 @@ export function useAgents(api: Api): { agents: Agent[] | null; error: string | n
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
     let current = true;
-    api.query<{ agents: Agent[] }>(AGENTS, {}).then(
+    api.query(AGENTS, {}).then(
       (data) => current && setAgents(data.agents),
       (e: Error) => current && setError(`Could not read the agents: ${e.message}`),
     );
@@ -52,11 +53,7 @@ export function useAgents(api: Api): { agents: Agent[] | null; error: string | n
   return { agents, error };
 }
 
-interface ConversationsData {
-  conversations: { pageInfo: { hasNextPage: boolean; endCursor: string | null }; edges: { node: ConversationRow }[] };
-}
-
-function toPage(data: ConversationsData): Page {
+function toPage(data: ConsoleConversationsQuery): Page {
   return {
     rows: data.conversations.edges.map((e) => e.node),
     hasNextPage: data.conversations.pageInfo.hasNextPage,
@@ -77,7 +74,7 @@ export function useConversationList(api: Api, reconnects: number) {
 
   useEffect(
     () =>
-      api.subscribe<{ conversationsChanged: ConversationRow }>(CONVERSATIONS_CHANGED, {}, {
+      api.subscribe(CONVERSATIONS_CHANGED, {}, {
         next: ({ conversationsChanged: row }) => {
           noticedMeanwhile.current?.add(row.id);
           setList((state) => applyNotice(state, row));
@@ -91,7 +88,7 @@ export function useConversationList(api: Api, reconnects: number) {
     let current = true;
     const noticed = new Set<string>();
     noticedMeanwhile.current = noticed;
-    api.query<ConversationsData>(CONVERSATIONS, { first: LIST_PAGE }).then(
+    api.query(CONVERSATIONS, { first: LIST_PAGE }).then(
       (data) => {
         if (!current) return;
         setList((state) => replaceWithFirstPage(state, toPage(data), noticed));
@@ -108,7 +105,7 @@ export function useConversationList(api: Api, reconnects: number) {
     if (!list.endCursor) return;
     setLoadingMore(true);
     api
-      .query<ConversationsData>(CONVERSATIONS, { first: LIST_PAGE, after: list.endCursor })
+      .query(CONVERSATIONS, { first: LIST_PAGE, after: list.endCursor })
       .then(
         (data) => setList((state) => appendPage(state, toPage(data))),
         (e: Error) => setError(`Could not read more conversations: ${e.message}`),
@@ -157,7 +154,7 @@ export function useConversation(api: Api, id: string, row: ConversationRow | und
     const read = () => {
       reads.again = false;
       api
-        .query<{ conversation: ConversationDetails | null }>(CONVERSATION, { id, runs: RUN_PAGE, checkpoints: CHECKPOINT_PAGE })
+        .query(CONVERSATION, { id, runs: RUN_PAGE, checkpoints: CHECKPOINT_PAGE })
         .then(
           (data) => {
             setDetails(data.conversation);
@@ -178,7 +175,7 @@ export function useConversation(api: Api, id: string, row: ConversationRow | und
       if (following.current.has(runId)) return;
       const known = liveRef.current.get(runId);
       if (known && isEnded(known.status)) return;
-      const stop = api.subscribe<{ runEvents: RunEvent }>(RUN_EVENTS, { runId, after: known?.lastSeq ?? 0 }, {
+      const stop = api.subscribe(RUN_EVENTS, { runId, after: known?.lastSeq ?? 0 }, {
         next: ({ runEvents: event }) => {
           setLive((previous) => {
             const run = previous.get(runId) ?? emptyLiveRun(runId);
