@@ -5,8 +5,10 @@
 // links; absolute URLs are not checked.
 import fs from "node:fs";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { ROOT } from "./support/app.ts";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
 const PAGES = ["README.md", path.join("bench", "README.md"), ...fs.readdirSync(path.join(ROOT, "docs")).filter((f) => f.endsWith(".md")).map((f) => path.join("docs", f))];
 
