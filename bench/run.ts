@@ -8,7 +8,7 @@
 //   npm run bench -- --reps 3           repetitions per scenario
 //   npm run bench -- --cpu-prof         CPU profiles of the runledger processes, summarized
 //   npm run bench -- --only outside --node22   the outside scenario with both servers on Node 22
-//   npm run bench -- --readme           rewrite README's Performance section from the results
+//   npm run bench -- --readme           rewrite bench/README.md's Performance section from the results
 //   npm run bench -- --only none --readme   only that, from the last results
 import os from "node:os";
 import { parseArgs } from "node:util";

@@ -1,8 +1,8 @@
-// Clocks that disagree across instances (README, "Clocks and correlation across
-// instances"). Another instance whose clock runs ahead leaves marks and
-// checkpoint ids in the future of this one: a run here waits until its clock has
-// passed them, for at most MAX_CLOCK_SKEW_MS; further behind, startRun and
-// resumeRun answer CLOCK_SKEW (HTTP 503) and write nothing. At start-up an
+// Clocks that disagree across instances (docs/checkpoints-and-runs.md, "Clocks
+// and correlation across instances"). Another instance whose clock runs ahead
+// leaves marks and checkpoint ids in the future of this one: a run here waits
+// until its clock has passed them, for at most MAX_CLOCK_SKEW_MS; further
+// behind, startRun and resumeRun answer CLOCK_SKEW (HTTP 503) and write nothing. At start-up an
 // instance whose clock differs from PostgreSQL's by more than the bound refuses
 // to start. The future ids are written as that other instance would write them,
 // through the saver; the start-up check reads this host's clock through the one

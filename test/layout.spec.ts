@@ -1,6 +1,6 @@
 // The source reads top-down: every import of a file in src/ points to its own
 // folder or to a layer below it, and no files import each other in a cycle.
-// The layers, top first (README "Inside").
+// The layers, top first (docs/design.md, section 5, "Layers").
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -65,7 +65,7 @@ function importsOf(file: string): string[] {
 function layerOf(file: string): number {
   const top = path.relative(SRC, file).split(path.sep)[0]!;
   const layer = LAYERS.findIndex((names) => names.includes(top));
-  if (layer < 0) throw new Error(`${path.relative(ROOT, file)} is in no layer: add its folder to LAYERS and to the README`);
+  if (layer < 0) throw new Error(`${path.relative(ROOT, file)} is in no layer: add its folder to LAYERS and to docs/design.md`);
   return layer;
 }
 

@@ -1,5 +1,6 @@
-// The README's "Performance" section, generated from the results so that the
-// table there is always one the harness printed.
+// The "Performance" section of bench/README.md, generated from the results so
+// that the table there is always one the harness printed. (The project's
+// README keeps a short summary and links to it.)
 import fs from "node:fs";
 import path from "node:path";
 import { ROOT } from "../../test/support/processes.ts";
@@ -86,9 +87,11 @@ export function readmeSection(results: ScenarioResult[]): string {
   return lines.filter((l, i) => !(l === "" && lines[i - 1] === "")).join("\n");
 }
 
-/** Replaces the README's Performance section (from its heading to the next `## ` or the end), or appends it. */
-export function updateReadme(results: ScenarioResult[]): void {
-  const file = path.join(ROOT, "README.md");
+/** The file whose Performance section the harness writes. */
+export const BENCH_README = path.join(ROOT, "bench", "README.md");
+
+/** Replaces bench/README.md's Performance section (from its heading to the next `## ` or the end), or appends it. */
+export function updateReadme(results: ScenarioResult[], file = BENCH_README): void {
   const readme = fs.readFileSync(file, "utf8");
   const section = readmeSection(results);
   const start = readme.indexOf(`\n${HEADING}\n`);

@@ -1,7 +1,8 @@
 // The run lifecycle: start, resume (also with answers to interrupts), fork,
-// cancel, finish and shutdown (DESIGN section 3). The running row is committed
-// before any graph work; the outcome is committed before the terminal event is
-// published. Refusals are thrown before anything is written.
+// cancel, finish and shutdown (docs/design.md, section 3, "The life of a run").
+// The running row is committed before any graph work; the outcome is committed
+// before the terminal event is published. Refusals are thrown before anything
+// is written.
 import { randomUUID } from "node:crypto";
 import type { AgentRuntime, PendingInterrupt, RunInput } from "../agent/runtime.ts";
 import { approvalAnswerProblem, isToolApprovalRequest } from "../agent/chat-graph.ts";

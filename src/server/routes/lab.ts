@@ -1,5 +1,7 @@
 // The seed's lab over REST: the routes its experiment calls with curl and reads
-// with jq, over the same run service as GraphQL (DESIGN section 10).
+// with jq, over the same run service as GraphQL (docs/design.md, section 3, "The
+// life of a run"; the routes' answers: README.md, "The seed's lab over REST",
+// and docs/lab.md).
 //
 //   POST /api/chat                   {message} | {message, conversation} | {resume: true, conversation}
 //                                    | {resume: true, conversation, responses: [{interruptId, value}]}
