@@ -6,6 +6,7 @@ import { AIMessage, HumanMessage, SystemMessage, ToolMessage } from "@langchain/
 import { tool } from "@langchain/core/tools";
 import { z } from "zod";
 import {
+  clockSkew,
   defaultResponder,
   expectedUsage,
   holdKey,
@@ -173,14 +174,59 @@ describe("fake Ollama with the real ChatOllama client", () => {
     await vi.waitFor(() => expect(fake.openChatRequests()).toBe(0));
   });
 
-  it("serves /, /api/tags and /api/show like Ollama", async () => {
+  it("serves /, /api/tags, /api/show and /api/version like Ollama", async () => {
     expect(await (await fetch(fake.url)).text()).toBe("Ollama is running");
     const tags = (await (await fetch(`${fake.url}/api/tags`)).json()) as { models: { name: string; model: string }[] };
     expect(tags.models.map((m) => m.name)).toEqual(["qwen3:latest"]);
     const show = (model: string) => fetch(`${fake.url}/api/show`, { method: "POST", body: JSON.stringify({ model }) });
-    expect((await show("qwen3")).status).toBe(200);
+    const shown = await show("qwen3");
+    expect(shown.status).toBe(200);
+    expect(await shown.json()).toMatchObject({ capabilities: ["completion", "tools"] });
     expect((await show("other")).status).toBe(404);
+    expect(await (await fetch(`${fake.url}/api/version`)).json()).toEqual({ version: "0.0.0-fake" });
     expect((await fetch(`${fake.url}/api/nope`)).status).toBe(404);
+  });
+
+  it("answers a request that does not stream with one JSON object once the step is over, as Ollama does", async () => {
+    const ask = (content: string) =>
+      fetch(`${fake.url}/api/chat`, { method: "POST", body: JSON.stringify({ model: "qwen3", stream: false, messages: [{ role: "user", content }] }) });
+    fake.enqueue(
+      { kind: "text", tokens: ["Hel", "lo", " world"], delayMs: 20 },
+      { kind: "toolCalls", text: ["Let me see. "], calls: [{ name: "calculator", args: { expression: "1 + 2" } }] },
+      { kind: "errorLine", tokens: ["Half "], error: "out of memory" },
+    );
+    const asked = nowMs();
+    const text = await ask("hi there");
+    expect(text.status).toBe(200);
+    expect(text.headers.get("content-type")).toMatch(/^application\/json/);
+    const body = (await text.json()) as Record<string, unknown>;
+    // The answer comes after its delays, all at once: three tokens and a last wait of 20 ms each.
+    expect(nowMs() - asked).toBeGreaterThanOrEqual(79);
+    expect(body).toMatchObject({ model: "qwen3", message: { role: "assistant", content: "Hello world" }, done: true, done_reason: "stop", prompt_eval_count: 2, eval_count: 3 });
+    expect(body.message).not.toHaveProperty("tool_calls");
+    expect(fake.requests[0]!.reported).toMatchObject({ promptEvalCount: 2, evalCount: 3 });
+
+    expect(await (await ask("calculate 1+2")).json()).toMatchObject({
+      message: { content: "Let me see. ", tool_calls: [{ function: { name: "calculator", arguments: { expression: "1 + 2" } } }] },
+      done: true,
+      eval_count: 2,
+    });
+
+    const failed = await ask("hi");
+    expect(failed.status).toBe(500);
+    expect(await failed.json()).toEqual({ error: "out of memory" });
+    expect(fake.requests[2]!.reported).toBeUndefined();
+    expect(fake.openChatRequests()).toBe(0);
+  });
+
+  it("reads its clock at /bench/clock: the same clock as this process's, so the skew is within half a round trip", async () => {
+    const before = nowMs();
+    const { now } = (await (await fetch(`${fake.url}/bench/clock`)).json()) as { now: number };
+    expect(now).toBeGreaterThanOrEqual(before);
+    expect(now).toBeLessThanOrEqual(nowMs());
+    const { skewMs, rttMs } = await clockSkew(fake.url, 5);
+    expect(rttMs).toBeGreaterThan(0);
+    expect(Math.abs(skewMs)).toBeLessThanOrEqual(rttMs / 2);
   });
 
   it("closes even with hanging requests", async () => {
@@ -328,6 +374,21 @@ describe("stamped streams, as the benchmark plans them", () => {
     expect(reply.content).toBe("Echo: and now?");
   });
 
+  it("answers a plan asked without streaming once its last token is due, every token stamped on the schedule", async () => {
+    const plan = { tokens: 4, intervalMs: 15, firstDelayMs: 15 };
+    const response = await fetch(`${fake.url}/api/chat`, {
+      method: "POST",
+      body: JSON.stringify({ model: "qwen3", stream: false, messages: [{ role: "user", content: planMessage(plan) }] }),
+    });
+    const received = nowMs();
+    const body = (await response.json()) as { message: { content: string }; done: boolean; eval_count: number };
+    expect(body).toMatchObject({ done: true, eval_count: 4 });
+    const stamps = readStamps(body.message.content);
+    expect(stamps.map((s) => s.index)).toEqual(indexes(4));
+    for (const s of stamps) expect(s.sentAt).toBeGreaterThanOrEqual(s.requestAt + plan.firstDelayMs + s.index * plan.intervalMs - 1);
+    expect(received).toBeGreaterThanOrEqual(stamps.at(-1)!.sentAt);
+  });
+
   it("keeps no requests when told not to", async () => {
     const quiet = await startFakeOllama({ responder: planResponder(), keepRequests: false });
     try {
@@ -347,6 +408,18 @@ describe("in a process of its own (fake-ollama-main.ts)", () => {
       expect(proc.output()).toMatch(/^\{"url":"http:\/\/127\.0\.0\.1:\d+"\}\n/);
       const reply = await new ChatOllama({ baseUrl: proc.url, model: "qwen3" }).invoke(planMessage({ tokens: 3, intervalMs: 1 }));
       expect(readStamps(reply.content as string).map((s) => s.index)).toEqual([0, 1, 2]);
+    } finally {
+      expect(await proc.stop()).toBe(0);
+    }
+  }, PROCESS_TEST_TIMEOUT_MS);
+
+  it("serves OLLAMA_MODEL beside qwen3, as the processes it serves inherit it", async () => {
+    const proc = await startFakeOllamaProcess({ env: { OLLAMA_MODEL: "llama3.2" } });
+    try {
+      const tags = (await (await fetch(`${proc.url}/api/tags`)).json()) as { models: { name: string }[] };
+      expect(tags.models.map((m) => m.name)).toEqual(["qwen3:latest", "llama3.2:latest"]);
+      const reply = await new ChatOllama({ baseUrl: proc.url, model: "llama3.2" }).invoke(planMessage({ tokens: 2, intervalMs: 1 }));
+      expect(readStamps(reply.content as string).map((s) => s.index)).toEqual([0, 1]);
     } finally {
       expect(await proc.stop()).toBe(0);
     }

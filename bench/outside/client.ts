@@ -1,6 +1,7 @@
 // The client process: a separate Node process that talks to each system the
 // way an application would and times every token on arrival against the stamp
-// the fake model put in it.
+// the fake model (test/support/fake-ollama.ts) put in it, both read on the
+// machine's shared clock (test/support/clock.ts).
 //   floor      the fake model's stream read directly by ChatOllama, here
 //   runledger  startRun over GraphQL-over-HTTP, then runEvents over graphql-ws
 //   peer       LangGraph's server through its SDK: runs.stream with
@@ -12,17 +13,18 @@ import { ChatOllama } from "@langchain/ollama";
 import { HumanMessage } from "@langchain/core/messages";
 import { createClient, type Client as WsClient } from "graphql-ws";
 import WebSocket from "ws";
-import { monoMs, nowMs, planMessage, readStamps, type Plan, type Stamp } from "./clock.ts";
+import { nowMs, readStamps, type TokenStamp } from "../../test/support/clock.ts";
+import { clockSkew, planMessage, type StreamPlan } from "../../test/support/fake-ollama.ts";
 
 export type System = "floor" | "runledger" | "peer";
 
 export interface RunResult {
-  /** Request sent: startRun, runs.stream or ChatOllama.stream called (wall ms). */
+  /** Request sent: startRun, runs.stream or ChatOllama.stream called (ms on the shared clock). */
   requestAt: number;
-  /** First token received (wall ms). */
+  /** First token received (ms on the shared clock). */
   firstAt: number | null;
   /** The first token's stamp (its requestAt is when the model got the request). */
-  firstStamp: Stamp | null;
+  firstStamp: TokenStamp | null;
   /** Receive minus model send, per token, in arrival order (ms). */
   latencies: number[];
   /** Each of those tokens' index in its stream. */
@@ -35,7 +37,7 @@ export interface RunResult {
 
 export interface BatchResult {
   runs: RunResult[];
-  /** Monotonic ms: the batch's first request sent, the last run's first token, the last run done. */
+  /** The batch's first request sent, the last run's first token, the last run done (ms on the shared clock, CLOCK_MONOTONIC: a CPU profile's timestamps are on it too). */
   startMono: number;
   firstTokensMono: number;
   endMono: number;
@@ -44,9 +46,9 @@ export interface BatchResult {
 export type Request =
   | { op: "init"; modelUrl: string; runledgerUrl: string; peerUrl: string; peerSdk: string }
   /** Runs at once, each from its own client (a user of its own). */
-  | { op: "batch"; system: System; runs: number; plan: Plan }
+  | { op: "batch"; system: System; runs: number; plan: StreamPlan }
   /** One run from the client kept for sequential runs (one user, connection already open). */
-  | { op: "one"; system: System; plan: Plan };
+  | { op: "one"; system: System; plan: StreamPlan };
 
 export type Response = { id: number; ok: true; result: unknown } | { id: number; ok: false; error: string };
 
@@ -96,12 +98,12 @@ class TokenLog {
 let firstTokensPending = 0;
 let firstTokensMono = 0;
 function onFirstToken() {
-  if (--firstTokensPending === 0) firstTokensMono = monoMs();
+  if (--firstTokensPending === 0) firstTokensMono = nowMs();
 }
 
 // ---- floor -----------------------------------------------------------------
 
-async function floorRun(plan: Plan): Promise<RunResult> {
+async function floorRun(plan: StreamPlan): Promise<RunResult> {
   // One ChatOllama per stream, as runledger makes one per run.
   const model = new ChatOllama({ baseUrl: modelUrl, model: "qwen3" });
   const log = new TokenLog(nowMs(), plan.tokens);
@@ -155,7 +157,7 @@ function wsClient(): Promise<WsClient> {
   });
 }
 
-async function runledgerRun(client: WsClient, plan: Plan): Promise<RunResult> {
+async function runledgerRun(client: WsClient, plan: StreamPlan): Promise<RunResult> {
   const log = new TokenLog(nowMs(), plan.tokens);
   try {
     const response = await fetch(`${runledgerUrl}/graphql`, {
@@ -193,7 +195,7 @@ async function runledgerRun(client: WsClient, plan: Plan): Promise<RunResult> {
 
 // ---- the peer ----------------------------------------------------------------
 
-async function peerRun(client: PeerClient, plan: Plan): Promise<RunResult> {
+async function peerRun(client: PeerClient, plan: StreamPlan): Promise<RunResult> {
   const log = new TokenLog(nowMs(), plan.tokens);
   try {
     // A new thread per run, created by the run itself: one request, as runledger's startRun creates a conversation.
@@ -217,22 +219,22 @@ async function peerRun(client: PeerClient, plan: Plan): Promise<RunResult> {
 
 // ---- requests ----------------------------------------------------------------
 
-async function batch(system: System, runs: number, plan: Plan): Promise<BatchResult> {
+async function batch(system: System, runs: number, plan: StreamPlan): Promise<BatchResult> {
   // Every user's connection is open before the clock starts, as chat pages would be.
   const ws = system === "runledger" ? await Promise.all(Array.from({ length: runs }, wsClient)) : [];
   const peers = system === "peer" ? Array.from({ length: runs }, () => new PeerSdkClient({ apiUrl: peerUrl })) : [];
   firstTokensPending = runs;
   firstTokensMono = 0;
-  const startMono = monoMs();
+  const startMono = nowMs();
   const results = await Promise.all(
     Array.from({ length: runs }, (_, i) => (system === "floor" ? floorRun(plan) : system === "runledger" ? runledgerRun(ws[i]!, plan) : peerRun(peers[i]!, plan))),
   );
-  const endMono = monoMs();
+  const endMono = nowMs();
   await Promise.all(ws.map((c) => c.dispose()));
   return { runs: results, startMono, firstTokensMono: firstTokensMono || endMono, endMono };
 }
 
-async function one(system: System, plan: Plan): Promise<RunResult> {
+async function one(system: System, plan: StreamPlan): Promise<RunResult> {
   firstTokensPending = 1;
   if (system === "floor") return floorRun(plan);
   if (system === "runledger") {
@@ -243,26 +245,12 @@ async function one(system: System, plan: Plan): Promise<RunResult> {
   return peerRun(sequentialPeer, plan);
 }
 
-/** The fake model's wall − monotonic offset minus ours: how far apart the two processes' wall clocks are (ms). */
-async function clockSkew(): Promise<{ skewMs: number; rttMs: number }> {
-  let best = { skewMs: NaN, rttMs: Infinity };
-  for (let i = 0; i < 20; i++) {
-    const before = monoMs();
-    const response = await fetch(`${modelUrl}/clock`);
-    const theirs = (await response.json()) as { wall: number; mono: number };
-    const after = monoMs();
-    const ours = nowMs() - monoMs();
-    if (after - before < best.rttMs) best = { skewMs: theirs.wall - theirs.mono - ours, rttMs: after - before };
-  }
-  return best;
-}
-
 async function handle(request: Request): Promise<unknown> {
   switch (request.op) {
     case "init": {
       ({ modelUrl, runledgerUrl, peerUrl } = request);
       PeerSdkClient = ((await import(pathToFileURL(request.peerSdk).href)) as { Client: PeerClientClass }).Client;
-      return clockSkew();
+      return clockSkew(modelUrl);
     }
     case "batch":
       return batch(request.system, request.runs, request.plan);

@@ -1,7 +1,7 @@
 // Where a process's CPU went within a window of time: the V8 profile that
 // --cpu-prof writes is stamped in microseconds of CLOCK_MONOTONIC, the clock the
-// client's monoMs() reads, so the samples of one batch's run start can be cut
-// out of a profile that covers the whole benchmark.
+// client reads (nowMs() in test/support/clock.ts), so the samples of one
+// batch's run start can be cut out of a profile that covers the whole benchmark.
 import fs from "node:fs";
 import path from "node:path";
 import { ROOT } from "../../test/support/processes.ts";

@@ -1,5 +1,6 @@
 // The outside scenario: an outside reviewer's method, reproduced. Four
-// processes besides the harness: the fake model (fake-model.ts), runledger as
+// processes besides the harness: the fake model (the specs' fake Ollama in a
+// process of its own, test/support/fake-ollama-main.ts), runledger as
 // `npm start` runs it, LangGraph's own server (`langgraph dev`, peer.ts) and a
 // client (client.ts) that reads the floor (ChatOllama straight from the fake
 // model), runledger (graphql-ws) and the peer (its SDK) in turn, repetition by
@@ -12,17 +13,20 @@ import path from "node:path";
 import { scalar, type Row } from "../lib/report.ts";
 import type { Scenario, ScenarioOptions } from "../scenarios/scenario.ts";
 import type { BatchResult, Request, Response, RunResult, System } from "./client.ts";
-import type { Plan } from "./clock.ts";
 import { installPeer, PEER_SDK, ROOT, startPeer, type PeerServer } from "./peer.ts";
 import { MiB, treeCpuMs, treeRss, type TreeRss } from "./proc.ts";
 import { mainProfile } from "../lib/profile.ts";
 import { summarizeWindow } from "./profile-window.ts";
 import { node22 as prepareNode22, type Node22 } from "../../test/support/built.ts";
+import type { StreamPlan } from "../../test/support/fake-ollama.ts";
+import { startFakeOllamaProcess } from "../../test/support/processes.ts";
 
+/** A stream of `tokens` tokens, one every `intervalMs`, the first one interval after the request. */
+const every = (tokens: number, intervalMs: number): StreamPlan => ({ tokens, intervalMs, firstDelayMs: intervalMs });
 /** The reviewer's stream: 200 tokens, one every 10 ms. */
-const STREAM: Plan = { tokens: 200, intervalMs: 10 };
+const STREAM = every(200, 10);
 /** Time to first token needs only the first few. */
-const SHORT: Plan = { tokens: 5, intervalMs: 10 };
+const SHORT = every(5, 10);
 const CONCURRENT = 50;
 const MEMORY_RUNS = 200;
 const SYSTEMS: System[] = ["floor", "runledger", "peer"];
@@ -96,10 +100,9 @@ function jsonLine<T>(proc: Proc, match: (value: any) => boolean, timeoutMs = 60_
   });
 }
 
-async function startModel(): Promise<Proc & { url: string }> {
-  const proc = spawnNode(["--import", "tsx", "bench/outside/fake-model.ts"], {});
-  const { url } = await jsonLine<{ url: string }>(proc, (v) => typeof v.url === "string");
-  return Object.assign(proc, { url });
+/** The fake model in a process of its own, so that its CPU is read apart from the others' and its timers keep their schedule. */
+function startModel() {
+  return startFakeOllamaProcess({ killAfterMs: 20_000 });
 }
 
 let built = false;
@@ -238,7 +241,7 @@ export const outside: Scenario = {
     const tokenReps = options.reps ?? (quick ? 2 : 10);
     const ttftRuns = quick ? 10 : 60;
     const concurrentReps = options.reps ?? (quick ? 1 : 5);
-    const memoryPlan: Plan = quick ? { tokens: 20, intervalMs: 10 } : STREAM;
+    const memoryPlan = quick ? every(20, 10) : STREAM;
     const memoryBatch = quick ? 50 : 20;
     const log = options.log;
     const notes: string[] = [];
@@ -246,7 +249,7 @@ export const outside: Scenario = {
 
     const install = installPeer(log);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "runledger-outside-"));
-    const procs: { stop(): Promise<void> }[] = [];
+    const procs: { stop(): Promise<unknown> }[] = [];
     let runledger: (Proc & { url: string }) | undefined;
     let peer: PeerServer | undefined;
     let window: { from: number; to: number; end: number } | undefined;

@@ -8,7 +8,12 @@
 // with no side channel. Those streams are stamped: each token carries its send
 // time on the shared clock (clock.ts), so latency is read off the token itself.
 // A stream can be held until the harness releases its key over HTTP, so that
-// subscribers attach first and no measured token arrives through replay.
+// subscribers attach first and no measured token arrives through replay, and
+// GET /bench/clock reads the fake's clock, so a client in another process can
+// check that it reads the same one.
+//
+// A request with "stream": false gets its whole answer as one JSON object once
+// the step has run its course, as Ollama answers one.
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { randomUUID } from "node:crypto";
@@ -204,6 +209,23 @@ export async function releaseStreams(fakeUrl: string, key: string): Promise<void
   await response.arrayBuffer();
 }
 
+/**
+ * The fake's clock (GET /bench/clock) against this process's, read midway
+ * through the shortest of `tries` round trips: within half a round trip of
+ * zero when both read the shared clock (clock.ts), as processes on one machine do.
+ */
+export async function clockSkew(fakeUrl: string, tries = 20): Promise<{ skewMs: number; rttMs: number }> {
+  let best = { skewMs: NaN, rttMs: Infinity };
+  for (let i = 0; i < tries; i++) {
+    const before = nowMs();
+    const response = await fetch(`${fakeUrl}/bench/clock`);
+    const { now } = (await response.json()) as { now: number };
+    const after = nowMs();
+    if (after - before < best.rttMs) best = { skewMs: now - (before + after) / 2, rttMs: after - before };
+  }
+  return best;
+}
+
 /** "qwen3" and "qwen3:latest" name the same model, as in Ollama. */
 function fullName(model: string): string {
   return model.includes(":") ? model : `${model}:latest`;
@@ -293,8 +315,18 @@ export async function startFakeOllama(options: FakeOllamaOptions = {}): Promise<
 
   async function streamStep(res: http.ServerResponse, request: FakeChatRequest, step: FakeStep, requestAt: number): Promise<void> {
     const model = request.model;
+    const streaming = request.body?.stream !== false;
+    // What a request that does not stream gets at the end, gathered from the lines it would have streamed.
+    let content = "";
+    const toolCalls: unknown[] = [];
     const line = (message: Record<string, unknown>, extra: Record<string, unknown> = {}) => {
       if (res.destroyed || res.writableEnded) return;
+      if (!streaming) {
+        content += typeof message.content === "string" ? message.content : "";
+        if (Array.isArray(message.tool_calls)) toolCalls.push(...message.tool_calls);
+        if (!extra.done) return;
+        return sendJson(res, 200, { model, created_at: new Date().toISOString(), message: { role: "assistant", content, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) }, ...extra });
+      }
       const chunk = { model, created_at: new Date().toISOString(), message: { role: "assistant", content: "", ...message }, ...extra };
       res.write(`${JSON.stringify(chunk)}\n`);
     };
@@ -329,9 +361,10 @@ export async function startFakeOllama(options: FakeOllamaOptions = {}): Promise<
         },
       );
       request.reported = report;
-      res.end();
+      if (!res.writableEnded) res.end();
     };
     const startStream = () => {
+      if (!streaming) return; // the headers go with the answer
       res.writeHead(200, { "Content-Type": "application/x-ndjson" });
       // Sends the headers now, so "silence" really means headers then nothing.
       res.flushHeaders();
@@ -368,14 +401,16 @@ export async function startFakeOllama(options: FakeOllamaOptions = {}): Promise<
         const delayMs = step.delayMs ?? defaultDelayMs;
         await tokens(step.tokens ?? [], delayMs);
         await pause(res, delayMs);
-        if (!res.destroyed) res.end(`${JSON.stringify({ error: step.error })}\n`);
+        if (res.destroyed) return;
+        if (!streaming) return sendJson(res, 500, { error: step.error });
+        res.end(`${JSON.stringify({ error: step.error })}\n`);
         return;
       }
       case "dropMidStream": {
         startStream();
         await tokens(step.tokens ?? [], step.delayMs ?? defaultDelayMs);
         // Let the tokens reach the wire first, so the client sees a stream cut short.
-        await flushed(res);
+        if (streaming) await flushed(res);
         res.socket?.destroy();
         return;
       }
@@ -448,6 +483,8 @@ export async function startFakeOllama(options: FakeOllamaOptions = {}): Promise<
     if (req.method === "GET" && path === "/bench/held") {
       return sendJson(res, 200, { held: holders.get(url.searchParams.get("key") ?? "")?.size ?? 0 });
     }
+    if (req.method === "GET" && path === "/bench/clock") return sendJson(res, 200, { now: nowMs() });
+    if (req.method === "GET" && path === "/api/version") return sendJson(res, 200, { version: "0.0.0-fake" });
     if ((req.method === "GET" || req.method === "HEAD") && path === "/") {
       res.writeHead(200, { "Content-Type": "text/plain; charset=utf-8" });
       return void res.end("Ollama is running");
@@ -471,7 +508,7 @@ export async function startFakeOllama(options: FakeOllamaOptions = {}): Promise<
         // An unreadable body names no model, so it is answered as not found.
       }
       const model = body?.model ?? body?.name ?? "";
-      return isKnown(model) ? sendJson(res, 200, {}) : notFound(res, String(model));
+      return isKnown(model) ? sendJson(res, 200, { details: {}, capabilities: ["completion", "tools"] }) : notFound(res, String(model));
     }
     sendJson(res, 404, { error: "not found" });
   }
