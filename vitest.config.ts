@@ -9,7 +9,7 @@ export default defineConfig({
   },
   test: {
     include: ["test/**/*.spec.ts"],
-    // This run's PostgreSQL and Redis (test/support/services.ts hands them to specs).
+    // This run's PostgreSQL and Redis (testkit/services.ts hands them to specs).
     globalSetup: ["test/setup/services.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000,

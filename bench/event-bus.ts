@@ -25,7 +25,7 @@ import type { RunEventBody } from "../src/domain/events.ts";
 import { MemoryEventBus } from "../src/storage/event-bus/memory.ts";
 import { connectRedisEventBus } from "../src/storage/event-bus/redis.ts";
 import type { EventBus, EventBusOptions } from "../src/storage/event-bus/types.ts";
-import { nowMs } from "../test/support/clock.ts";
+import { nowMs } from "../testkit/clock.ts";
 import { median, percentiles, type Percentiles } from "./lib/stats.ts";
 
 const BUS_OPTIONS: EventBusOptions = { retention: 10_000, graceMs: 60_000, subscriberQueueLimit: 10_000 };
@@ -274,7 +274,7 @@ async function main() {
   });
   const reps = Number(values.reps);
   let url = values["redis-url"];
-  if (!url) ({ url } = await (await import("../test/support/services.ts")).redisServer());
+  if (!url) ({ url } = await (await import("../testkit/services.ts")).redisServer());
   const admin = new Redis(url);
   const cases: Case[] = [
     { pacing: "paced", events: Number(values.paced), subscribers: 1 },

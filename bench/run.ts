@@ -13,7 +13,7 @@
 import os from "node:os";
 import { parseArgs } from "node:util";
 import { machine, markdownReport, writeResults, type ScenarioResult } from "./lib/report.ts";
-import { startFakeOllamaProcess } from "../test/support/processes.ts";
+import { startFakeOllamaProcess } from "../testkit/processes.ts";
 import { KILL_AFTER_MS } from "./lib/runledger.ts";
 import { summarizeProfiles } from "./lib/profile.ts";
 import { updateReadme } from "./lib/readme.ts";

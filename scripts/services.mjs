@@ -3,7 +3,7 @@
 // Redis on free loopback ports in a temporary folder, and Chromium for browser
 // tests. Plain Node ESM with no dependencies, so it runs before anything is
 // compiled or installed; the vitest global setup (test/setup/services.ts) and
-// test/support/services.ts import it, people run it:
+// testkit/services.ts import it, people run it:
 //
 //   node scripts/services.mjs install [postgres] [redis] [chromium]
 //   node scripts/services.mjs start [--dir DIR]   prints {"dir","postgresUrl","redisUrl"}

@@ -8,11 +8,11 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { ROOT, startTestApp, waitForRun } from "./support/app.ts";
-import { collect, gqlOk, wsClient } from "./support/graphql.ts";
-import { CANCEL_RUN, CONVERSATION, RESUME_RUN, RUN_EVENTS, START_AGENT_RUN } from "./support/documents.ts";
-import { until } from "./support/streaming.ts";
+import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { ROOT, startTestApp, waitForRun } from "../testkit/app.ts";
+import { collect, gqlOk, wsClient } from "../testkit/graphql.ts";
+import { CANCEL_RUN, CONVERSATION, RESUME_RUN, RUN_EVENTS, START_AGENT_RUN } from "../testkit/documents.ts";
+import { until } from "../testkit/streaming.ts";
 import type { App } from "../src/app.ts";
 
 let fake: FakeOllama;

@@ -2,8 +2,8 @@
 // real runledger with API_TOKEN set: every audit (MUST, SHOULD and MAY) passes.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { serverAudits } from "graphql-http";
-import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { startTestApp } from "./support/app.ts";
+import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { startTestApp } from "../testkit/app.ts";
 import type { App } from "../src/app.ts";
 
 const TOKEN = "audit-token-0123456789";

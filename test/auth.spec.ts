@@ -2,12 +2,12 @@
 // WebSocket needs the token; health, readiness and the GraphiQL page stay open.
 // CORS_ORIGINS: no cross-origin access by default, over HTTP or WebSocket.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { startTestApp } from "./support/app.ts";
-import { startServerProcess } from "./support/processes.ts";
-import { snapshotDatabase } from "./support/db-snapshot.ts";
-import { openRawSocket, operationResult, sseRequest, subscribe } from "./support/protocol.ts";
-import { START_RUN } from "./support/documents.ts";
+import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { startTestApp } from "../testkit/app.ts";
+import { startServerProcess } from "../testkit/processes.ts";
+import { snapshotDatabase } from "../testkit/db-snapshot.ts";
+import { openRawSocket, operationResult, sseRequest, subscribe } from "../testkit/protocol.ts";
+import { START_RUN } from "../testkit/documents.ts";
 import { createTokenCheck } from "../src/server/auth.ts";
 import { loadConfig } from "../src/config.ts";
 import type { App } from "../src/app.ts";
@@ -156,7 +156,7 @@ describe("the token check", () => {
 describe("without API_TOKEN", () => {
   it("the default HOST is loopback, and npm start listens there", async () => {
     expect(loadConfig({}).host).toBe("127.0.0.1");
-    const server = await startServerProcess({ DATABASE_URL: `file:${(await import("./support/app.ts")).tempDatabaseUrl().file}`, OLLAMA_HOST: fake.url });
+    const server = await startServerProcess({ DATABASE_URL: `file:${(await import("../testkit/app.ts")).tempDatabaseUrl().file}`, OLLAMA_HOST: fake.url });
     try {
       expect(new URL(server.url).hostname).toBe("127.0.0.1");
     } finally {

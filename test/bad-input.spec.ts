@@ -4,11 +4,11 @@
 // written, and that the server still serves a normal run afterwards.
 import net from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { defaultResponder, startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { startTestApp } from "./support/app.ts";
-import { snapshotDatabase } from "./support/db-snapshot.ts";
-import { START_RUN } from "./support/documents.ts";
-import { openRawSocket, operationResult, sseRequest, subscribe, type RawSocket } from "./support/protocol.ts";
+import { defaultResponder, startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { startTestApp } from "../testkit/app.ts";
+import { snapshotDatabase } from "../testkit/db-snapshot.ts";
+import { START_RUN } from "../testkit/documents.ts";
+import { openRawSocket, operationResult, sseRequest, subscribe, type RawSocket } from "../testkit/protocol.ts";
 import type { App } from "../src/app.ts";
 
 const TOKEN = "corpus-token-0123456789";

@@ -5,10 +5,10 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { tool } from "@langchain/core/tools";
 import { z } from "zod";
-import { defaultResponder, splitTokens, startFakeOllama, type FakeOllama, type FakeStep } from "./support/fake-ollama.ts";
-import { tempDatabaseUrl, waitForRun } from "./support/app.ts";
-import { collect, gql, gqlOk, startRun, wsClient } from "./support/graphql.ts";
-import { CANCEL_RUN, CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS } from "./support/documents.ts";
+import { defaultResponder, splitTokens, startFakeOllama, type FakeOllama, type FakeStep } from "../testkit/fake-ollama.ts";
+import { tempDatabaseUrl, waitForRun } from "../testkit/app.ts";
+import { collect, gql, gqlOk, startRun, wsClient } from "../testkit/graphql.ts";
+import { CANCEL_RUN, CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS } from "../testkit/documents.ts";
 import { loadConfig } from "../src/config.ts";
 import { createLogger } from "../src/logger.ts";
 import { startApp, type App } from "../src/app.ts";

@@ -3,10 +3,10 @@
 // connection executes (Prisma's, the read model's, LangGraph's) is counted at
 // the SQLite driver, for the Prisma adapter's copy of the driver as well.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { startTestApp } from "./support/app.ts";
-import { countSqlStatements } from "./support/sql-statements.ts";
-import { gql, gqlOk } from "./support/graphql.ts";
+import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { startTestApp } from "../testkit/app.ts";
+import { countSqlStatements } from "../testkit/sql-statements.ts";
+import { gql, gqlOk } from "../testkit/graphql.ts";
 import { SINGLE_READS_PER_THREAD } from "../src/read/scope.ts";
 
 let fake: FakeOllama;

@@ -6,10 +6,10 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { AIMessage } from "@langchain/core/messages";
-import { startFakeOllama, defaultResponder, type FakeOllama } from "./support/fake-ollama.ts";
-import { startTestApp, waitForRun } from "./support/app.ts";
-import { collect, gql, gqlOk, sseClient, wsClient } from "./support/graphql.ts";
-import { START_RUN } from "./support/documents.ts";
+import { startFakeOllama, defaultResponder, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { startTestApp, waitForRun } from "../testkit/app.ts";
+import { collect, gql, gqlOk, sseClient, wsClient } from "../testkit/graphql.ts";
+import { START_RUN } from "../testkit/documents.ts";
 import { buildChatGraph } from "../src/agent/chat-graph.ts";
 import { threadConfig } from "../src/agent/runtime.ts";
 import type { App } from "../src/app.ts";

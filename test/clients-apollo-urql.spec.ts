@@ -5,9 +5,9 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from "v
 import { format } from "node:util";
 import WebSocket from "ws";
 import { gql } from "@apollo/client";
-import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { startTestApp, waitForRun } from "./support/app.ts";
-import { startRun } from "./support/graphql.ts";
+import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { startTestApp, waitForRun } from "../testkit/app.ts";
+import { startRun } from "../testkit/graphql.ts";
 import { createApolloClient } from "./clients/apollo.ts";
 import { createUrqlClient } from "./clients/urql.ts";
 

@@ -12,8 +12,8 @@ import WebSocket from "ws";
 import { generate } from "@graphql-codegen/cli";
 import config from "../codegen.ts";
 import consoleConfig from "../console/codegen.ts";
-import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { ROOT, startTestApp } from "./support/app.ts";
+import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { ROOT, startTestApp } from "../testkit/app.ts";
 import { createUrqlClient } from "./clients/urql.ts";
 import { startAndFollow } from "./clients/typed-client.ts";
 

@@ -11,10 +11,10 @@ import { createRequire } from "node:module";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
 import { commitMutation, fetchQuery, requestSubscription, type Environment, type GraphQLTaggedNode } from "relay-runtime";
-import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { ROOT, startTestApp, waitForRun } from "./support/app.ts";
-import { gqlOk } from "./support/graphql.ts";
-import { START_RUN } from "./support/documents.ts";
+import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { ROOT, startTestApp, waitForRun } from "../testkit/app.ts";
+import { gqlOk } from "../testkit/graphql.ts";
+import { START_RUN } from "../testkit/documents.ts";
 import { createRelayEnvironment } from "./clients/relay.ts";
 
 const OPERATIONS = /* JavaScript */ `

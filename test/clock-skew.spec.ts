@@ -14,11 +14,11 @@ import { ClockSkewError, mintMark, mintMarkAfter } from "../src/correlation/mark
 import { ConfigError, loadConfig } from "../src/config.ts";
 import { createLogger } from "../src/logger.ts";
 import { startApp, type App } from "../src/app.ts";
-import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { startTestApp, tempDatabaseUrl, waitForRun } from "./support/app.ts";
-import { gqlOk, startRun } from "./support/graphql.ts";
-import { CONVERSATION, RESUME_RUN, START_RUN } from "./support/documents.ts";
-import { postgresDatabase, SERVICES_TIMEOUT_MS } from "./support/services.ts";
+import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { startTestApp, tempDatabaseUrl, waitForRun } from "../testkit/app.ts";
+import { gqlOk, startRun } from "../testkit/graphql.ts";
+import { CONVERSATION, RESUME_RUN, START_RUN } from "../testkit/documents.ts";
+import { postgresDatabase, SERVICES_TIMEOUT_MS } from "../testkit/services.ts";
 
 /** A time-ordered id for a moment `aheadMs` from now, as a host whose clock is that far ahead mints one. */
 function idAhead(aheadMs: number): string {

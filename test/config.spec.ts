@@ -6,8 +6,8 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../src/config.ts";
-import { closedPort, tempDatabaseUrl, ROOT } from "./support/app.ts";
-import { startServerProcess } from "./support/processes.ts";
+import { closedPort, tempDatabaseUrl, ROOT } from "../testkit/app.ts";
+import { startServerProcess } from "../testkit/processes.ts";
 
 const run = promisify(execFile);
 

@@ -9,11 +9,11 @@ import { findRedisServer, freePort } from "../scripts/services.mjs";
 import { loadConfig } from "../src/config.ts";
 import { createLogger } from "../src/logger.ts";
 import { startApp, type App } from "../src/app.ts";
-import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { tempDatabaseUrl, waitForRun } from "./support/app.ts";
-import { gqlOk, startRun } from "./support/graphql.ts";
-import { CONVERSATION } from "./support/documents.ts";
-import { redisServer, SERVICES_TIMEOUT_MS } from "./support/services.ts";
+import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { tempDatabaseUrl, waitForRun } from "../testkit/app.ts";
+import { gqlOk, startRun } from "../testkit/graphql.ts";
+import { CONVERSATION } from "../testkit/documents.ts";
+import { redisServer, SERVICES_TIMEOUT_MS } from "../testkit/services.ts";
 
 const RENAME = /* GraphQL */ `
   mutation Rename($id: ID!, $title: String!) {

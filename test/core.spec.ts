@@ -3,11 +3,11 @@
 // prompt; subscriptions over graphql-ws and SSE.
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import Database from "better-sqlite3";
-import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { startTestApp, waitForRun } from "./support/app.ts";
-import { snapshotDatabase } from "./support/db-snapshot.ts";
-import { collect, gql, gqlOk, sseClient, startRun, wsClient } from "./support/graphql.ts";
-import { CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS, START_RUN } from "./support/documents.ts";
+import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { startTestApp, waitForRun } from "../testkit/app.ts";
+import { snapshotDatabase } from "../testkit/db-snapshot.ts";
+import { collect, gql, gqlOk, sseClient, startRun, wsClient } from "../testkit/graphql.ts";
+import { CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS, START_RUN } from "../testkit/documents.ts";
 import { titleFromMessage } from "../src/runs/service.ts";
 import type { App } from "../src/app.ts";
 
@@ -30,7 +30,7 @@ beforeEach(() => {
 
 /** Lets the default fake responder answer. */
 async function useDefaultModel() {
-  const { defaultResponder } = await import("./support/fake-ollama.ts");
+  const { defaultResponder } = await import("../testkit/fake-ollama.ts");
   fake.setResponder(defaultResponder);
 }
 

@@ -13,10 +13,10 @@ import { uuid6 } from "@langchain/langgraph-checkpoint";
 import { v6 } from "@langchain/core/utils/uuid";
 import { AIMessage, HumanMessage } from "@langchain/core/messages";
 import { attributeFailures, correlate, firstAppearances, runAt, type AttemptWindow } from "../src/correlation/index.ts";
-import { startFakeOllama, defaultResponder, type FakeOllama } from "./support/fake-ollama.ts";
-import { startTestApp } from "./support/app.ts";
-import { collect, gql, gqlOk, startRun, wsClient } from "./support/graphql.ts";
-import { RESUME_RUN, START_AGENT_RUN } from "./support/documents.ts";
+import { startFakeOllama, defaultResponder, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { startTestApp } from "../testkit/app.ts";
+import { collect, gql, gqlOk, startRun, wsClient } from "../testkit/graphql.ts";
+import { RESUME_RUN, START_AGENT_RUN } from "../testkit/documents.ts";
 import type { App } from "../src/app.ts";
 
 const NODE = Uint8Array.from([1, 2, 3, 4, 5, 6]);

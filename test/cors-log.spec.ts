@@ -3,9 +3,9 @@
 // knows to list the origin in CORS_ORIGINS, and repeats cannot flood the log.
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
-import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { PROCESS_TEST_TIMEOUT_MS, tempDatabaseUrl, trackedServerProcesses } from "./support/app.ts";
-import type { ServerProcess } from "./support/processes.ts";
+import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { PROCESS_TEST_TIMEOUT_MS, tempDatabaseUrl, trackedServerProcesses } from "../testkit/app.ts";
+import type { ServerProcess } from "../testkit/processes.ts";
 import { REFUSAL_LOG_LINES_PER_INTERVAL } from "../src/server/cors.ts";
 
 const startServer = trackedServerProcesses();

@@ -7,10 +7,10 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { defaultResponder, expectedUsage, startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { PROCESS_TEST_TIMEOUT_MS, ROOT, tempDatabaseUrl, trackedServerProcesses, waitForRun } from "./support/app.ts";
-import { collect, gqlOk, sseClient, startRun, wsClient } from "./support/graphql.ts";
-import { CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS } from "./support/documents.ts";
+import { defaultResponder, expectedUsage, startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { PROCESS_TEST_TIMEOUT_MS, ROOT, tempDatabaseUrl, trackedServerProcesses, waitForRun } from "../testkit/app.ts";
+import { collect, gqlOk, sseClient, startRun, wsClient } from "../testkit/graphql.ts";
+import { CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS } from "../testkit/documents.ts";
 
 let fake: FakeOllama;
 const startServer = trackedServerProcesses();

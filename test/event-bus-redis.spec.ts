@@ -9,8 +9,8 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectRedisEventBus, RunLogLostError, type RedisEventBusOptions } from "../src/storage/event-bus/redis.ts";
 import type { RunEventBody } from "../src/domain/events.ts";
-import { redisServer } from "./support/services.ts";
-import { ROOT } from "./support/app.ts";
+import { redisServer } from "../testkit/services.ts";
+import { ROOT } from "../testkit/app.ts";
 
 const running: RunEventBody = { type: "status", status: "running", errorCode: null, errorMessage: null };
 const completed: RunEventBody = { type: "status", status: "completed", errorCode: null, errorMessage: null };
@@ -113,7 +113,7 @@ describe("RedisEventBus", () => {
   });
 
   it("lets the process exit by itself after close()", async () => {
-    const child = spawn(process.execPath, ["--import", "tsx", "test/support/redis-bus-exit.ts", url, `runledger-test:${randomUUID()}:`], {
+    const child = spawn(process.execPath, ["--import", "tsx", "testkit/redis-bus-exit.ts", url, `runledger-test:${randomUUID()}:`], {
       cwd: ROOT,
       stdio: ["ignore", "pipe", "pipe"],
     });

@@ -3,10 +3,10 @@
 // keeps the text it streamed, leaves its step resumable, and the server goes on
 // serving the next run.
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { defaultResponder, splitTokens, startFakeOllama, type FakeOllama, type FakeStep } from "./support/fake-ollama.ts";
-import { closedPort, startTestApp, waitForRun } from "./support/app.ts";
-import { gqlOk } from "./support/graphql.ts";
-import { CONVERSATION, RESUME_RUN, START_RUN } from "./support/documents.ts";
+import { defaultResponder, splitTokens, startFakeOllama, type FakeOllama, type FakeStep } from "../testkit/fake-ollama.ts";
+import { closedPort, startTestApp, waitForRun } from "../testkit/app.ts";
+import { gqlOk } from "../testkit/graphql.ts";
+import { CONVERSATION, RESUME_RUN, START_RUN } from "../testkit/documents.ts";
 import type { App } from "../src/app.ts";
 import { createModelFetch, type ModelTransportReport } from "../src/agent/model-fetch.ts";
 

@@ -18,10 +18,10 @@ import {
   startFakeOllama,
   waitForHeld,
   type FakeOllama,
-} from "./support/fake-ollama.ts";
-import { nowMs, readStamps, type TokenStamp } from "./support/clock.ts";
-import { startFakeOllamaProcess } from "./support/processes.ts";
-import { PROCESS_TEST_TIMEOUT_MS } from "./support/app.ts";
+} from "../testkit/fake-ollama.ts";
+import { nowMs, readStamps, type TokenStamp } from "../testkit/clock.ts";
+import { startFakeOllamaProcess } from "../testkit/processes.ts";
+import { PROCESS_TEST_TIMEOUT_MS } from "../testkit/app.ts";
 
 const calculator = tool(async ({ expression }) => expression, {
   name: "calculator",

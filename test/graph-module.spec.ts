@@ -15,11 +15,11 @@ import { loadAgentDefinitions } from "../src/agent/agent-file.ts";
 import { loadGraphModule, type AnyStateGraph } from "../src/agent/graph-module.ts";
 import { loadAgentGraphs } from "../src/agent/kinds/index.ts";
 import type { AgentGraph } from "../src/agent/kinds/kind.ts";
-import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { graphModuleLayout } from "./support/graph-layout.ts";
-import { PROCESS_TEST_TIMEOUT_MS, tempDatabaseUrl, trackedServerProcesses, waitForRun } from "./support/app.ts";
-import { gqlOk } from "./support/graphql.ts";
-import { CONVERSATION, START_AGENT_RUN } from "./support/documents.ts";
+import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { graphModuleLayout } from "../testkit/graph-layout.ts";
+import { PROCESS_TEST_TIMEOUT_MS, tempDatabaseUrl, trackedServerProcesses, waitForRun } from "../testkit/app.ts";
+import { gqlOk } from "../testkit/graphql.ts";
+import { CONVERSATION, START_AGENT_RUN } from "../testkit/documents.ts";
 
 const TWO_NODE = fileURLToPath(new URL("./fixtures/graphs/two-node.ts", import.meta.url));
 const ECHO = fileURLToPath(new URL("./fixtures/graphs/echo.mjs", import.meta.url));

@@ -9,9 +9,9 @@ import { AIMessage, AIMessageChunk, HumanMessage, ToolMessage, isAIMessage, isTo
 import { Overwrite } from "@langchain/langgraph";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { updateMessages } from "../src/agent/runtime.ts";
-import { ROOT, startTestApp } from "./support/app.ts";
-import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { collect, gqlOk, wsClient } from "./support/graphql.ts";
+import { ROOT, startTestApp } from "../testkit/app.ts";
+import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { collect, gqlOk, wsClient } from "../testkit/graphql.ts";
 import type { App } from "../src/app.ts";
 
 const START = /* GraphQL */ `

@@ -5,10 +5,10 @@ import http from "node:http";
 import zlib from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Page } from "playwright-core";
-import { defaultResponder, splitTokens, startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { eventually, launchChromium, PAGE_TIMEOUT_MS } from "./support/browser.ts";
-import { startTestApp } from "./support/app.ts";
-import { collect, gqlOk, wsClient } from "./support/graphql.ts";
+import { defaultResponder, splitTokens, startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { eventually, launchChromium, PAGE_TIMEOUT_MS } from "../testkit/browser.ts";
+import { startTestApp } from "../testkit/app.ts";
+import { collect, gqlOk, wsClient } from "../testkit/graphql.ts";
 import { GRAPHIQL_DEFAULT_DOCUMENT, GRAPHIQL_TABS, graphiqlRoute } from "../src/server/graphiql.ts";
 
 let fake: FakeOllama;

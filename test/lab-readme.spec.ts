@@ -14,9 +14,9 @@ import { execFile, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { closedPort, PROCESS_TEST_TIMEOUT_MS, ROOT, tempDatabaseUrl } from "./support/app.ts";
-import { startServerProcess, type ServerProcess } from "./support/processes.ts";
+import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { closedPort, PROCESS_TEST_TIMEOUT_MS, ROOT, tempDatabaseUrl } from "../testkit/app.ts";
+import { startServerProcess, type ServerProcess } from "../testkit/processes.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

@@ -7,9 +7,9 @@ import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { defaultResponder, splitTokens, startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { closedPort, PROCESS_TEST_TIMEOUT_MS, startTestApp, tempDatabaseUrl } from "./support/app.ts";
-import { startServerProcess, type ServerProcess } from "./support/processes.ts";
+import { defaultResponder, splitTokens, startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { closedPort, PROCESS_TEST_TIMEOUT_MS, startTestApp, tempDatabaseUrl } from "../testkit/app.ts";
+import { startServerProcess, type ServerProcess } from "../testkit/processes.ts";
 
 interface SseEvent {
   id?: string;

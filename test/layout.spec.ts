@@ -4,7 +4,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { ROOT } from "./support/app.ts";
+import { ROOT } from "../testkit/app.ts";
 
 const LAYERS = [
   ["main.ts", "app.ts"],

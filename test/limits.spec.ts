@@ -5,11 +5,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import Database from "better-sqlite3";
 import { getIntrospectionQuery, parse } from "graphql";
-import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { startTestApp, tempDatabaseUrl, waitForRun } from "./support/app.ts";
-import { gqlOk } from "./support/graphql.ts";
-import { START_RUN } from "./support/documents.ts";
-import { openRawSocket, operationResult, sseRequest, subscribe } from "./support/protocol.ts";
+import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { startTestApp, tempDatabaseUrl, waitForRun } from "../testkit/app.ts";
+import { gqlOk } from "../testkit/graphql.ts";
+import { START_RUN } from "../testkit/documents.ts";
+import { openRawSocket, operationResult, sseRequest, subscribe } from "../testkit/protocol.ts";
 import { ConfigError, loadConfig } from "../src/config.ts";
 import { createLogger } from "../src/logger.ts";
 import { startApp, type App } from "../src/app.ts";

@@ -4,10 +4,10 @@
 import fs from "node:fs";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { startTestApp } from "./support/app.ts";
-import { collect, gql, gqlOk, wsClient } from "./support/graphql.ts";
-import { CONVERSATION, RUN_EVENTS, START_RUN } from "./support/documents.ts";
+import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { startTestApp } from "../testkit/app.ts";
+import { collect, gql, gqlOk, wsClient } from "../testkit/graphql.ts";
+import { CONVERSATION, RUN_EVENTS, START_RUN } from "../testkit/documents.ts";
 import { WriteGate } from "../src/storage/sqlite/write-gate.ts";
 import type { App } from "../src/app.ts";
 

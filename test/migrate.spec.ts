@@ -6,8 +6,8 @@ import { beforeAll, afterAll, describe, expect, it } from "vitest";
 import { migrate } from "../src/storage/sqlite/migrate.ts";
 import { openPostgresStorage } from "../src/storage/open-postgres.ts";
 import { BUSY_TIMEOUT_MS, openSqlite } from "../src/storage/sqlite/database.ts";
-import { ROOT, tempDatabaseUrl } from "./support/app.ts";
-import { postgresDatabase, SERVICES_TIMEOUT_MS } from "./support/services.ts";
+import { ROOT, tempDatabaseUrl } from "../testkit/app.ts";
+import { postgresDatabase, SERVICES_TIMEOUT_MS } from "../testkit/services.ts";
 
 /** `prisma migrate status` through the project's wrapper (JavaScript engines only): its output (it exits 1 while migrations are pending). */
 function prismaMigrateStatus(databaseUrl: string): string {

@@ -9,13 +9,13 @@
 // run is left `running`.
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { defaultResponder, startFakeOllama, type FakeOllama, type FakeStep } from "./support/fake-ollama.ts";
-import { PROCESS_TEST_TIMEOUT_MS, trackedServerProcesses, waitForRun } from "./support/app.ts";
-import { collect, gql, gqlOk, startRun, sseClient, wsClient } from "./support/graphql.ts";
-import { CANCEL_RUN, CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS, START_RUN } from "./support/documents.ts";
-import { until } from "./support/streaming.ts";
-import { postgresDatabase, redisServer, SERVICES_TIMEOUT_MS, uniqueName } from "./support/services.ts";
-import type { ServerProcess } from "./support/processes.ts";
+import { defaultResponder, startFakeOllama, type FakeOllama, type FakeStep } from "../testkit/fake-ollama.ts";
+import { PROCESS_TEST_TIMEOUT_MS, trackedServerProcesses, waitForRun } from "../testkit/app.ts";
+import { collect, gql, gqlOk, startRun, sseClient, wsClient } from "../testkit/graphql.ts";
+import { CANCEL_RUN, CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS, START_RUN } from "../testkit/documents.ts";
+import { until } from "../testkit/streaming.ts";
+import { postgresDatabase, redisServer, SERVICES_TIMEOUT_MS, uniqueName } from "../testkit/services.ts";
+import type { ServerProcess } from "../testkit/processes.ts";
 
 const startServer = trackedServerProcesses();
 /** Fast heartbeats and a short lease, so a dead instance is found within seconds. */

@@ -5,11 +5,11 @@
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { defaultResponder, startFakeOllama, type FakeOllama, type FakeStep } from "./support/fake-ollama.ts";
-import { PROCESS_TEST_TIMEOUT_MS, ROOT, tempDatabaseUrl, trackedServerProcesses, waitForRun } from "./support/app.ts";
-import type { ServerProcess } from "./support/processes.ts";
-import { collect, gql, gqlOk, startRun, wsClient } from "./support/graphql.ts";
-import { CANCEL_RUN, CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS, START_RUN } from "./support/documents.ts";
+import { defaultResponder, startFakeOllama, type FakeOllama, type FakeStep } from "../testkit/fake-ollama.ts";
+import { PROCESS_TEST_TIMEOUT_MS, ROOT, tempDatabaseUrl, trackedServerProcesses, waitForRun } from "../testkit/app.ts";
+import type { ServerProcess } from "../testkit/processes.ts";
+import { collect, gql, gqlOk, startRun, wsClient } from "../testkit/graphql.ts";
+import { CANCEL_RUN, CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS, START_RUN } from "../testkit/documents.ts";
 import { openSqlite } from "../src/storage/sqlite/database.ts";
 import { openSqliteStorage } from "../src/storage/open-sqlite.ts";
 

@@ -8,12 +8,12 @@ import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { defaultResponder, startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { tempDatabaseUrl, waitForRun } from "./support/app.ts";
-import { gqlOk } from "./support/graphql.ts";
-import { CONVERSATION, RUN, START_AGENT_RUN, START_RUN } from "./support/documents.ts";
-import { graphModuleLayout } from "./support/graph-layout.ts";
-import { buildServer, DIST_MAIN, isAlive, node22, NODE22_VERSION, startListening, type ProcessServer } from "./support/built.ts";
+import { defaultResponder, startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { tempDatabaseUrl, waitForRun } from "../testkit/app.ts";
+import { gqlOk } from "../testkit/graphql.ts";
+import { CONVERSATION, RUN, START_AGENT_RUN, START_RUN } from "../testkit/documents.ts";
+import { graphModuleLayout } from "../testkit/graph-layout.ts";
+import { buildServer, DIST_MAIN, isAlive, node22, NODE22_VERSION, startListening, type ProcessServer } from "../testkit/built.ts";
 
 let fake: FakeOllama;
 const started: ProcessServer[] = [];

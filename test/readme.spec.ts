@@ -5,7 +5,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { ROOT } from "./support/app.ts";
+import { ROOT } from "../testkit/app.ts";
 
 const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
 const tsBlocks = [...readme.matchAll(/```ts\n([^]*?)```/g)].map((m) => m[1]);

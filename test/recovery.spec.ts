@@ -3,10 +3,10 @@
 import os from "node:os";
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { startTestApp, tempDatabaseUrl } from "./support/app.ts";
-import { gqlOk } from "./support/graphql.ts";
-import { CONVERSATION, RUN } from "./support/documents.ts";
+import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { startTestApp, tempDatabaseUrl } from "../testkit/app.ts";
+import { gqlOk } from "../testkit/graphql.ts";
+import { CONVERSATION, RUN } from "../testkit/documents.ts";
 import { openSqlite } from "../src/storage/sqlite/database.ts";
 import { migrate } from "../src/storage/sqlite/migrate.ts";
 

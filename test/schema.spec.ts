@@ -6,7 +6,7 @@ import path from "node:path";
 import { isInterfaceType, isObjectType } from "graphql";
 import { printSchemaSdl, schema } from "../src/schema/index.ts";
 import { printPossibleTypes } from "../scripts/possible-types.ts";
-import { ROOT } from "./support/app.ts";
+import { ROOT } from "../testkit/app.ts";
 
 describe("schema.graphql", () => {
   it("is generated from the code (npm run schema:print)", () => {

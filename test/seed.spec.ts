@@ -9,11 +9,11 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { closedPort, tempDatabaseUrl, waitForRun } from "./support/app.ts";
-import { startServerProcess, type ServerProcess } from "./support/processes.ts";
-import { gqlOk } from "./support/graphql.ts";
-import { CONVERSATION, RESUME_RUN, START_RUN } from "./support/documents.ts";
+import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { closedPort, tempDatabaseUrl, waitForRun } from "../testkit/app.ts";
+import { startServerProcess, type ServerProcess } from "../testkit/processes.ts";
+import { gqlOk } from "../testkit/graphql.ts";
+import { CONVERSATION, RESUME_RUN, START_RUN } from "../testkit/documents.ts";
 
 function sqlite(file: string, sql: string, mode: "-json" | "-column" = "-json"): any {
   const out = execFileSync("sqlite3", mode === "-json" ? ["-json", file, sql] : ["-header", "-column", file, sql], { encoding: "utf8" });

@@ -1,4 +1,4 @@
-// The real servers behind test/support/services.ts: this run's PostgreSQL and
+// The real servers behind testkit/services.ts: this run's PostgreSQL and
 // Redis, Chromium driven by playwright-core, and scripts/services.mjs as people
 // run it.
 import { execFile } from "node:child_process";
@@ -19,8 +19,8 @@ import {
   redisDatabase,
   redisServer,
   uniqueName,
-} from "./support/services.ts";
-import { ROOT } from "./support/app.ts";
+} from "../testkit/services.ts";
+import { ROOT } from "../testkit/app.ts";
 
 async function query<T extends pg.QueryResultRow>(url: string, sql: string): Promise<T[]> {
   const client = new pg.Client({ connectionString: url });

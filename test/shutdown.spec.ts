@@ -5,11 +5,11 @@
 import fs from "node:fs";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import Database from "better-sqlite3";
-import { defaultResponder, startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { PROCESS_TEST_TIMEOUT_MS, startTestApp, tempDatabaseUrl, trackedServerProcesses, waitForRun } from "./support/app.ts";
-import type { ServerProcess } from "./support/processes.ts";
-import { collect, gqlOk, sseClient, startRun, wsClient } from "./support/graphql.ts";
-import { CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS, START_RUN } from "./support/documents.ts";
+import { defaultResponder, startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { PROCESS_TEST_TIMEOUT_MS, startTestApp, tempDatabaseUrl, trackedServerProcesses, waitForRun } from "../testkit/app.ts";
+import type { ServerProcess } from "../testkit/processes.ts";
+import { collect, gqlOk, sseClient, startRun, wsClient } from "../testkit/graphql.ts";
+import { CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS, START_RUN } from "../testkit/documents.ts";
 
 const SHUTDOWN_MESSAGE = "the server shut down while the run was active";
 

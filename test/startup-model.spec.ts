@@ -7,9 +7,9 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { closedPort, PROCESS_TEST_TIMEOUT_MS, tempDatabaseUrl, trackedServerProcesses } from "./support/app.ts";
-import type { ServerProcess } from "./support/processes.ts";
+import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { closedPort, PROCESS_TEST_TIMEOUT_MS, tempDatabaseUrl, trackedServerProcesses } from "../testkit/app.ts";
+import type { ServerProcess } from "../testkit/processes.ts";
 
 const startServer = trackedServerProcesses();
 let withModel: FakeOllama;

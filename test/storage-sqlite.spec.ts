@@ -4,7 +4,7 @@
 // saver compiling each statement once.
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { tempDatabaseUrl } from "./support/app.ts";
+import { tempDatabaseUrl } from "../testkit/app.ts";
 import { openSqliteStorage, type SqliteStorage } from "../src/storage/open-sqlite.ts";
 import { openSqlite, type SqliteDatabase } from "../src/storage/sqlite/database.ts";
 import { emptyCheckpoint, uuid6 } from "@langchain/langgraph-checkpoint";

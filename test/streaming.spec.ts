@@ -1,11 +1,11 @@
 // Live events over both transports (graphql-ws and GraphQL over SSE), with the
 // real clients against a real server port and the fake Ollama.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { defaultResponder, startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { startTestApp, waitForRun } from "./support/app.ts";
-import { collect, gqlOk, startRun } from "./support/graphql.ts";
-import { range, seqs, TRANSPORTS, until } from "./support/streaming.ts";
-import { CONVERSATION_EVENTS, CONVERSATIONS_CHANGED, CONVERSATIONS_CHANGED_ROW, RUN_EVENTS } from "./support/documents.ts";
+import { defaultResponder, startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { startTestApp, waitForRun } from "../testkit/app.ts";
+import { collect, gqlOk, startRun } from "../testkit/graphql.ts";
+import { range, seqs, TRANSPORTS, until } from "../testkit/streaming.ts";
+import { CONVERSATION_EVENTS, CONVERSATIONS_CHANGED, CONVERSATIONS_CHANGED_ROW, RUN_EVENTS } from "../testkit/documents.ts";
 import { getNamedType, isLeafType, isNonNullType, type GraphQLObjectType } from "graphql";
 import { schema } from "../src/schema/index.ts";
 import type { App } from "../src/app.ts";

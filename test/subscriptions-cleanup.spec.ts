@@ -2,11 +2,11 @@
 // subscribe/unsubscribe cycles or after clients that vanish. Also checks that
 // GraphiQL is served with WebSocket subscriptions and its default document.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { startTestApp } from "./support/app.ts";
-import { collect, gqlOk } from "./support/graphql.ts";
-import { range, rawSse, rawWs, TRANSPORTS, until } from "./support/streaming.ts";
-import { CONVERSATION_EVENTS, CONVERSATIONS_CHANGED_ROW, RUN_EVENTS, START_RUN } from "./support/documents.ts";
+import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { startTestApp } from "../testkit/app.ts";
+import { collect, gqlOk } from "../testkit/graphql.ts";
+import { range, rawSse, rawWs, TRANSPORTS, until } from "../testkit/streaming.ts";
+import { CONVERSATION_EVENTS, CONVERSATIONS_CHANGED_ROW, RUN_EVENTS, START_RUN } from "../testkit/documents.ts";
 import { GRAPHIQL_DEFAULT_DOCUMENT } from "../src/server/graphiql.ts";
 import type { App } from "../src/app.ts";
 

@@ -2,11 +2,11 @@
 // after which the database answers, and stalled subscribers cut off without
 // slowing anyone else. Real clients and real sockets on both transports.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { defaultResponder, startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { startTestApp, waitForRun } from "./support/app.ts";
-import { collect, sseClient, startRun, wsClient } from "./support/graphql.ts";
-import { range, rawSse, rawWs, seqs, sseResults, TRANSPORTS, until } from "./support/streaming.ts";
-import { CONVERSATIONS_CHANGED_ROW, RUN_EVENTS } from "./support/documents.ts";
+import { defaultResponder, startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { startTestApp, waitForRun } from "../testkit/app.ts";
+import { collect, sseClient, startRun, wsClient } from "../testkit/graphql.ts";
+import { range, rawSse, rawWs, seqs, sseResults, TRANSPORTS, until } from "../testkit/streaming.ts";
+import { CONVERSATIONS_CHANGED_ROW, RUN_EVENTS } from "../testkit/documents.ts";
 import type { App } from "../src/app.ts";
 
 let fake: FakeOllama;

@@ -4,11 +4,11 @@
 // runEvents subscriber, only what follows for a live one, its own `complete`,
 // the same refusal, and a cut-off that touches no one else.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { startTestApp } from "./support/app.ts";
-import { collect, startRun, wsClient } from "./support/graphql.ts";
-import { CONVERSATION_EVENTS, RUN_EVENTS } from "./support/documents.ts";
-import { rawWs, until, type RawWs } from "./support/streaming.ts";
+import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { startTestApp } from "../testkit/app.ts";
+import { collect, startRun, wsClient } from "../testkit/graphql.ts";
+import { CONVERSATION_EVENTS, RUN_EVENTS } from "../testkit/documents.ts";
+import { rawWs, until, type RawWs } from "../testkit/streaming.ts";
 import type { App } from "../src/app.ts";
 
 let fake: FakeOllama;

@@ -2,11 +2,11 @@
 // codes for every protocol breach (and errors, not closes, for bad operations),
 // and GraphQL over SSE in distinct connections mode.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeOllama, type FakeOllama } from "./support/fake-ollama.ts";
-import { startTestApp, waitForRun } from "./support/app.ts";
-import { gqlOk } from "./support/graphql.ts";
-import { START_RUN } from "./support/documents.ts";
-import { openRawSocket, operationResult, sseRequest, subscribe } from "./support/protocol.ts";
+import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { startTestApp, waitForRun } from "../testkit/app.ts";
+import { gqlOk } from "../testkit/graphql.ts";
+import { START_RUN } from "../testkit/documents.ts";
+import { openRawSocket, operationResult, sseRequest, subscribe } from "../testkit/protocol.ts";
 import type { App } from "../src/app.ts";
 
 let fake: FakeOllama;

@@ -3,9 +3,9 @@
 // each token on arrival against the stamp the model put in it.
 import type { Client as WsClient } from "graphql-ws";
 import type { Client as SseClient } from "graphql-sse";
-import { nowMs, readStamps } from "../../test/support/clock.ts";
-import { RUN_TOKENS } from "../../test/support/documents.ts";
-import { sseClient, wsClient } from "../../test/support/graphql.ts";
+import { nowMs, readStamps } from "../../testkit/clock.ts";
+import { RUN_TOKENS } from "../../testkit/documents.ts";
+import { sseClient, wsClient } from "../../testkit/graphql.ts";
 
 export type Transport = "ws" | "sse";
 

@@ -3,8 +3,8 @@
 // between. Whatever runledger adds is measured against this.
 import { ChatOllama } from "@langchain/ollama";
 import { HumanMessage } from "@langchain/core/messages";
-import { nowMs } from "../../test/support/clock.ts";
-import { planMessage, type StreamPlan } from "../../test/support/fake-ollama.ts";
+import { nowMs } from "../../testkit/clock.ts";
+import { planMessage, type StreamPlan } from "../../testkit/fake-ollama.ts";
 import { newLog, noteToken, type TokenLog } from "./clients.ts";
 
 export interface DirectStream {

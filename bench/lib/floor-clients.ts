@@ -1,10 +1,10 @@
 // Clients of the floor relay (floor-relay-main.ts): a plain WebSocket and a
 // plain SSE reader, timing tokens exactly as the raw GraphQL clients do.
 import WebSocket from "ws";
-import { nowMs } from "../../test/support/clock.ts";
+import { nowMs } from "../../testkit/clock.ts";
 import { newLog, type TokenLog, type TokenSubscription } from "./clients.ts";
 import { liveSignal, readEventStream, readRaw } from "./raw-clients.ts";
-import { startUrlProcess, type Child } from "../../test/support/processes.ts";
+import { startUrlProcess, type Child } from "../../testkit/processes.ts";
 import { KILL_AFTER_MS } from "./runledger.ts";
 
 export function startFloorProcess(modelUrl: string): Promise<Child & { url: string }> {

@@ -6,9 +6,9 @@ import { ChatOllama } from "@langchain/ollama";
 import { HumanMessage, isAIMessageChunk, type BaseMessage, type BaseMessageChunk } from "@langchain/core/messages";
 import { MemorySaver, MessagesAnnotation, StateGraph, START, END } from "@langchain/langgraph";
 import { randomUUID } from "node:crypto";
-import { nowMs } from "../../test/support/clock.ts";
+import { nowMs } from "../../testkit/clock.ts";
 import { newLog, noteToken, type TokenLog } from "./clients.ts";
-import { planMessage, type StreamPlan } from "../../test/support/fake-ollama.ts";
+import { planMessage, type StreamPlan } from "../../testkit/fake-ollama.ts";
 
 export async function consumeThroughLangGraph(modelUrl: string, plan: StreamPlan): Promise<TokenLog> {
   const model = new ChatOllama({ baseUrl: modelUrl, model: "qwen3" });

@@ -5,7 +5,7 @@
 // collection on request before a memory reading. Nothing is added to the API:
 // the numbers leave through the IPC channel only (ask() in runledger.ts).
 import { monitorEventLoopDelay } from "node:perf_hooks";
-import { countSqlStatements } from "../../test/support/sql-statements.ts";
+import { countSqlStatements } from "../../testkit/sql-statements.ts";
 
 export type ProbeRequest = { cmd: "reset" } | { cmd: "read" } | { cmd: "statements" } | { cmd: "gc" };
 export interface LoopDelay {

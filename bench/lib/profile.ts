@@ -3,7 +3,7 @@
 // target comes with where the time went.
 import fs from "node:fs";
 import path from "node:path";
-import { ROOT } from "../../test/support/processes.ts";
+import { ROOT } from "../../testkit/processes.ts";
 
 /** Where --cpu-prof leaves each process's profiles, a folder per process. */
 export const PROFILE_DIR = path.join(ROOT, "bench", "results", "profiles");

@@ -5,8 +5,8 @@
 // off the raw text. The floor relay's clients read the same way, so client
 // cost is the same on both sides of the comparison.
 import WebSocket from "ws";
-import { nowMs } from "../../test/support/clock.ts";
-import { RUN_TOKENS } from "../../test/support/documents.ts";
+import { nowMs } from "../../testkit/clock.ts";
+import { RUN_TOKENS } from "../../testkit/documents.ts";
 import { newLog, noteToken, type TokenLog, type TokenSubscription } from "./clients.ts";
 
 const STATUS = /"status":"([A-Z]+)"/;

@@ -3,7 +3,7 @@
 // README keeps a short summary and links to it.)
 import fs from "node:fs";
 import path from "node:path";
-import { ROOT } from "../../test/support/processes.ts";
+import { ROOT } from "../../testkit/processes.ts";
 import { fmt, measureCell, type Row, type ScenarioResult } from "./report.ts";
 
 const HEADING = "## Performance";

@@ -1,8 +1,8 @@
 // Runs through runledger with one subscriber each, streaming only once every
 // run is set up: the shared step of the relay and concurrent scenarios.
-import { startRun } from "../../test/support/graphql.ts";
+import { startRun } from "../../testkit/graphql.ts";
 import { createClient, subscribeTokens, type TokenLog, type Transport } from "./clients.ts";
-import { planMessage, releaseStreams, waitForHeld, type StreamPlan } from "../../test/support/fake-ollama.ts";
+import { planMessage, releaseStreams, waitForHeld, type StreamPlan } from "../../testkit/fake-ollama.ts";
 
 /**
  * Starts the runs, subscribes one client per run, waits until every subscription is live and every model request has arrived, then lets the model stream.

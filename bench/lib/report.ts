@@ -4,7 +4,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { median, medianOfReps, type Percentiles } from "./stats.ts";
-import { ROOT } from "../../test/support/processes.ts";
+import { ROOT } from "../../testkit/processes.ts";
 
 export const RESULTS_DIR = path.join(ROOT, "bench", "results");
 

@@ -1,10 +1,10 @@
 // runledger for a scenario, through the process harness the specs use
-// (test/support/processes.ts): src/main.ts on a fresh temporary database
+// (testkit/processes.ts): src/main.ts on a fresh temporary database
 // (removed on stop) unless a file or a PostgreSQL URL is given, its CPU profile in
 // bench/results/profiles/<name>, and, for the scenarios that read the server's
 // own instruments, probe.ts loaded ahead of it and asked over IPC.
 import path from "node:path";
-import { startServerProcess, tempDatabaseUrl, type ServerProcess } from "../../test/support/processes.ts";
+import { startServerProcess, tempDatabaseUrl, type ServerProcess } from "../../testkit/processes.ts";
 import { PROFILE_DIR } from "./profile.ts";
 import type { ProbeRequest, LoopDelay } from "./probe.ts";
 

@@ -1,7 +1,7 @@
 // The client process: a separate Node process that talks to each system the
 // way an application would and times every token on arrival against the stamp
-// the fake model (test/support/fake-ollama.ts) put in it, both read on the
-// machine's shared clock (test/support/clock.ts).
+// the fake model (testkit/fake-ollama.ts) put in it, both read on the
+// machine's shared clock (testkit/clock.ts).
 //   floor      the fake model's stream read directly by ChatOllama, here
 //   runledger  startRun over GraphQL-over-HTTP, then runEvents over graphql-ws
 //   peer       LangGraph's server through its SDK: runs.stream with
@@ -13,8 +13,8 @@ import { ChatOllama } from "@langchain/ollama";
 import { HumanMessage } from "@langchain/core/messages";
 import { createClient, type Client as WsClient } from "graphql-ws";
 import WebSocket from "ws";
-import { nowMs, readStamps, type TokenStamp } from "../../test/support/clock.ts";
-import { clockSkew, planMessage, type StreamPlan } from "../../test/support/fake-ollama.ts";
+import { nowMs, readStamps, type TokenStamp } from "../../testkit/clock.ts";
+import { clockSkew, planMessage, type StreamPlan } from "../../testkit/fake-ollama.ts";
 
 export type System = "floor" | "runledger" | "peer";
 

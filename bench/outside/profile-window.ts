@@ -1,10 +1,10 @@
 // Where a process's CPU went within a window of time: the V8 profile that
 // --cpu-prof writes is stamped in microseconds of CLOCK_MONOTONIC, the clock the
-// client reads (nowMs() in test/support/clock.ts), so the samples of one
+// client reads (nowMs() in testkit/clock.ts), so the samples of one
 // batch's run start can be cut out of a profile that covers the whole benchmark.
 import fs from "node:fs";
 import path from "node:path";
-import { ROOT } from "../../test/support/processes.ts";
+import { ROOT } from "../../testkit/processes.ts";
 import { mainProfile, origin, readProfile, top } from "../lib/profile.ts";
 
 /** A script's location without the machine's folders: from node_modules/ on, or relative to the project. */

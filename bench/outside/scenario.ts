@@ -1,6 +1,6 @@
 // The outside scenario: an outside reviewer's method, reproduced. Four
 // processes besides the harness: the fake model (the specs' fake Ollama in a
-// process of its own, test/support/fake-ollama-main.ts), runledger as
+// process of its own, testkit/fake-ollama-main.ts), runledger as
 // `npm start` runs it, LangGraph's own server (`langgraph dev`, peer.ts) and a
 // client (client.ts) that reads the floor (ChatOllama straight from the fake
 // model), runledger (graphql-ws) and the peer (its SDK) in turn, repetition by
@@ -17,9 +17,9 @@ import { installPeer, PEER_SDK, ROOT, startPeer, type PeerServer } from "./peer.
 import { MiB, treeCpuMs, treeRss, type TreeRss } from "./proc.ts";
 import { mainProfile } from "../lib/profile.ts";
 import { summarizeWindow } from "./profile-window.ts";
-import { node22 as prepareNode22, type Node22 } from "../../test/support/built.ts";
-import type { StreamPlan } from "../../test/support/fake-ollama.ts";
-import { startFakeOllamaProcess } from "../../test/support/processes.ts";
+import { node22 as prepareNode22, type Node22 } from "../../testkit/built.ts";
+import type { StreamPlan } from "../../testkit/fake-ollama.ts";
+import { startFakeOllamaProcess } from "../../testkit/processes.ts";
 
 /** A stream of `tokens` tokens, one every `intervalMs`, the first one interval after the request. */
 const every = (tokens: number, intervalMs: number): StreamPlan => ({ tokens, intervalMs, firstDelayMs: intervalMs });
@@ -115,7 +115,7 @@ function buildOnce(): void {
  * runledger as production runs it: `npm run build`, then `node dist/main.js`, port
  * 0, a fresh database, info logs. Under --cpu-prof, src/main.ts under tsx instead,
  * so the profile names source files. On Node 22 (`node22`), the build from the
- * folder test/support/built.ts prepares for it (better-sqlite3 compiled for that
+ * folder testkit/built.ts prepares for it (better-sqlite3 compiled for that
  * Node), profiled as built.
  */
 async function startRunledger(modelUrl: string, dir: string, cpuProfile: boolean, node22: Node22 | null): Promise<Proc & { url: string }> {

@@ -6,10 +6,10 @@
 import { percentiles, type Percentiles } from "../lib/stats.ts";
 import { dist, scalar, type Row } from "../lib/report.ts";
 import { ask, startRunledger, type LoopDelay } from "../lib/runledger.ts";
-import { nowMs } from "../../test/support/clock.ts";
+import { nowMs } from "../../testkit/clock.ts";
 import { gotEveryToken } from "../lib/clients.ts";
 import { relayThroughRunledger } from "../lib/relay-runs.ts";
-import { holdKey } from "../../test/support/fake-ollama.ts";
+import { holdKey } from "../../testkit/fake-ollama.ts";
 import { repetitions, sleep, type Scenario } from "./scenario.ts";
 
 const RUNS = 50;

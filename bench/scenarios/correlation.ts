@@ -10,10 +10,10 @@
 import type Database from "better-sqlite3";
 import { percentiles, type Percentiles } from "../lib/stats.ts";
 import { dist, scalar, type Row } from "../lib/report.ts";
-import { tempDatabaseUrl } from "../../test/support/processes.ts";
+import { tempDatabaseUrl } from "../../testkit/processes.ts";
 import { ask, startRunledger } from "../lib/runledger.ts";
-import { gqlOk } from "../../test/support/graphql.ts";
-import { nowMs } from "../../test/support/clock.ts";
+import { gqlOk } from "../../testkit/graphql.ts";
+import { nowMs } from "../../testkit/clock.ts";
 import { CHECKPOINTS_PER_RUN, seedConversation } from "../lib/seed.ts";
 import { openSqlite } from "../../src/storage/sqlite/database.ts";
 import { repetitions, type Scenario } from "./scenario.ts";

@@ -8,10 +8,10 @@ import { scalar, type Row } from "../lib/report.ts";
 import { startRunledger } from "../lib/runledger.ts";
 import { consumeDirect } from "../lib/direct.ts";
 import { consumeThroughLangGraph } from "../lib/langgraph-floor.ts";
-import { gqlOk, startRun } from "../../test/support/graphql.ts";
-import { RUN_STATUS } from "../../test/support/documents.ts";
+import { gqlOk, startRun } from "../../testkit/graphql.ts";
+import { RUN_STATUS } from "../../testkit/documents.ts";
 import { createClient, gotEveryToken, subscribeTokens, type TokenLog } from "../lib/clients.ts";
-import { holdKey, planMessage, releaseStreams, waitForHeld, type StreamPlan } from "../../test/support/fake-ollama.ts";
+import { holdKey, planMessage, releaseStreams, waitForHeld, type StreamPlan } from "../../testkit/fake-ollama.ts";
 import { repetitions, sleep, type Scenario } from "./scenario.ts";
 
 const INTERVAL_MS = 1;

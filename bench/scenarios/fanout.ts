@@ -10,13 +10,13 @@
 // GraphQL) under the same load, read by the same minimal clients.
 import { percentiles, type Percentiles } from "../lib/stats.ts";
 import { dist, scalar, type Row } from "../lib/report.ts";
-import type { Child } from "../../test/support/processes.ts";
+import type { Child } from "../../testkit/processes.ts";
 import { ask, startRunledger } from "../lib/runledger.ts";
-import { startRun } from "../../test/support/graphql.ts";
+import { startRun } from "../../testkit/graphql.ts";
 import { gotEveryToken, type TokenSubscription, type Transport } from "../lib/clients.ts";
 import { rawSseSubscriber, rawWsSubscriber } from "../lib/raw-clients.ts";
 import { floorSseSubscriber, floorStream, floorWsSubscriber, startFloorProcess } from "../lib/floor-clients.ts";
-import { holdKey, planMessage, releaseStreams, waitForHeld, type StreamPlan } from "../../test/support/fake-ollama.ts";
+import { holdKey, planMessage, releaseStreams, waitForHeld, type StreamPlan } from "../../testkit/fake-ollama.ts";
 import { repetitions, sleep, type Scenario } from "./scenario.ts";
 
 const INTERVAL_MS = 20; // 50 tokens/s

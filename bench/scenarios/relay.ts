@@ -7,7 +7,7 @@ import { startRunledger } from "../lib/runledger.ts";
 import { gotEveryToken, type TokenLog } from "../lib/clients.ts";
 import { relayThroughRunledger } from "../lib/relay-runs.ts";
 import { consumeDirect } from "../lib/direct.ts";
-import { holdKey, type StreamPlan } from "../../test/support/fake-ollama.ts";
+import { holdKey, type StreamPlan } from "../../testkit/fake-ollama.ts";
 import { repetitions, type Scenario } from "./scenario.ts";
 
 // One run streams at 50 tokens/s, a fast model. Fifty concurrent runs stream at

@@ -2,7 +2,7 @@
 import type { Row } from "../lib/report.ts";
 
 export interface ScenarioOptions {
-  /** The fake Ollama (test/support/fake-ollama.ts), running in its own process. */
+  /** The fake Ollama (testkit/fake-ollama.ts), running in its own process. */
   modelUrl: string;
   /** Short runs for validating the harness; the numbers are not meant for publishing. */
   quick: boolean;
@@ -10,7 +10,7 @@ export interface ScenarioOptions {
   reps?: number;
   /** Write a CPU profile of the runledger process (bench/results/profiles). */
   cpuProfile: boolean;
-  /** Run the servers on Node 22 (test/support/built.ts prepares it) instead of the harness's Node; the outside scenario only. */
+  /** Run the servers on Node 22 (testkit/built.ts prepares it) instead of the harness's Node; the outside scenario only. */
   node22?: boolean;
   log(message: string): void;
 }

@@ -6,12 +6,12 @@
 // request is counted from /proc, so it holds on a busy machine too.
 import autocannon from "autocannon";
 import { dist, scalar, type Row } from "../lib/report.ts";
-import { type Child } from "../../test/support/processes.ts";
+import { type Child } from "../../testkit/processes.ts";
 import { startRunledger } from "../lib/runledger.ts";
-import { gqlOk, sseClient, startRun } from "../../test/support/graphql.ts";
+import { gqlOk, sseClient, startRun } from "../../testkit/graphql.ts";
 import { subscribeTokens } from "../lib/clients.ts";
 import { startFloorProcess } from "../lib/floor-clients.ts";
-import { planMessage } from "../../test/support/fake-ollama.ts";
+import { planMessage } from "../../testkit/fake-ollama.ts";
 import { repetitions, type Scenario } from "./scenario.ts";
 
 export const CONNECTIONS = 50;

@@ -8,11 +8,11 @@
 import { percentiles, type Percentiles } from "../lib/stats.ts";
 import { dist, type Row } from "../lib/report.ts";
 import { startRunledger } from "../lib/runledger.ts";
-import { nowMs } from "../../test/support/clock.ts";
-import { sseClient, startRun, wsClient } from "../../test/support/graphql.ts";
+import { nowMs } from "../../testkit/clock.ts";
+import { sseClient, startRun, wsClient } from "../../testkit/graphql.ts";
 import { connected, subscribeTokens, type TokenLog, type Transport } from "../lib/clients.ts";
 import { consumeDirect } from "../lib/direct.ts";
-import { planMessage, type StreamPlan } from "../../test/support/fake-ollama.ts";
+import { planMessage, type StreamPlan } from "../../testkit/fake-ollama.ts";
 import { repetitions, type Scenario } from "./scenario.ts";
 
 const PLAN: StreamPlan = { tokens: 3, intervalMs: 0, firstDelayMs: 0 };

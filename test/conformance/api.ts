@@ -7,12 +7,12 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { defaultResponder, expectedUsage, startFakeOllama, type FakeOllama } from "../support/fake-ollama.ts";
-import { PROCESS_TEST_TIMEOUT_MS, ROOT, startTestApp, waitForRun } from "../support/app.ts";
-import { startServerProcess } from "../support/processes.ts";
-import { collect, gql, gqlOk, startRun } from "../support/graphql.ts";
-import { CANCEL_RUN, CONVERSATION, CONVERSATIONS_CHANGED, RESUME_RUN, RUN_EVENTS, START_RUN } from "../support/documents.ts";
-import { TRANSPORTS, until } from "../support/streaming.ts";
+import { defaultResponder, expectedUsage, startFakeOllama, type FakeOllama } from "../../testkit/fake-ollama.ts";
+import { PROCESS_TEST_TIMEOUT_MS, ROOT, startTestApp, waitForRun } from "../../testkit/app.ts";
+import { startServerProcess } from "../../testkit/processes.ts";
+import { collect, gql, gqlOk, startRun } from "../../testkit/graphql.ts";
+import { CANCEL_RUN, CONVERSATION, CONVERSATIONS_CHANGED, RESUME_RUN, RUN_EVENTS, START_RUN } from "../../testkit/documents.ts";
+import { TRANSPORTS, until } from "../../testkit/streaming.ts";
 import type { App } from "../../src/app.ts";
 import { expectDerivedFieldsTrue } from "./derived-fields.ts";
 

@@ -1,12 +1,12 @@
 // The storage backends every conformance suite runs against, and the
 // deployments (storage with an event bus) the API suites run on: one small
 // initializer each. A new backend adds itself here and must pass every suite.
-import { tempDatabaseUrl } from "../support/app.ts";
+import { tempDatabaseUrl } from "../../testkit/app.ts";
 import type { Storage } from "../../src/storage/types.ts";
 import { openSqliteStorage } from "../../src/storage/open-sqlite.ts";
 import { openSqlite } from "../../src/storage/sqlite/database.ts";
 import { openPostgresStorage } from "../../src/storage/open-postgres.ts";
-import { postgresDatabase, redisServer, uniqueName } from "../support/services.ts";
+import { postgresDatabase, redisServer, uniqueName } from "../../testkit/services.ts";
 import type { Deployment } from "./api.ts";
 import pg from "pg";
 

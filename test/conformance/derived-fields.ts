@@ -4,8 +4,8 @@
 // of its thread and its runs says. messageCount is the recorded outcome's count,
 // so it is compared only once the conversation has no active run.
 import { expect } from "vitest";
-import { gqlOk } from "../support/graphql.ts";
-import { until } from "../support/streaming.ts";
+import { gqlOk } from "../../testkit/graphql.ts";
+import { until } from "../../testkit/streaming.ts";
 
 const TRUTH = /* GraphQL */ `
   query Truth($after: String) {

@@ -4,7 +4,7 @@ import { Redis } from "ioredis";
 import { describeEventBusConformance } from "./event-bus.ts";
 import { MemoryEventBus } from "../../src/storage/event-bus/memory.ts";
 import { connectRedisEventBus } from "../../src/storage/event-bus/redis.ts";
-import { redisServer } from "../support/services.ts";
+import { redisServer } from "../../testkit/services.ts";
 
 describeEventBusConformance("MemoryEventBus", async (options) => {
   const bus = new MemoryEventBus(options);

@@ -4,7 +4,7 @@
 // Servers whose programs are installed start here, in the background: the
 // setup returns at once with their URLs (ports chosen up front), and the
 // servers come up (about a second) while vitest starts its workers and loads
-// the spec files. test/support/services.ts waits, if needed, until a server
+// the spec files. testkit/services.ts waits, if needed, until a server
 // answers before it hands out its URL; specs should use it rather than inject().
 //
 // A missing program is not installed here, so a run whose specs need neither

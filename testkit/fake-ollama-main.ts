@@ -5,7 +5,7 @@
 // set: the processes it serves inherit the environment, so runledger may ask
 // for that one. Prints {"url": ...} on stdout once it listens.
 //
-//   node --import tsx test/support/fake-ollama-main.ts
+//   node --import tsx testkit/fake-ollama-main.ts
 import { planResponder, startFakeOllama } from "./fake-ollama.ts";
 
 const models = [...new Set(["qwen3", process.env.OLLAMA_MODEL?.trim() || "qwen3"])];

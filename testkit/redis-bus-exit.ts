@@ -1,7 +1,7 @@
 // Run as a child process by test/event-bus-redis.spec.ts: uses two Redis event
 // bus instances the way a server does, closes them, and then must exit by
 // itself: nothing of the bus may keep the process alive after close().
-import { connectRedisEventBus } from "../../src/storage/event-bus/redis.ts";
+import { connectRedisEventBus } from "../src/storage/event-bus/redis.ts";
 
 const [url, keyPrefix] = process.argv.slice(2) as [string, string];
 const options = { retention: 100, graceMs: 60_000, subscriberQueueLimit: 100, keyPrefix };

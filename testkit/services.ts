@@ -17,8 +17,8 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { Redis } from "ioredis";
 import { inject } from "vitest";
-import { CHROMIUM_ARGS as chromiumArgs, ensureServer, findChromium, install } from "../../scripts/services.mjs";
-import type { ProvidedServices } from "../setup/services.ts";
+import { CHROMIUM_ARGS as chromiumArgs, ensureServer, findChromium, install } from "../scripts/services.mjs";
+import type { ProvidedServices } from "../test/setup/services.ts";
 
 /** Time for a hook that may install a server's or Chromium's package first (a few seconds once installed). */
 export const SERVICES_TIMEOUT_MS = 5 * 60_000;

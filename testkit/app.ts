@@ -1,9 +1,9 @@
 // Starting runledger for a test in this process (startTestApp), on its own
-// temporary database file; child processes are test/support/processes.ts's.
+// temporary database file; child processes are testkit/processes.ts's.
 import net from "node:net";
-import { loadConfig } from "../../src/config.ts";
-import { createLogger } from "../../src/logger.ts";
-import { startApp, type App } from "../../src/app.ts";
+import { loadConfig } from "../src/config.ts";
+import { createLogger } from "../src/logger.ts";
+import { startApp, type App } from "../src/app.ts";
 import { afterAll } from "vitest";
 import { gqlOk } from "./graphql.ts";
 import { RUN } from "./documents.ts";

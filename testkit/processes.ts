@@ -10,7 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
-export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
 /** A fresh database file in a temporary folder of its own. */
 export function tempDatabaseUrl(prefix = "runledger-test-"): { dir: string; url: string; file: string; remove(): void } {
@@ -159,7 +159,7 @@ export async function startUrlProcess(entry: string, options: ChildOptions = {})
 
 /** The fake Ollama in a process of its own (fake-ollama-main.ts), steered by the plans in its requests. */
 export function startFakeOllamaProcess(options: ChildOptions = {}): Promise<Child & { url: string }> {
-  return startUrlProcess("test/support/fake-ollama-main.ts", options);
+  return startUrlProcess("testkit/fake-ollama-main.ts", options);
 }
 
 /** Resident set size of a process, in bytes (Linux: VmRSS in /proc/<pid>/status). */
