@@ -411,11 +411,14 @@ export class RunService {
           events.publish({ type: "interrupt", interrupt: { ...i, runId: run.id, conversationId: run.conversationId, createdAt: outcome.finishedAt } });
         }
       }
-      const terminal = events.publish({ type: "status", status: final.status, errorCode: final.errorCode, errorMessage: final.errorMessage });
       if (!recorded) {
-        await store.completeEndedElsewhere(run.id, { lastEventSeq: terminal.seq, partialOutput: partial || null, endMark, usage, messageCount });
+        // Committed before the terminal event goes out (whose seq is the next one), like every outcome:
+        // a subscriber that reads the run on that event finds the usage and text this process adds.
+        await store.completeEndedElsewhere(run.id, { lastEventSeq: lastSeq + 1, partialOutput: partial || null, endMark, usage, messageCount });
         final = (await store.getRun(run.id)) ?? final;
       }
+      const terminal = events.publish({ type: "status", status: final.status, errorCode: final.errorCode, errorMessage: final.errorMessage });
+      if (!recorded && terminal.seq !== lastSeq + 1) logger.warn("terminal event seq differs from the one recorded", { runId: run.id, seq: terminal.seq, recorded: lastSeq + 1 });
       this.#announce({ conversationId: run.conversationId, kind: "updated", at: this.#now() });
       await events.flushed().catch((error: unknown) => logger.warn("run events not delivered", { runId: run.id, error }));
     }
