@@ -205,7 +205,14 @@ async function redisFloor(url: string, events: number): Promise<Percentiles> {
   for (let i = 1; i <= events; i++) {
     const wait = start + i * 20 - nowMs();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    void redis.xadd(key, "MAXLEN", BUS_OPTIONS.retention, `0-${i}`, "e", JSON.stringify({ ...stamped(), seq: i, runId: key, conversationId: key, at: new Date() }));
+    void redis.xadd(
+      key,
+      "MAXLEN",
+      BUS_OPTIONS.retention,
+      `0-${i}`,
+      "e",
+      JSON.stringify({ ...stamped(), seq: i, runId: key, conversationId: key, at: new Date() }),
+    );
   }
   await redis.xadd(key, "MAXLEN", BUS_OPTIONS.retention, `0-${events + 1}`, "e", "end");
   await exited;
@@ -219,7 +226,7 @@ async function floorMain(url: string, key: string) {
   const latencies: number[] = [];
   let id = "0-0";
   process.stdout.write("ready\n");
-  for (let done = false; !done; ) {
+  for (let done = false; !done;) {
     const reply = (await redis.xread("BLOCK", 10_000, "STREAMS", key, id)) as [string, [string, string[]][]][] | null;
     const at = nowMs();
     for (const [, entries] of reply ?? []) {
@@ -297,7 +304,7 @@ async function main() {
         redis.push(x);
       }
     }
-    const pick = <T,>(runs: T[], f: (run: T) => number) => median(runs.map(f));
+    const pick = <T>(runs: T[], f: (run: T) => number) => median(runs.map(f));
     const lat = <T extends { latency: Percentiles }>(runs: T[]) => ({
       p50: pick(runs, (x) => x.latency.p50),
       p95: pick(runs, (x) => x.latency.p95),
@@ -325,7 +332,9 @@ async function main() {
   }
   await b.stop();
   const trim = await trimCost(admin);
-  console.log(`\nredis-server CPU per XADD past the retention (1000): exact ${us(trim.exact!)} (length ${trim["exact length"]}), approximate ${us(trim.approximate!)} (length ${trim["approximate length"]})`);
+  console.log(
+    `\nredis-server CPU per XADD past the retention (1000): exact ${us(trim.exact!)} (length ${trim["exact length"]}), approximate ${us(trim.approximate!)} (length ${trim["approximate length"]})`,
+  );
   admin.disconnect();
 }
 
@@ -333,5 +342,3 @@ const args = process.argv.slice(2);
 if (args[0] === "--subscriber") await subscriberMain(args[1]!, args[2]!);
 else if (args[0] === "--floor") await floorMain(args[1]!, args[2]!);
 else await main();
-
-

@@ -89,7 +89,10 @@ try {
   await model?.stop();
 }
 
-const all = writeResults(fresh, SCENARIOS.map((s) => s.name));
+const all = writeResults(
+  fresh,
+  SCENARIOS.map((s) => s.name),
+);
 if (values.readme) updateReadme(all);
 process.stdout.write(markdownReport(fresh));
 if (values["cpu-prof"]) process.stdout.write(`\n${summarizeProfiles(fresh.map((r) => r.scenario))}\n`);

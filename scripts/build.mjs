@@ -61,4 +61,6 @@ const consoleFiles = await bundleConsole();
 await fs.mkdir(CONSOLE_OUTDIR, { recursive: true });
 for (const file of consoleFiles) await fs.writeFile(path.join(CONSOLE_OUTDIR, file.name), file.bytes);
 const consoleBytes = consoleFiles.reduce((sum, file) => sum + file.bytes.length, 0);
-process.stdout.write(`wrote ${path.relative(ROOT, CONSOLE_OUTDIR)}/ (${consoleFiles.map((file) => file.name).join(", ")}; ${Math.round(consoleBytes / 1024)} KiB)\n`);
+process.stdout.write(
+  `wrote ${path.relative(ROOT, CONSOLE_OUTDIR)}/ (${consoleFiles.map((file) => file.name).join(", ")}; ${Math.round(consoleBytes / 1024)} KiB)\n`,
+);

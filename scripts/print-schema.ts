@@ -19,7 +19,9 @@ const files = new Map([
 if (process.argv.includes("--check")) {
   const stale = [...files].filter(([file, text]) => (fs.existsSync(file) ? fs.readFileSync(file, "utf8") : "") !== text).map(([file]) => path.basename(file));
   if (stale.length) {
-    process.stderr.write(`${stale.join(" and ")} ${stale.length > 1 ? "are" : "is"} stale: run \`npm run schema:print\` and commit ${stale.length > 1 ? "them" : "it"}\n`);
+    process.stderr.write(
+      `${stale.join(" and ")} ${stale.length > 1 ? "are" : "is"} stale: run \`npm run schema:print\` and commit ${stale.length > 1 ? "them" : "it"}\n`,
+    );
     process.exit(1);
   }
   process.stdout.write("schema.graphql and possibleTypes.json are up to date\n");

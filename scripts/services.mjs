@@ -29,7 +29,11 @@ export class ServiceError extends Error {
 }
 
 function oneLine(text) {
-  return String(text).trim().split(/\s*\n\s*/).filter(Boolean).join("; ");
+  return String(text)
+    .trim()
+    .split(/\s*\n\s*/)
+    .filter(Boolean)
+    .join("; ");
 }
 
 /** Flags Chromium needs on these machines: headless, no sandbox (root), no calls home. */
@@ -157,7 +161,12 @@ function run(command, args, options = {}) {
 }
 
 function lastLines(text, count = 2) {
-  return text.trim().split("\n").filter((l) => l.trim()).slice(-count).join("; ");
+  return text
+    .trim()
+    .split("\n")
+    .filter((l) => l.trim())
+    .slice(-count)
+    .join("; ");
 }
 
 /** A program's error lines (or its last lines when none says error). */
@@ -244,9 +253,13 @@ export async function install(names = [], { log = (line) => process.stderr.write
   const packagesOf = (list) => list.map((name) => SERVICES[name].pkg);
   if (!isRoot() || !which("apt-get")) {
     const pkgs = packagesOf(missing(names)).join(" ");
-    const whatMissing = missing(names).map((name) => SERVICES[name].what).join(", ");
+    const whatMissing = missing(names)
+      .map((name) => SERVICES[name].what)
+      .join(", ");
     const why = !isRoot() ? "installing needs root" : "apt-get is not available here";
-    throw new ServiceError(`${whatMissing} not installed and ${why}: install Debian's ${pkgs} (apt-get install -y --no-install-recommends ${pkgs}), or run "node scripts/services.mjs install" as root`);
+    throw new ServiceError(
+      `${whatMissing} not installed and ${why}: install Debian's ${pkgs} (apt-get install -y --no-install-recommends ${pkgs}), or run "node scripts/services.mjs install" as root`,
+    );
   }
   return withLock(INSTALL_LOCK, async () => {
     const todo = missing(names); // another process may have installed them meanwhile
@@ -346,7 +359,10 @@ export async function startPostgres(dir, { port: wanted } = {}) {
   }
   const init = await asUser(user, path.join(bin, "initdb"), ["-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"]);
   if (init.code !== 0) {
-    const hint = user && /Permission denied/.test(init.output) ? ` (PostgreSQL runs as the user postgres, who cannot reach ${data}: choose a folder under ${os.tmpdir()})` : "";
+    const hint =
+      user && /Permission denied/.test(init.output)
+        ? ` (PostgreSQL runs as the user postgres, who cannot reach ${data}: choose a folder under ${os.tmpdir()})`
+        : "";
     throw new ServiceError(`initdb failed: ${errorLines(init.output)}${hint}`);
   }
   const conf = path.join(data, "postgresql.conf");

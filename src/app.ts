@@ -49,7 +49,11 @@ async function openEventBus(config: Config, logger: Logger): Promise<EventBus> {
   if (!config.redisUrl) return new MemoryEventBus(options);
   const { connectRedisEventBus } = await import("./storage/event-bus/redis.ts");
   try {
-    return await connectRedisEventBus(config.redisUrl, { ...options, keyPrefix: config.redisKeyPrefix, onError: (error) => logger.warn("event bus (Redis) error", { error }) });
+    return await connectRedisEventBus(config.redisUrl, {
+      ...options,
+      keyPrefix: config.redisKeyPrefix,
+      onError: (error) => logger.warn("event bus (Redis) error", { error }),
+    });
   } catch (error) {
     throw new ConfigError((error as Error).message);
   }
@@ -61,7 +65,12 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
   // Tools put in place of the built-in ones are the built-in default agent's, when no file declares agents.
   const definitions =
     overrides.tools && !config.agentsFile
-      ? [builtinDefaultAgent(agentDefaultsFrom(config), builtins.map((t) => t.name))]
+      ? [
+          builtinDefaultAgent(
+            agentDefaultsFrom(config),
+            builtins.map((t) => t.name),
+          ),
+        ]
       : loadAgentDefinitions(config.agentsFile, agentDefaultsFrom(config));
   const graphs = await loadAgentGraphs(definitions);
   // Redis before the database: an unreachable one stops start-up before anything is migrated.
@@ -71,7 +80,12 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     throw error;
   });
   if (storage.migrated.length) logger.info("database migrated", { applied: storage.migrated, database: describeDatabase(config) });
-  await checkClockAgainstDatabase({ databaseTime: () => storage.databaseTime(), maxClockSkewMs: config.maxClockSkewMs, logger, clock: overrides.clock ?? Date.now }).catch(async (error: unknown) => {
+  await checkClockAgainstDatabase({
+    databaseTime: () => storage.databaseTime(),
+    maxClockSkewMs: config.maxClockSkewMs,
+    logger,
+    clock: overrides.clock ?? Date.now,
+  }).catch(async (error: unknown) => {
     await storage.close();
     await bus.close();
     throw error;
@@ -133,11 +147,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     services,
     logger,
     readiness: { database: () => storage.ping(), ...modelProbe(config, agent) },
-    routes: [
-      exportRoute(reads),
-      labRoute({ runs, bus, reads, logger, maxBodyBytes: config.limits.requestBytes }),
-      consoleRoute({ logger }),
-    ],
+    routes: [exportRoute(reads), labRoute({ runs, bus, reads, logger, maxBodyBytes: config.limits.requestBytes }), consoleRoute({ logger })],
   }).catch(async (error: unknown) => {
     // Nothing was served: put back what start-up opened, then say why (a port in use, say).
     await mcp?.close();

@@ -111,8 +111,7 @@ export class ConfigError extends Error {
   override name = "ConfigError";
 }
 
-const DEFAULT_SYSTEM_PROMPT =
-  "You are a helpful assistant. Use the calculator tool for arithmetic and the current_time tool for the date or time.";
+const DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant. Use the calculator tool for arithmetic and the current_time tool for the date or time.";
 
 type Env = Record<string, string | undefined>;
 
@@ -149,7 +148,9 @@ function urlVar(env: Env, name: string, fallback: string): string {
 /** Resolves a Prisma-style SQLite URL (`file:./x.db`) to an absolute path. */
 export function databasePathFromUrl(databaseUrl: string, cwd = process.cwd()): string {
   if (!databaseUrl.startsWith("file:")) {
-    throw new ConfigError(`DATABASE_URL must be a SQLite file URL such as file:./data/runledger.db or a PostgreSQL URL such as postgres://user@host:5432/runledger, got "${redact(databaseUrl)}"`);
+    throw new ConfigError(
+      `DATABASE_URL must be a SQLite file URL such as file:./data/runledger.db or a PostgreSQL URL such as postgres://user@host:5432/runledger, got "${redact(databaseUrl)}"`,
+    );
   }
   const file = databaseUrl.slice("file:".length).split("?")[0]!;
   if (file === "" || file === ":memory:") {
@@ -176,7 +177,8 @@ function postgresUrl(raw: string): string {
     throw new ConfigError(`DATABASE_URL must be a URL such as postgres://user:password@host:5432/runledger, got "${redact(raw)}"`);
   }
   if (!url.hostname) throw new ConfigError(`DATABASE_URL must name a host, got "${redact(raw)}"`);
-  if (url.pathname === "" || url.pathname === "/") throw new ConfigError(`DATABASE_URL must name a database (postgres://host:5432/runledger), got "${redact(raw)}"`);
+  if (url.pathname === "" || url.pathname === "/")
+    throw new ConfigError(`DATABASE_URL must name a database (postgres://host:5432/runledger), got "${redact(raw)}"`);
   return raw;
 }
 
@@ -283,7 +285,10 @@ export function loadConfig(env: Env = process.env, readFile: (p: string) => stri
 
 /** A comma-separated list of origins (scheme://host[:port]), or `*`. */
 function listVar(env: Env, name: string): string[] {
-  const items = (env[name] ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  const items = (env[name] ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const item of items) {
     if (item === "*") continue;
     let url: URL | undefined;

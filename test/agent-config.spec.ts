@@ -63,7 +63,12 @@ describe("agent definitions without a config file", () => {
 
   it("take today's settings from the environment's configuration", () => {
     const config = loadConfig({ OLLAMA_MODEL: "llama3.2", OLLAMA_THINK: "false", SYSTEM_PROMPT: "Be brief.", AGENT_RECURSION_LIMIT: "7" });
-    expect(loadAgentDefinitions(undefined, agentDefaultsFrom(config))[0]).toMatchObject({ model: "llama3.2", think: false, systemPrompt: "Be brief.", recursionLimit: 7 });
+    expect(loadAgentDefinitions(undefined, agentDefaultsFrom(config))[0]).toMatchObject({
+      model: "llama3.2",
+      think: false,
+      systemPrompt: "Be brief.",
+      recursionLimit: 7,
+    });
   });
 });
 
@@ -138,7 +143,17 @@ describe("agent definitions from a config file", () => {
       requireApproval: ["write_file", "calculator"],
       origin: "RUNLEDGER_CONFIG ./agents.json: agents.support",
     });
-    expect(def).toMatchObject({ name: "default", type: "chat", description: "", model: "qwen3", think: undefined, systemPrompt: "env prompt", recursionLimit: 25, tools: BUILTIN_TOOL_NAMES, mcpServers: [] });
+    expect(def).toMatchObject({
+      name: "default",
+      type: "chat",
+      description: "",
+      model: "qwen3",
+      think: undefined,
+      systemPrompt: "env prompt",
+      recursionLimit: 25,
+      tools: BUILTIN_TOOL_NAMES,
+      mcpServers: [],
+    });
     expect(research).toEqual({
       name: "research",
       type: "graph",
@@ -172,11 +187,27 @@ describe("a bad config file stops start-up with one line naming the file, the pa
   const cases: [string, unknown, string][] = [
     // The file itself
     ["an empty file", "", "RUNLEDGER_CONFIG ./agents.json: invalid JSON: the file is empty (line 1, column 1)"],
-    ["a trailing comma", '{\n  "agents": {\n    "default": {"type": "chat"},\n  }\n}', 'RUNLEDGER_CONFIG ./agents.json: invalid JSON: trailing comma before } (line 4, column 3)'],
-    ["a missing comma", '{\n  "agents": {\n    "default": {"type": "chat"}\n    "x": {}\n  }\n}', 'RUNLEDGER_CONFIG ./agents.json: invalid JSON: expected "," or "}" after the value of "default", found """ (line 4, column 5)'],
+    [
+      "a trailing comma",
+      '{\n  "agents": {\n    "default": {"type": "chat"},\n  }\n}',
+      "RUNLEDGER_CONFIG ./agents.json: invalid JSON: trailing comma before } (line 4, column 3)",
+    ],
+    [
+      "a missing comma",
+      '{\n  "agents": {\n    "default": {"type": "chat"}\n    "x": {}\n  }\n}',
+      'RUNLEDGER_CONFIG ./agents.json: invalid JSON: expected "," or "}" after the value of "default", found """ (line 4, column 5)',
+    ],
     ["single quotes", "{'agents': {}}", 'RUNLEDGER_CONFIG ./agents.json: invalid JSON: expected a key in double quotes, found "\'" (line 1, column 2)'],
-    ["a bad literal", '{"agents": {"default": {"type": "chat", "think": tru}}}', 'RUNLEDGER_CONFIG ./agents.json: invalid JSON: expected a value, found "t" (line 1, column 50)'],
-    ["text after the value", '{"agents": {}} x', 'RUNLEDGER_CONFIG ./agents.json: invalid JSON: unexpected "x" after the end of the JSON value (line 1, column 16)'],
+    [
+      "a bad literal",
+      '{"agents": {"default": {"type": "chat", "think": tru}}}',
+      'RUNLEDGER_CONFIG ./agents.json: invalid JSON: expected a value, found "t" (line 1, column 50)',
+    ],
+    [
+      "text after the value",
+      '{"agents": {}} x',
+      'RUNLEDGER_CONFIG ./agents.json: invalid JSON: unexpected "x" after the end of the JSON value (line 1, column 16)',
+    ],
     ["an unterminated string", '{"agents": {"default', "RUNLEDGER_CONFIG ./agents.json: invalid JSON: unterminated string (line 1, column 13)"],
     [
       "a duplicate agent",
@@ -186,29 +217,109 @@ describe("a bad config file stops start-up with one line naming the file, the pa
     ["not an object", [], "RUNLEDGER_CONFIG ./agents.json: the file: expected an object, got an array (line 1, column 1)"],
     ["no agents key", {}, "RUNLEDGER_CONFIG ./agents.json: agents: is required"],
     ["agents not an object", { agents: ["default"] }, "RUNLEDGER_CONFIG ./agents.json: agents: expected an object, got an array (line 2, column 13)"],
-    ["an unknown top-level key", { agents: { default: DEFAULT }, agent: {} }, 'RUNLEDGER_CONFIG ./agents.json: agent: unknown key (did you mean "agents"?); known keys: agents (line 7)'],
-    ["no default agent", { agents: { support: DEFAULT } }, 'RUNLEDGER_CONFIG ./agents.json: agents: no agent named "default": startRun without an agent runs it, so declare it (today\'s agent is "default": {"type": "chat"}) (line 2, column 13)'],
+    [
+      "an unknown top-level key",
+      { agents: { default: DEFAULT }, agent: {} },
+      'RUNLEDGER_CONFIG ./agents.json: agent: unknown key (did you mean "agents"?); known keys: agents (line 7)',
+    ],
+    [
+      "no default agent",
+      { agents: { support: DEFAULT } },
+      'RUNLEDGER_CONFIG ./agents.json: agents: no agent named "default": startRun without an agent runs it, so declare it (today\'s agent is "default": {"type": "chat"}) (line 2, column 13)',
+    ],
     // Agents
-    ["an agent name with a space", { agents: { default: DEFAULT, "my agent": DEFAULT } }, 'RUNLEDGER_CONFIG ./agents.json: agents["my agent"]: agent names use letters, digits, _ and - only, starting with a letter, at most 64 characters (line 6)'],
-    ["an agent name starting with a digit", { agents: { default: DEFAULT, "1st": DEFAULT } }, 'RUNLEDGER_CONFIG ./agents.json: agents["1st"]: agent names use letters, digits, _ and - only, starting with a letter, at most 64 characters (line 6)'],
-    ["an agent that is not an object", { agents: { default: "chat" } }, 'RUNLEDGER_CONFIG ./agents.json: agents.default: expected an object, got the string "chat" (line 3, column 16)'],
-    ["an agent without a type", { agents: { default: { model: "x" } } }, 'RUNLEDGER_CONFIG ./agents.json: agents.default.type: expected "chat" or "graph", but it is missing'],
-    ["an unknown agent type", { agents: { default: { type: "agent" } } }, 'RUNLEDGER_CONFIG ./agents.json: agents.default.type: expected "chat" or "graph", got the string "agent" (line 4, column 15)'],
-    ["a misspelt agent key", { agents: { default: { type: "chat", sytemPrompt: "x" } } }, 'RUNLEDGER_CONFIG ./agents.json: agents.default.sytemPrompt: unknown key (did you mean "systemPrompt"?); known keys: type, description, model, think, recursionLimit, systemPrompt, systemPromptFile, tools, mcpServers, requireApproval (line 5)'],
-    ["a chat-only key on a graph agent", { agents: { default: DEFAULT, g: { type: "graph", module: "graphs/g.ts", tools: [] } } }, "RUNLEDGER_CONFIG ./agents.json: agents.g.tools: unknown key; known keys: type, description, model, think, recursionLimit, module, export (line 9)"],
-    ["a wrong type", { agents: { default: { type: "chat", think: "yes" } } }, 'RUNLEDGER_CONFIG ./agents.json: agents.default.think: expected true or false, got the string "yes" (line 5, column 16)'],
-    ["a fractional recursion limit", { agents: { default: { type: "chat", recursionLimit: 2.5 } } }, "RUNLEDGER_CONFIG ./agents.json: agents.default.recursionLimit: expected a whole number, got the fraction 2.5 (line 5, column 25)"],
-    ["a zero recursion limit", { agents: { default: { type: "chat", recursionLimit: 0 } } }, "RUNLEDGER_CONFIG ./agents.json: agents.default.recursionLimit: must be at least 1, got the number 0 (line 5, column 25)"],
-    ["several problems", { agents: { default: { type: "chat", model: 1, think: 2 } } }, "RUNLEDGER_CONFIG ./agents.json: agents.default.model: expected a string, got the number 1 (line 5, column 16) (and 1 more problem)"],
-    ["an empty model", { agents: { default: { type: "chat", model: " " } } }, "RUNLEDGER_CONFIG ./agents.json: agents.default.model: must not be empty (line 5, column 16)"],
-    ["both prompt keys", { agents: { default: { type: "chat", systemPrompt: "a", systemPromptFile: "prompt.md" } } }, 'RUNLEDGER_CONFIG ./agents.json: agents.default.systemPromptFile: an agent has "systemPrompt" or "systemPromptFile", not both (line 6, column 27)'],
-    ["an unreadable prompt file", { agents: { default: { type: "chat", systemPromptFile: "missing.md" } } }, "RUNLEDGER_CONFIG ./agents.json: agents.default.systemPromptFile: missing.md cannot be read: no such file or folder (line 5, column 27)"],
-    ["a prompt file that is a folder", { agents: { default: { type: "chat", systemPromptFile: "graphs" } } }, "RUNLEDGER_CONFIG ./agents.json: agents.default.systemPromptFile: graphs cannot be read: it is a folder (line 5, column 27)"],
-    ["an unknown built-in tool", { agents: { default: { type: "chat", tools: ["calculator", "web_search"] } } }, 'RUNLEDGER_CONFIG ./agents.json: agents.default.tools[1]: "web_search" is not a built-in tool (built-in tools: calculator, current_time; MCP tools come from "mcpServers") (line 7, column 9)'],
-    ["a built-in tool listed twice", { agents: { default: { type: "chat", tools: ["calculator", "calculator"] } } }, 'RUNLEDGER_CONFIG ./agents.json: agents.default.tools[1]: "calculator" is listed twice (line 7, column 9)'],
+    [
+      "an agent name with a space",
+      { agents: { default: DEFAULT, "my agent": DEFAULT } },
+      'RUNLEDGER_CONFIG ./agents.json: agents["my agent"]: agent names use letters, digits, _ and - only, starting with a letter, at most 64 characters (line 6)',
+    ],
+    [
+      "an agent name starting with a digit",
+      { agents: { default: DEFAULT, "1st": DEFAULT } },
+      'RUNLEDGER_CONFIG ./agents.json: agents["1st"]: agent names use letters, digits, _ and - only, starting with a letter, at most 64 characters (line 6)',
+    ],
+    [
+      "an agent that is not an object",
+      { agents: { default: "chat" } },
+      'RUNLEDGER_CONFIG ./agents.json: agents.default: expected an object, got the string "chat" (line 3, column 16)',
+    ],
+    [
+      "an agent without a type",
+      { agents: { default: { model: "x" } } },
+      'RUNLEDGER_CONFIG ./agents.json: agents.default.type: expected "chat" or "graph", but it is missing',
+    ],
+    [
+      "an unknown agent type",
+      { agents: { default: { type: "agent" } } },
+      'RUNLEDGER_CONFIG ./agents.json: agents.default.type: expected "chat" or "graph", got the string "agent" (line 4, column 15)',
+    ],
+    [
+      "a misspelt agent key",
+      { agents: { default: { type: "chat", sytemPrompt: "x" } } },
+      'RUNLEDGER_CONFIG ./agents.json: agents.default.sytemPrompt: unknown key (did you mean "systemPrompt"?); known keys: type, description, model, think, recursionLimit, systemPrompt, systemPromptFile, tools, mcpServers, requireApproval (line 5)',
+    ],
+    [
+      "a chat-only key on a graph agent",
+      { agents: { default: DEFAULT, g: { type: "graph", module: "graphs/g.ts", tools: [] } } },
+      "RUNLEDGER_CONFIG ./agents.json: agents.g.tools: unknown key; known keys: type, description, model, think, recursionLimit, module, export (line 9)",
+    ],
+    [
+      "a wrong type",
+      { agents: { default: { type: "chat", think: "yes" } } },
+      'RUNLEDGER_CONFIG ./agents.json: agents.default.think: expected true or false, got the string "yes" (line 5, column 16)',
+    ],
+    [
+      "a fractional recursion limit",
+      { agents: { default: { type: "chat", recursionLimit: 2.5 } } },
+      "RUNLEDGER_CONFIG ./agents.json: agents.default.recursionLimit: expected a whole number, got the fraction 2.5 (line 5, column 25)",
+    ],
+    [
+      "a zero recursion limit",
+      { agents: { default: { type: "chat", recursionLimit: 0 } } },
+      "RUNLEDGER_CONFIG ./agents.json: agents.default.recursionLimit: must be at least 1, got the number 0 (line 5, column 25)",
+    ],
+    [
+      "several problems",
+      { agents: { default: { type: "chat", model: 1, think: 2 } } },
+      "RUNLEDGER_CONFIG ./agents.json: agents.default.model: expected a string, got the number 1 (line 5, column 16) (and 1 more problem)",
+    ],
+    [
+      "an empty model",
+      { agents: { default: { type: "chat", model: " " } } },
+      "RUNLEDGER_CONFIG ./agents.json: agents.default.model: must not be empty (line 5, column 16)",
+    ],
+    [
+      "both prompt keys",
+      { agents: { default: { type: "chat", systemPrompt: "a", systemPromptFile: "prompt.md" } } },
+      'RUNLEDGER_CONFIG ./agents.json: agents.default.systemPromptFile: an agent has "systemPrompt" or "systemPromptFile", not both (line 6, column 27)',
+    ],
+    [
+      "an unreadable prompt file",
+      { agents: { default: { type: "chat", systemPromptFile: "missing.md" } } },
+      "RUNLEDGER_CONFIG ./agents.json: agents.default.systemPromptFile: missing.md cannot be read: no such file or folder (line 5, column 27)",
+    ],
+    [
+      "a prompt file that is a folder",
+      { agents: { default: { type: "chat", systemPromptFile: "graphs" } } },
+      "RUNLEDGER_CONFIG ./agents.json: agents.default.systemPromptFile: graphs cannot be read: it is a folder (line 5, column 27)",
+    ],
+    [
+      "an unknown built-in tool",
+      { agents: { default: { type: "chat", tools: ["calculator", "web_search"] } } },
+      'RUNLEDGER_CONFIG ./agents.json: agents.default.tools[1]: "web_search" is not a built-in tool (built-in tools: calculator, current_time; MCP tools come from "mcpServers") (line 7, column 9)',
+    ],
+    [
+      "a built-in tool listed twice",
+      { agents: { default: { type: "chat", tools: ["calculator", "calculator"] } } },
+      'RUNLEDGER_CONFIG ./agents.json: agents.default.tools[1]: "calculator" is listed twice (line 7, column 9)',
+    ],
     [
       "requireApproval naming a tool the agent does not have",
-      { agents: { default: { type: "chat", tools: ["calculator"], mcpServers: { files: { command: "node", tools: ["read_file"] } }, requireApproval: ["delete_file"] } } },
+      {
+        agents: {
+          default: { type: "chat", tools: ["calculator"], mcpServers: { files: { command: "node", tools: ["read_file"] } }, requireApproval: ["delete_file"] },
+        },
+      },
       'RUNLEDGER_CONFIG ./agents.json: agents.default.requireApproval[0]: "delete_file" is not a tool of this agent (its known tools: calculator, read_file); an MCP tool is known here only when its server\'s "tools" allow-list names it (line 17, column 9)',
     ],
     [
@@ -222,27 +333,103 @@ describe("a bad config file stops start-up with one line naming the file, the pa
       'RUNLEDGER_CONFIG ./agents.json: agents.default.requireApproval[0]: "write_file" is not a tool of this agent (it has no known tools); an MCP tool is known here only when its server\'s "tools" allow-list names it (line 12, column 9)',
     ],
     // Graph agents
-    ["a graph module that does not exist", { agents: { default: DEFAULT, g: { type: "graph", module: "graphs/missing.ts" } } }, "RUNLEDGER_CONFIG ./agents.json: agents.g.module: graphs/missing.ts does not exist (no such file or folder) (line 8, column 17)"],
-    ["a graph module that is a folder", { agents: { default: DEFAULT, g: { type: "graph", module: "graphs" } } }, "RUNLEDGER_CONFIG ./agents.json: agents.g.module: graphs is not a file (line 8, column 17)"],
+    [
+      "a graph module that does not exist",
+      { agents: { default: DEFAULT, g: { type: "graph", module: "graphs/missing.ts" } } },
+      "RUNLEDGER_CONFIG ./agents.json: agents.g.module: graphs/missing.ts does not exist (no such file or folder) (line 8, column 17)",
+    ],
+    [
+      "a graph module that is a folder",
+      { agents: { default: DEFAULT, g: { type: "graph", module: "graphs" } } },
+      "RUNLEDGER_CONFIG ./agents.json: agents.g.module: graphs is not a file (line 8, column 17)",
+    ],
     ["a graph agent without a module", { agents: { default: DEFAULT, g: { type: "graph" } } }, "RUNLEDGER_CONFIG ./agents.json: agents.g.module: is required"],
-    ["an empty export name", { agents: { default: DEFAULT, g: { type: "graph", module: "graphs/g.ts", export: "" } } }, "RUNLEDGER_CONFIG ./agents.json: agents.g.export: must not be empty (line 9, column 17)"],
+    [
+      "an empty export name",
+      { agents: { default: DEFAULT, g: { type: "graph", module: "graphs/g.ts", export: "" } } },
+      "RUNLEDGER_CONFIG ./agents.json: agents.g.export: must not be empty (line 9, column 17)",
+    ],
     // MCP servers
-    ["a server command that is not a string", { agents: { default: { type: "chat", mcpServers: { files: { command: ["node"] } } } } }, "RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.files.command: expected a string, got an array (line 7, column 22)"],
-    ["a misspelt server key", { agents: { default: { type: "chat", mcpServers: { files: { comand: "node" } } } } }, 'RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.files.comand: unknown key (did you mean "command"?); known keys: command, args, env, cwd, url, headers, tools, timeoutMs (line 7)'],
-    ["a server with both command and url", { agents: { default: { type: "chat", mcpServers: { files: { command: "node", url: "http://127.0.0.1:1/mcp" } } } } }, 'RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.files.url: a server has "command" (stdio) or "url" (streamable HTTP), not both (line 8, column 18)'],
-    ["a server with neither", { agents: { default: { type: "chat", mcpServers: { files: { tools: ["a"] } } } } }, 'RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.files: a server needs "command" (stdio) or "url" (streamable HTTP) (line 6, column 18)'],
-    ["headers on a stdio server", { agents: { default: { type: "chat", mcpServers: { files: { command: "node", headers: {} } } } } }, 'RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.files.headers: "headers" is for HTTP servers; this one has no "url" (line 8, column 22)'],
-    ["args on an HTTP server", { agents: { default: { type: "chat", mcpServers: { web: { url: "http://127.0.0.1:1/mcp", args: [] } } } } }, 'RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.web.args: "args" is for stdio servers; this one has "url" (line 8, column 19)'],
-    ["a URL that is not http", { agents: { default: { type: "chat", mcpServers: { web: { url: "ftp://example.com" } } } } }, 'RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.web.url: expected an http or https URL such as https://mcp.example.com/mcp, got "ftp://example.com" (line 7, column 18)'],
-    ["a header value that is not a string", { agents: { default: { type: "chat", mcpServers: { web: { url: "http://127.0.0.1:1/mcp", headers: { "X-Key": 1 } } } } } }, "RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.web.headers.X-Key: expected a string, got the number 1 (line 9, column 22)"],
-    ["a bad header name", { agents: { default: { type: "chat", mcpServers: { web: { url: "http://127.0.0.1:1/mcp", headers: { "X Key": "1" } } } } } }, 'RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.web.headers["X Key"]: "X Key" is not a valid HTTP header name (line 9)'],
-    ["an env value that is not a string", { agents: { default: { type: "chat", mcpServers: { files: { command: "node", env: { DEBUG: true } } } } } }, "RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.files.env.DEBUG: expected a string, got true (line 9, column 22)"],
-    ["a missing environment variable", { agents: { default: { type: "chat", mcpServers: { files: { command: "node", env: { TOKEN: "${NOPE}" } } } } } }, "RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.files.env.TOKEN: refers to the environment variable NOPE, which is not set (line 9, column 22)"],
-    ["a cwd that does not exist", { agents: { default: { type: "chat", mcpServers: { files: { command: "node", cwd: "nowhere" } } } } }, "RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.files.cwd: nowhere does not exist (no such file or folder) (line 8, column 18)"],
-    ["an empty command", { agents: { default: { type: "chat", mcpServers: { files: { command: "" } } } } }, "RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.files.command: must not be empty (line 7, column 22)"],
-    ["a server name with a dot", { agents: { default: { type: "chat", mcpServers: { "my.files": { command: "node" } } } } }, 'RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers["my.files"]: server names use letters, digits, _ and - only, starting with a letter, at most 64 characters (line 6)'],
-    ["an empty allow-list", { agents: { default: { type: "chat", mcpServers: { files: { command: "node", tools: [] } } } } }, 'RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.files.tools: an empty allow-list lets no tool through; list tool names, or leave "tools" out for all of them (line 8, column 20)'],
-    ["a zero timeout", { agents: { default: { type: "chat", mcpServers: { files: { command: "node", timeoutMs: 0 } } } } }, "RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.files.timeoutMs: must be at least 1, got the number 0 (line 8, column 24)"],
+    [
+      "a server command that is not a string",
+      { agents: { default: { type: "chat", mcpServers: { files: { command: ["node"] } } } } },
+      "RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.files.command: expected a string, got an array (line 7, column 22)",
+    ],
+    [
+      "a misspelt server key",
+      { agents: { default: { type: "chat", mcpServers: { files: { comand: "node" } } } } },
+      'RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.files.comand: unknown key (did you mean "command"?); known keys: command, args, env, cwd, url, headers, tools, timeoutMs (line 7)',
+    ],
+    [
+      "a server with both command and url",
+      { agents: { default: { type: "chat", mcpServers: { files: { command: "node", url: "http://127.0.0.1:1/mcp" } } } } },
+      'RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.files.url: a server has "command" (stdio) or "url" (streamable HTTP), not both (line 8, column 18)',
+    ],
+    [
+      "a server with neither",
+      { agents: { default: { type: "chat", mcpServers: { files: { tools: ["a"] } } } } },
+      'RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.files: a server needs "command" (stdio) or "url" (streamable HTTP) (line 6, column 18)',
+    ],
+    [
+      "headers on a stdio server",
+      { agents: { default: { type: "chat", mcpServers: { files: { command: "node", headers: {} } } } } },
+      'RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.files.headers: "headers" is for HTTP servers; this one has no "url" (line 8, column 22)',
+    ],
+    [
+      "args on an HTTP server",
+      { agents: { default: { type: "chat", mcpServers: { web: { url: "http://127.0.0.1:1/mcp", args: [] } } } } },
+      'RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.web.args: "args" is for stdio servers; this one has "url" (line 8, column 19)',
+    ],
+    [
+      "a URL that is not http",
+      { agents: { default: { type: "chat", mcpServers: { web: { url: "ftp://example.com" } } } } },
+      'RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.web.url: expected an http or https URL such as https://mcp.example.com/mcp, got "ftp://example.com" (line 7, column 18)',
+    ],
+    [
+      "a header value that is not a string",
+      { agents: { default: { type: "chat", mcpServers: { web: { url: "http://127.0.0.1:1/mcp", headers: { "X-Key": 1 } } } } } },
+      "RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.web.headers.X-Key: expected a string, got the number 1 (line 9, column 22)",
+    ],
+    [
+      "a bad header name",
+      { agents: { default: { type: "chat", mcpServers: { web: { url: "http://127.0.0.1:1/mcp", headers: { "X Key": "1" } } } } } },
+      'RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.web.headers["X Key"]: "X Key" is not a valid HTTP header name (line 9)',
+    ],
+    [
+      "an env value that is not a string",
+      { agents: { default: { type: "chat", mcpServers: { files: { command: "node", env: { DEBUG: true } } } } } },
+      "RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.files.env.DEBUG: expected a string, got true (line 9, column 22)",
+    ],
+    [
+      "a missing environment variable",
+      { agents: { default: { type: "chat", mcpServers: { files: { command: "node", env: { TOKEN: "${NOPE}" } } } } } },
+      "RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.files.env.TOKEN: refers to the environment variable NOPE, which is not set (line 9, column 22)",
+    ],
+    [
+      "a cwd that does not exist",
+      { agents: { default: { type: "chat", mcpServers: { files: { command: "node", cwd: "nowhere" } } } } },
+      "RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.files.cwd: nowhere does not exist (no such file or folder) (line 8, column 18)",
+    ],
+    [
+      "an empty command",
+      { agents: { default: { type: "chat", mcpServers: { files: { command: "" } } } } },
+      "RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.files.command: must not be empty (line 7, column 22)",
+    ],
+    [
+      "a server name with a dot",
+      { agents: { default: { type: "chat", mcpServers: { "my.files": { command: "node" } } } } },
+      'RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers["my.files"]: server names use letters, digits, _ and - only, starting with a letter, at most 64 characters (line 6)',
+    ],
+    [
+      "an empty allow-list",
+      { agents: { default: { type: "chat", mcpServers: { files: { command: "node", tools: [] } } } } },
+      'RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.files.tools: an empty allow-list lets no tool through; list tool names, or leave "tools" out for all of them (line 8, column 20)',
+    ],
+    [
+      "a zero timeout",
+      { agents: { default: { type: "chat", mcpServers: { files: { command: "node", timeoutMs: 0 } } } } },
+      "RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.files.timeoutMs: must be at least 1, got the number 0 (line 8, column 24)",
+    ],
     [
       "an allow-list naming a built-in tool of the agent",
       { agents: { default: { type: "chat", mcpServers: { calc: { command: "node", tools: ["calculator"] } } } } },
@@ -260,24 +447,34 @@ describe("a bad config file stops start-up with one line naming the file, the pa
   });
 
   it("an allow-list may name a built-in tool the agent does not have", () => {
-    const [agent] = load({ agents: { default: { type: "chat", tools: ["current_time"], mcpServers: { calc: { command: "node", tools: ["calculator"] } }, requireApproval: ["calculator"] } } });
+    const [agent] = load({
+      agents: {
+        default: { type: "chat", tools: ["current_time"], mcpServers: { calc: { command: "node", tools: ["calculator"] } }, requireApproval: ["calculator"] },
+      },
+    });
     expect(agent).toMatchObject({ tools: ["current_time"], requireApproval: ["calculator"] });
   });
 
   it("a file that does not exist", () => {
-    expect(() => loadAgentDefinitions("./nope.json", defaults, { cwd: dir })).toThrow(new ConfigError("RUNLEDGER_CONFIG ./nope.json: cannot be read: no such file or folder"));
+    expect(() => loadAgentDefinitions("./nope.json", defaults, { cwd: dir })).toThrow(
+      new ConfigError("RUNLEDGER_CONFIG ./nope.json: cannot be read: no such file or folder"),
+    );
   });
 
   it("a file that cannot be read", () => {
     if (process.getuid?.() === 0) {
       // root reads any file whatever its mode: a folder is the unreadable file it cannot get past.
-      expect(() => loadAgentDefinitions("./graphs", defaults, { cwd: dir })).toThrow(new ConfigError("RUNLEDGER_CONFIG ./graphs: cannot be read: it is a folder"));
+      expect(() => loadAgentDefinitions("./graphs", defaults, { cwd: dir })).toThrow(
+        new ConfigError("RUNLEDGER_CONFIG ./graphs: cannot be read: it is a folder"),
+      );
       return;
     }
     const locked = path.join(dir, "locked.json");
     writeFileSync(locked, "{}");
     chmodSync(locked, 0o000);
-    expect(() => loadAgentDefinitions("./locked.json", defaults, { cwd: dir })).toThrow(new ConfigError("RUNLEDGER_CONFIG ./locked.json: cannot be read: permission denied"));
+    expect(() => loadAgentDefinitions("./locked.json", defaults, { cwd: dir })).toThrow(
+      new ConfigError("RUNLEDGER_CONFIG ./locked.json: cannot be read: permission denied"),
+    );
   });
 });
 

@@ -20,7 +20,14 @@ let app: App;
 let log: string;
 
 function entries(): any[] {
-  return fs.existsSync(log) ? fs.readFileSync(log, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l)) : [];
+  return fs.existsSync(log)
+    ? fs
+        .readFileSync(log, "utf8")
+        .trim()
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l))
+    : [];
 }
 
 beforeAll(async () => {
@@ -32,7 +39,11 @@ beforeAll(async () => {
     agents: {
       default: { type: "chat" },
       toolbox: { type: "chat", tools: [], mcpServers: { fx: { command: process.execPath, args: [server], env: { MCP_FIXTURE_LOG: log } } } },
-      broken: { type: "chat", tools: [], mcpServers: { gone: { command: process.execPath, args: [server], env: { MCP_FIXTURE_FAIL_START: "cannot start" }, tools: ["echo"] } } },
+      broken: {
+        type: "chat",
+        tools: [],
+        mcpServers: { gone: { command: process.execPath, args: [server], env: { MCP_FIXTURE_FAIL_START: "cannot start" }, tools: ["echo"] } },
+      },
     },
   };
   fs.writeFileSync(path.join(dir, "agents.json"), JSON.stringify(config));
@@ -61,7 +72,8 @@ describe("MCP tools in runs", () => {
     expect(fake.requests.at(-1)!.messages.at(-1)).toMatchObject({ role: "tool", content: result.content });
 
     // The supervisor restarts the server; the agents query shows it.
-    const fx = async () => (await gqlOk(app.url, `{ agents { name mcpServers { name state restarts lastError } } }`)).agents.find((a: any) => a.name === "toolbox").mcpServers[0];
+    const fx = async () =>
+      (await gqlOk(app.url, `{ agents { name mcpServers { name state restarts lastError } } }`)).agents.find((a: any) => a.name === "toolbox").mcpServers[0];
     await until(async () => (await fx()).state === "READY" && (await fx()).restarts > 0, "the server to be back");
     fake.enqueue({ kind: "toolCalls", calls: [{ name: "echo", args: { text: "back again" } }] }, { kind: "text", tokens: ["Fine."] });
     const next = await run("Echo it.", "toolbox");

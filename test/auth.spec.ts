@@ -247,7 +247,9 @@ describe("cross-origin access", () => {
       const response = await post(app, QUERY, { origin: ALLOWED });
       expect(response.status).toBe(200);
       expect(response.headers.get("access-control-allow-origin")).toBe(ALLOWED);
-      expect((await fetch(`${app.url}/health`, { headers: { origin: "http://localhost:5173" } })).headers.get("access-control-allow-origin")).toBe("http://localhost:5173");
+      expect((await fetch(`${app.url}/health`, { headers: { origin: "http://localhost:5173" } })).headers.get("access-control-allow-origin")).toBe(
+        "http://localhost:5173",
+      );
     });
 
     it("still refuses an origin that is not listed, over HTTP and WebSocket", async () => {

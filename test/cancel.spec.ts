@@ -177,7 +177,11 @@ describe("cancelRun touches only its own run", () => {
 describe("a cancel racing the run's own finish", () => {
   it("leaves exactly one terminal status, the one cancelRun reported, every time", async () => {
     const TOKENS = 8;
-    fake.setResponder((request) => ({ kind: "text", tokens: splitTokens(`${request.messages.at(-1)?.content} `.repeat(TOKENS)).slice(0, TOKENS), delayMs: 30 }));
+    fake.setResponder((request) => ({
+      kind: "text",
+      tokens: splitTokens(`${request.messages.at(-1)?.content} `.repeat(TOKENS)).slice(0, TOKENS),
+      delayMs: 30,
+    }));
     type Trigger = { point: string; via: "api" | "service"; reached: (event: { type: string; status?: string }, tokensSeen: number) => boolean };
     // The cancel goes out the moment a given point of the run is seen, so the sweep
     // covers its whole life on a fast or a slow machine: while it streams, as its

@@ -194,13 +194,21 @@ describe("the checkpoints connection", () => {
     const now = formatSqliteDate(new Date());
     db.prepare("INSERT INTO conversations (id, title, created_at, updated_at, message_count) VALUES (?, 'Imported', ?, ?, 0)").run(id, now, now);
     db.close();
-    const empty = await gqlOk(app.url, `query($id: ID!) { conversation(id: $id) { checkpoints { edges { node { id } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } runs { totalCount } } }`, { id });
+    const empty = await gqlOk(
+      app.url,
+      `query($id: ID!) { conversation(id: $id) { checkpoints { edges { node { id } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } runs { totalCount } } }`,
+      { id },
+    );
     expect(empty.conversation).toEqual({
       checkpoints: { edges: [], pageInfo: { hasNextPage: false, hasPreviousPage: false, startCursor: null, endCursor: null } },
       runs: { totalCount: 0 },
     });
     const checkpointId = await updateStateOutsideRuns(id, "Imported from elsewhere.");
-    const { conversation } = await gqlOk(app.url, `query($id: ID!) { conversation(id: $id) { checkpoints { edges { node { id source run { id } lastMessage { content } } } } } }`, { id });
+    const { conversation } = await gqlOk(
+      app.url,
+      `query($id: ID!) { conversation(id: $id) { checkpoints { edges { node { id source run { id } lastMessage { content } } } } } }`,
+      { id },
+    );
     expect(conversation.checkpoints.edges.map((e: any) => e.node)).toEqual([
       { id: checkpointId, source: "UPDATE", run: null, lastMessage: { content: "Imported from elsewhere." } },
     ]);
@@ -259,10 +267,17 @@ describe("the run edges", () => {
 
   it("resolves checkpoints with node(id), and forgets them with their deleted conversation", async () => {
     const { conversationId } = await turn("To be deleted");
-    const { conversation } = await gqlOk(app.url, `query($id: ID!) { conversation(id: $id) { checkpoints { edges { node { id } } } } }`, { id: conversationId });
+    const { conversation } = await gqlOk(app.url, `query($id: ID!) { conversation(id: $id) { checkpoints { edges { node { id } } } } }`, {
+      id: conversationId,
+    });
     const checkpointId = conversation.checkpoints.edges[0].node.id;
     const NODE = `query($id: ID!) { node(id: $id) { __typename id ... on Checkpoint { step conversation { id } } } }`;
-    expect((await gqlOk(app.url, NODE, { id: checkpointId })).node).toEqual({ __typename: "Checkpoint", id: checkpointId, step: -1, conversation: { id: conversationId } });
+    expect((await gqlOk(app.url, NODE, { id: checkpointId })).node).toEqual({
+      __typename: "Checkpoint",
+      id: checkpointId,
+      step: -1,
+      conversation: { id: conversationId },
+    });
 
     const deleted = await gqlOk(app.url, `mutation($id: ID!) { deleteConversation(input: { conversationId: $id }) { __typename } }`, { id: conversationId });
     expect(deleted.deleteConversation.__typename).toBe("DeleteConversationSuccess");
@@ -313,9 +328,13 @@ describe("CheckpointEvent.checkpoint", () => {
     fake.enqueue({ kind: "text", tokens: ["Slow", " reply"], delayMs: 20 });
     const { startRun } = await gqlOk(app.url, START_RUN, { message: "Over SSE" });
     const client = sseClient(app.url);
-    const sub = collect(client, `subscription($id: ID!) { runEvents(runId: $id) { __typename ... on CheckpointEvent { checkpointId checkpoint { id source next run { id } } } } }`, {
-      id: startRun.run.id,
-    });
+    const sub = collect(
+      client,
+      `subscription($id: ID!) { runEvents(runId: $id) { __typename ... on CheckpointEvent { checkpointId checkpoint { id source next run { id } } } } }`,
+      {
+        id: startRun.run.id,
+      },
+    );
     const events = (await sub.done).map((r: any) => r.runEvents).filter((e: any) => e.__typename === "CheckpointEvent");
     client.dispose();
     expect(events.map((e: any) => [e.checkpoint.id === e.checkpointId, e.checkpoint.source, e.checkpoint.next, e.checkpoint.run.id])).toEqual([

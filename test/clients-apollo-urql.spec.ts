@@ -91,10 +91,17 @@ describe("Apollo Client 4", () => {
     });
     expect(events.at(0)).toMatchObject({ __typename: "RunStatusEvent", status: "RUNNING" });
     expect(events.at(-1)).toMatchObject({ __typename: "RunStatusEvent", status: "COMPLETED" });
-    expect(events.filter((e) => e.__typename === "TokenEvent").map((e) => e.text).join("")).toBe("Echo: hello apollo");
+    expect(
+      events
+        .filter((e) => e.__typename === "TokenEvent")
+        .map((e) => e.text)
+        .join(""),
+    ).toBe("Echo: hello apollo");
 
     const { data } = await client.query({ query: gql(CONVERSATION), variables: { id: conversationId }, fetchPolicy: "network-only" });
-    expect(data).toMatchObject({ conversation: { id: conversationId, title: "hello apollo", runs: { edges: [{ node: { id: runId, status: "COMPLETED" } }] } } });
+    expect(data).toMatchObject({
+      conversation: { id: conversationId, title: "hello apollo", runs: { edges: [{ node: { id: runId, status: "COMPLETED" } }] } },
+    });
     expect(warnings.lines()).toEqual([]);
   });
 });
@@ -116,7 +123,12 @@ describe("urql", () => {
     });
     expect(events.at(0)).toMatchObject({ status: "RUNNING" });
     expect(events.at(-1)).toMatchObject({ status: "COMPLETED" });
-    expect(events.filter((e) => e.__typename === "TokenEvent").map((e) => e.text).join("")).toBe("Echo: hello urql");
+    expect(
+      events
+        .filter((e) => e.__typename === "TokenEvent")
+        .map((e) => e.text)
+        .join(""),
+    ).toBe("Echo: hello urql");
 
     const read = await client.query(CONVERSATION, { id: conversationId }).toPromise();
     expect(read.error).toBeUndefined();

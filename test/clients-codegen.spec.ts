@@ -86,7 +86,9 @@ describe("graphql-codegen with codegen.ts", () => {
     expect(fs.readFileSync(path.join(ROOT, CONSOLE_OUTPUT), "utf8")).toBe(generated);
     // Every operation and fragment of documents.ts has its type.
     const documents = fs.readFileSync(path.join(ROOT, "console/src/api/documents.ts"), "utf8");
-    const names = [...documents.matchAll(/^\s*(query|mutation|subscription|fragment) (\w+)/gm)].map(([, kind, name]) => `${name}${kind![0]!.toUpperCase()}${kind!.slice(1)}`);
+    const names = [...documents.matchAll(/^\s*(query|mutation|subscription|fragment) (\w+)/gm)].map(
+      ([, kind, name]) => `${name}${kind![0]!.toUpperCase()}${kind!.slice(1)}`,
+    );
     expect(names.length).toBeGreaterThan(10);
     for (const name of names) expect(generated).toContain(`export type ${name} = `);
   });

@@ -79,7 +79,12 @@ describe("runs on a conversation another instance's clock ran ahead on", () => {
     const { saver } = app.storage;
     const head = (await saver.getTuple({ configurable: { thread_id: conversationId, checkpoint_ns: "" } }))!;
     const parent = { configurable: { thread_id: conversationId, checkpoint_ns: "", checkpoint_id: head.config.configurable?.checkpoint_id } };
-    await saver.put(parent, { ...head.checkpoint, id }, { ...head.metadata!, source: "update", step: head.metadata!.step + 1 }, head.checkpoint.channel_versions);
+    await saver.put(
+      parent,
+      { ...head.checkpoint, id },
+      { ...head.metadata!, source: "update", step: head.metadata!.step + 1 },
+      head.checkpoint.channel_versions,
+    );
   }
 
   const RUNS = /* GraphQL */ `
@@ -153,7 +158,8 @@ describe("start-up on a host whose clock differs from PostgreSQL's", () => {
     await fake?.close();
   });
 
-  const config = (databaseUrl: string) => loadConfig({ PORT: "0", DATABASE_URL: databaseUrl, OLLAMA_HOST: fake.url, MAX_CLOCK_SKEW_MS: "1000", LOG_LEVEL: "info" });
+  const config = (databaseUrl: string) =>
+    loadConfig({ PORT: "0", DATABASE_URL: databaseUrl, OLLAMA_HOST: fake.url, MAX_CLOCK_SKEW_MS: "1000", LOG_LEVEL: "info" });
 
   async function owners(): Promise<number> {
     const client = new pg.Client({ connectionString: database.url });
@@ -170,7 +176,9 @@ describe("start-up on a host whose clock differs from PostgreSQL's", () => {
       [-5_000, "behind"],
       [5_000, "ahead of"],
     ] as const) {
-      const refused = (await startApp(config(database.url), createLogger("silent"), { clock: () => Date.now() + offsetMs }).catch((e: unknown) => e)) as ConfigError;
+      const refused = (await startApp(config(database.url), createLogger("silent"), { clock: () => Date.now() + offsetMs }).catch(
+        (e: unknown) => e,
+      )) as ConfigError;
       expect(refused).toBeInstanceOf(ConfigError);
       expect(refused.message).toMatch(new RegExp(`^MAX_CLOCK_SKEW_MS: this host's clock is ${side} the database's by about \\d+ ms \\(more than 1000\\)`));
       expect(Number(/about (\d+) ms/.exec(refused.message)![1])).toBeGreaterThan(4_900);
@@ -180,7 +188,11 @@ describe("start-up on a host whose clock differs from PostgreSQL's", () => {
 
   it("starts within the bound, warning above 100 ms; on SQLite there is no other clock to compare", async () => {
     const lines: string[] = [];
-    const app = await startApp(config(database.url), createLogger("info", (line) => lines.push(line)), { clock: () => Date.now() - 400 });
+    const app = await startApp(
+      config(database.url),
+      createLogger("info", (line) => lines.push(line)),
+      { clock: () => Date.now() - 400 },
+    );
     try {
       const warning = lines.map((l) => JSON.parse(l)).find((l) => l.msg === "this host's clock differs from the database's");
       expect(warning).toMatchObject({ level: "warn", maxClockSkewMs: 1000 });

@@ -68,9 +68,17 @@ describe("configuration", () => {
   });
 
   it.each([
-    ["an unreachable PostgreSQL", async () => ({ DATABASE_URL: `postgres://nobody:secret@127.0.0.1:${await closedPort()}/runledger` }), /^runledger: DATABASE_URL: PostgreSQL at 127\.0\.0\.1:\d+\/runledger cannot be reached: .+$/],
+    [
+      "an unreachable PostgreSQL",
+      async () => ({ DATABASE_URL: `postgres://nobody:secret@127.0.0.1:${await closedPort()}/runledger` }),
+      /^runledger: DATABASE_URL: PostgreSQL at 127\.0\.0\.1:\d+\/runledger cannot be reached: .+$/,
+    ],
     ["an unreachable Redis", async () => ({ REDIS_URL: `redis://127.0.0.1:${await closedPort()}` }), /^runledger: REDIS_URL: .+$/],
-    ["an agents file that does not exist", async () => ({ RUNLEDGER_CONFIG: path.join(os.tmpdir(), "no-such-agents.json") }), /^runledger: RUNLEDGER_CONFIG .*no-such-agents\.json: .+$/],
+    [
+      "an agents file that does not exist",
+      async () => ({ RUNLEDGER_CONFIG: path.join(os.tmpdir(), "no-such-agents.json") }),
+      /^runledger: RUNLEDGER_CONFIG .*no-such-agents\.json: .+$/,
+    ],
   ])("start-up stops with one line naming the variable for %s (exit code 2)", async (_what, makeEnv, line) => {
     const database = tempDatabaseUrl("runledger-startup-");
     const error = await run(process.execPath, ["--import", "tsx", "src/main.ts"], {
@@ -90,7 +98,10 @@ describe("configuration", () => {
     try {
       const port = (holder.address() as net.AddressInfo).port;
       const database = tempDatabaseUrl("runledger-startup-");
-      const error = await run(process.execPath, ["--import", "tsx", "src/main.ts"], { cwd: ROOT, env: { ...process.env, PORT: String(port), DATABASE_URL: database.url, LOG_LEVEL: "warn" } }).catch((e) => e);
+      const error = await run(process.execPath, ["--import", "tsx", "src/main.ts"], {
+        cwd: ROOT,
+        env: { ...process.env, PORT: String(port), DATABASE_URL: database.url, LOG_LEVEL: "warn" },
+      }).catch((e) => e);
       expect(error.code).toBe(2);
       expect(error.stderr.trim()).toBe(`runledger: PORT: 127.0.0.1:${port} is already in use (is another server running?); stop it or choose another PORT`);
     } finally {
@@ -102,9 +113,17 @@ describe("configuration", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "runledger-startup-agents-"));
     const agentsFile = path.join(dir, "agents.json");
     fs.writeFileSync(agentsFile, JSON.stringify({ agents: { default: { type: "chat", model: "llama3.2" }, terse: { type: "chat", tools: [] } } }));
-    const server = await startServerProcess({ DATABASE_URL: tempDatabaseUrl("runledger-startup-").url, RUNLEDGER_CONFIG: agentsFile, OLLAMA_HOST: `127.0.0.1:${await closedPort()}` });
+    const server = await startServerProcess({
+      DATABASE_URL: tempDatabaseUrl("runledger-startup-").url,
+      RUNLEDGER_CONFIG: agentsFile,
+      OLLAMA_HOST: `127.0.0.1:${await closedPort()}`,
+    });
     try {
-      const line = server.output().split("\n").map((l) => (l.startsWith("{") ? JSON.parse(l) : null)).find((l) => l?.msg === "runledger listening");
+      const line = server
+        .output()
+        .split("\n")
+        .map((l) => (l.startsWith("{") ? JSON.parse(l) : null))
+        .find((l) => l?.msg === "runledger listening");
       expect(line).toMatchObject({
         url: `${server.url}/graphql`,
         console: `${server.url}/console`,

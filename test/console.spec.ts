@@ -49,7 +49,14 @@ function writeAgentsFile(): string {
         type: "chat",
         description: "Asks before it calculates or writes a note.",
         tools: ["calculator"],
-        mcpServers: { notes: { command: process.execPath, args: [path.join(fixtures, "mcp", "stdio-server.mjs")], env: { MCP_FIXTURE_LOG: notesLog, MCP_FIXTURE_NAME: "notes" }, tools: ["note", "echo"] } },
+        mcpServers: {
+          notes: {
+            command: process.execPath,
+            args: [path.join(fixtures, "mcp", "stdio-server.mjs")],
+            env: { MCP_FIXTURE_LOG: notesLog, MCP_FIXTURE_NAME: "notes" },
+            tools: ["note", "echo"],
+          },
+        },
         requireApproval: ["calculator", "note"],
       },
       planner: { type: "graph", description: "Plans, then answers.", module: path.join(fixtures, "graphs", "two-node.ts"), export: "graph" },
@@ -65,7 +72,10 @@ function writeAgentsFile(): string {
 function noted(): string[] {
   if (!fs.existsSync(notesLog)) return [];
   const lines = fs.readFileSync(notesLog, "utf8").trim().split("\n").filter(Boolean);
-  return lines.map((line) => JSON.parse(line) as { event: string; text?: string }).filter((e) => e.event === "noted").map((e) => String(e.text));
+  return lines
+    .map((line) => JSON.parse(line) as { event: string; text?: string })
+    .filter((e) => e.event === "noted")
+    .map((e) => String(e.text));
 }
 
 beforeAll(async () => {
@@ -76,7 +86,10 @@ beforeAll(async () => {
   app = await startTestApp({ ollamaUrl: fake.url, env: { RUNLEDGER_CONFIG: writeAgentsFile() } });
   browser = await launchChromium();
   // careful's MCP tools are listed (and callable) once its server is up.
-  await eventually(async () => (await gqlOk(app.url, AGENT_TOOLS)).agents.find((a: { name: string }) => a.name === "careful").tools.length === 3, "careful's MCP tools");
+  await eventually(
+    async () => (await gqlOk(app.url, AGENT_TOOLS)).agents.find((a: { name: string }) => a.name === "careful").tools.length === 3,
+    "careful's MCP tools",
+  );
 });
 
 afterAll(async () => {
@@ -99,7 +112,9 @@ afterEach(async () => {
 /** Opens the console (at a fragment such as #/new) and waits until it is connected. */
 async function openConsole(fragment = ""): Promise<Page> {
   open = await openPage(browser, `${app.url}/console${fragment}`);
-  await connection(open.page).filter({ hasText: /^connected$/ }).waitFor();
+  await connection(open.page)
+    .filter({ hasText: /^connected$/ })
+    .waitFor();
   return open.page;
 }
 
@@ -152,7 +167,11 @@ async function startAgentViaApi(message: string, agent: string): Promise<{ runId
 
 /** Polls the API until the run has the status (support's waitForRun knows the failure states, not WAITING). */
 async function waitForStatus(runId: string, status: string): Promise<void> {
-  await eventually(async () => (await gqlOk(app.url, `query ($id: ID!) { run(id: $id) { status } }`, { id: runId })).run.status === status, `run ${runId} ${status}`, 20_000);
+  await eventually(
+    async () => (await gqlOk(app.url, `query ($id: ID!) { run(id: $id) { status } }`, { id: runId })).run.status === status,
+    `run ${runId} ${status}`,
+    20_000,
+  );
 }
 
 const answerForm = (page: Page) => page.getByRole("form", { name: "Answer the waiting run" });
@@ -228,7 +247,9 @@ describe("the console page and its bundle", () => {
     const headers = await response.allHeaders();
     expect(request["accept-encoding"]).toMatch(/gzip/);
     expect(headers["content-encoding"]).toBe(chooseExpected(request["accept-encoding"]!));
-    await connection(open.page).filter({ hasText: /^connected$/ }).waitFor();
+    await connection(open.page)
+      .filter({ hasText: /^connected$/ })
+      .waitFor();
   });
 });
 
@@ -238,7 +259,10 @@ function chooseExpected(acceptEncoding: string): string {
 }
 
 /** GET without decoding the body (Node's fetch decodes gzip and brotli by itself). */
-async function rawGet(url: string, headers: Record<string, string>): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {
+async function rawGet(
+  url: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {
   return new Promise((resolve, reject) => {
     http
       .get(url, { headers }, (res) => {
@@ -250,7 +274,6 @@ async function rawGet(url: string, headers: Record<string, string>): Promise<{ s
       .on("error", reject);
   });
 }
-
 
 describe("the conversation list", () => {
   it("follows conversationsChanged: a run started elsewhere appears and moves up, its status changes, a deletion elsewhere drops it", async () => {
@@ -272,7 +295,10 @@ describe("the conversation list", () => {
 
     // A new run in the older conversation brings it back to the top.
     const again = await startViaApi("once more", older.conversationId);
-    await eventually(async () => (await conversationLinks(page).first().textContent())?.includes("An older conversation") ?? false, "the older conversation on top");
+    await eventually(
+      async () => (await conversationLinks(page).first().textContent())?.includes("An older conversation") ?? false,
+      "the older conversation on top",
+    );
     await waitForRun(app.url, again.runId);
 
     const deleted = await gqlOk(app.url, DELETE, { id: elsewhere.conversationId });
@@ -341,7 +367,9 @@ describe("the chat", () => {
 
     await runCard(page, 1).filter({ hasText: "FAILED" }).waitFor();
     const conversationId = /#\/c\/([0-9a-f-]{36})$/.exec(page.url())![1]!;
-    const { conversation } = await gqlOk(app.url, `query ($id: ID!) { conversation(id: $id) { runs(first: 1) { edges { node { id } } } } }`, { id: conversationId });
+    const { conversation } = await gqlOk(app.url, `query ($id: ID!) { conversation(id: $id) { runs(first: 1) { edges { node { id } } } } }`, {
+      id: conversationId,
+    });
     const { run } = await gqlOk(app.url, RUN_DETAILS, { id: conversation.runs.edges[0].node.id });
     expect(run).toMatchObject({ status: "FAILED", errorCode: "MODEL_UNAVAILABLE", partialOutput: "Half an answer " });
     expect(run.failedTasks).toHaveLength(1);
@@ -369,7 +397,9 @@ describe("the chat", () => {
     const failureText = (await failure.textContent())!;
     expect(failureText).toContain(`${task.node} failed from step ${task.checkpoint.step} in run #1`);
     expect(failureText).toContain(task.message);
-    const checkpointRow = checkpointTable(page).getByRole("row").filter({ has: page.locator(`[title="${task.checkpoint.id}"]`) });
+    const checkpointRow = checkpointTable(page)
+      .getByRole("row")
+      .filter({ has: page.locator(`[title="${task.checkpoint.id}"]`) });
     expect(await checkpointRow.count()).toBe(0); // the title sits on the row itself
     expect(await page.locator(`tr[title="${task.checkpoint.id}"]`).getAttribute("class")).toBe("has-failure");
 
@@ -410,7 +440,10 @@ describe("actions", () => {
 
     await runCard(page, 2).filter({ hasText: "COMPLETED" }).waitFor();
     expect(await runCard(page, 2).textContent()).toContain("RESUME");
-    await thread(page).getByRole("article", { name: "Assistant" }).filter({ hasText: `Echo: ${message}` }).waitFor();
+    await thread(page)
+      .getByRole("article", { name: "Assistant" })
+      .filter({ hasText: `Echo: ${message}` })
+      .waitFor();
     await banner.waitFor({ state: "detached" });
     // The failure stays on record beside the resume that completed it.
     expect(await runCard(page, 1).textContent()).toContain("the model fell over");
@@ -468,16 +501,34 @@ describe("agents and approvals", () => {
     const picker = page.getByRole("group", { name: "Agent" });
     const careful = picker.getByRole("radio", { name: "careful" });
     await careful.waitFor();
-    expect(await picker.getByRole("radio").evaluateAll((inputs) => inputs.map((i) => (i as HTMLInputElement).value))).toEqual(["default", "careful", "planner", "interviewer"]);
+    expect(await picker.getByRole("radio").evaluateAll((inputs) => inputs.map((i) => (i as HTMLInputElement).value))).toEqual([
+      "default",
+      "careful",
+      "planner",
+      "interviewer",
+    ]);
     expect(await picker.getByRole("radio", { name: "default" }).isChecked()).toBe(true);
     const tools = picker.getByRole("list", { name: "Tools of careful" });
-    expect((await tools.getByRole("listitem").allTextContents()).sort()).toEqual(["calculator builtin needs approval", "echo mcp:notes", "note mcp:notes needs approval"]);
+    expect((await tools.getByRole("listitem").allTextContents()).sort()).toEqual([
+      "calculator builtin needs approval",
+      "echo mcp:notes",
+      "note mcp:notes needs approval",
+    ]);
     expect(await picker.textContent()).toContain("Asks before it calculates or writes a note.");
     expect(await picker.textContent()).toContain("custom graph");
     await careful.check();
     await screenshot(page, "agent-picker");
 
-    fake.enqueue({ kind: "toolCalls", calls: [{ name: "calculator", args: { expression: "6 * 7" } }, { name: "note", args: { text: "draft" } }] }, { kind: "text", tokens: ["All ", "done."] });
+    fake.enqueue(
+      {
+        kind: "toolCalls",
+        calls: [
+          { name: "calculator", args: { expression: "6 * 7" } },
+          { name: "note", args: { text: "draft" } },
+        ],
+      },
+      { kind: "text", tokens: ["All ", "done."] },
+    );
     const before = noted().length;
     const message = unique("Calculate and note it");
     await send(page, message);
@@ -488,9 +539,12 @@ describe("agents and approvals", () => {
     await runCard(page, 1).filter({ hasText: "WAITING" }).waitFor();
     await conversationLinks(page).filter({ hasText: message }).filter({ hasText: "WAITING" }).waitFor();
     await page.getByRole("main").locator(".conversation-head").filter({ hasText: "agent careful chat · asks before calculator, note" }).waitFor();
-    expect(await thread(page).getByRole("article", { name: "Run 1 outcome" }).textContent()).toMatch(/Run #1 is waiting at approve for approval of calculator .*, note/);
+    expect(await thread(page).getByRole("article", { name: "Run 1 outcome" }).textContent()).toMatch(
+      /Run #1 is waiting at approve for approval of calculator .*, note/,
+    );
     expect(await thread(page).getByRole("group", { name: "Tool call note" }).textContent()).toContain("waiting for approval");
-    for (const badge of [runCard(page, 1).locator(".badge-waiting"), conversationLinks(page).filter({ hasText: message }).locator(".badge-waiting")]) expect(await badge.count()).toBe(1);
+    for (const badge of [runCard(page, 1).locator(".badge-waiting"), conversationLinks(page).filter({ hasText: message }).locator(".badge-waiting")])
+      expect(await badge.count()).toBe(1);
     const calculator = form.getByRole("group", { name: "Decision on calculator" });
     const note = form.getByRole("group", { name: "Decision on note" });
     expect(await calculator.textContent()).toContain('{"expression":"6 * 7"}');
@@ -528,7 +582,7 @@ describe("agents and approvals", () => {
     await asked.filter({ hasText: "ANSWERED" }).waitFor();
     const record = (await asked.textContent())!;
     expect(record).toMatch(/approve asked approval of calculator \{"expression":"6 \* 7"\}, note \{"text":"draft"\}/);
-    expect(record).toContain('answered by run #2');
+    expect(record).toContain("answered by run #2");
     expect(record).toContain('calculator approved; note edited to {"text":"final"}');
     expect(await thread(page).getByRole("article", { name: "Run 1 outcome" }).textContent()).toContain("answered by run #2");
     // The run keeps its recorded status, no longer looking like it waits.
@@ -540,9 +594,15 @@ describe("agents and approvals", () => {
     const [first, second] = conversation.runs.edges.map((e: any) => e.node);
     // A run's usage shows once the snapshot has its outcome (a terminal event alone has none).
     expect(first.usage.timeToFirstTokenMs).toBeNull(); // it streamed no token: none shown
-    await runCard(page, 1).filter({ hasText: `usage${first.usage.inputTokens} in / ${first.usage.outputTokens} out tokens · 1 model call · model time ${formatDuration(first.usage.modelDurationMs)}` }).waitFor();
+    await runCard(page, 1)
+      .filter({
+        hasText: `usage${first.usage.inputTokens} in / ${first.usage.outputTokens} out tokens · 1 model call · model time ${formatDuration(first.usage.modelDurationMs)}`,
+      })
+      .waitFor();
     const secondUsage = `${second.usage.inputTokens} in / ${second.usage.outputTokens} out tokens · 1 model call · first token ${formatDuration(second.usage.timeToFirstTokenMs)} · model time ${formatDuration(second.usage.modelDurationMs)}`;
-    await runCard(page, 2).filter({ hasText: `usage${secondUsage}` }).waitFor();
+    await runCard(page, 2)
+      .filter({ hasText: `usage${secondUsage}` })
+      .waitFor();
     const total = page.getByRole("note", { name: "Conversation usage" });
     await total.filter({ hasText: `${conversation.usage.inputTokens} in / ${conversation.usage.outputTokens} out tokens · 2 model calls` }).waitFor();
     expect(conversation.usage.inputTokens).toBe(first.usage.inputTokens + second.usage.inputTokens);
@@ -558,7 +618,9 @@ describe("agents and approvals", () => {
     const page = await openConsole(`#/c/${started.conversationId}`);
     await answerForm(page).waitFor();
     await page.reload();
-    await connection(page).filter({ hasText: /^connected$/ }).waitFor();
+    await connection(page)
+      .filter({ hasText: /^connected$/ })
+      .waitFor();
     const form = answerForm(page);
     await form.getByRole("group", { name: "Decision on note" }).waitFor();
 
@@ -570,9 +632,14 @@ describe("agents and approvals", () => {
     await question.getByRole("checkbox", { name: "Write the answer as JSON" }).check();
     await question.getByRole("textbox", { name: "Answer (JSON)" }).fill(JSON.stringify(wrong));
     await form.getByRole("button", { name: "Send answer" }).click();
-    const refusal = (await gqlOk(app.url, ANSWER, { conversationId: started.conversationId, responses: [{ interruptId: pending.id, value: wrong }] })).resumeRun;
+    const refusal = (await gqlOk(app.url, ANSWER, { conversationId: started.conversationId, responses: [{ interruptId: pending.id, value: wrong }] }))
+      .resumeRun;
     expect(refusal).toMatchObject({ __typename: "ValidationError", code: "VALIDATION" });
-    await page.getByRole("main").getByRole("alert").filter({ hasText: `Could not send the answers: VALIDATION — ${refusal.message}` }).waitFor();
+    await page
+      .getByRole("main")
+      .getByRole("alert")
+      .filter({ hasText: `Could not send the answers: VALIDATION — ${refusal.message}` })
+      .waitFor();
     await screenshot(page, "answer-refused");
     expect(await runCard(page, 2).count()).toBe(0);
 
@@ -586,7 +653,10 @@ describe("agents and approvals", () => {
     await thread(page).getByRole("article", { name: "Assistant" }).filter({ hasText: "Understood." }).waitFor();
     expect(fake.requests.at(-1)!.messages.at(-1)).toMatchObject({ role: "tool", content: "Secrets stay off the record." });
     expect(noted().length).toBe(before);
-    await runCard(page, 1).getByRole("listitem", { name: "Interrupt from approve" }).filter({ hasText: "note rejected: “Secrets stay off the record.”" }).waitFor();
+    await runCard(page, 1)
+      .getByRole("listitem", { name: "Interrupt from approve" })
+      .filter({ hasText: "note rejected: “Secrets stay off the record.”" })
+      .waitFor();
     expect(await thread(page).getByRole("group", { name: "Tool call note" }).last().textContent()).toContain("tool error");
   });
 
@@ -610,10 +680,13 @@ describe("agents and approvals", () => {
     await sendAnswer.click();
 
     await runCard(page, 2).filter({ hasText: "COMPLETED" }).waitFor();
-    await thread(page).getByRole("article", { name: "Assistant" }).filter({ hasText: `Ada will answer: ${topic}` }).waitFor();
+    await thread(page)
+      .getByRole("article", { name: "Assistant" })
+      .filter({ hasText: `Ada will answer: ${topic}` })
+      .waitFor();
     const asked = runCard(page, 1).getByRole("listitem", { name: "Interrupt from ask" });
     await asked.filter({ hasText: "ANSWERED" }).waitFor();
-    expect(await asked.textContent()).toContain('answered by run #2');
+    expect(await asked.textContent()).toContain("answered by run #2");
     expect(await asked.textContent()).toContain('{"name":"Ada"}');
   });
 
@@ -638,7 +711,10 @@ describe("agents and approvals", () => {
     await runCard(page, 1).filter({ hasText: "COMPLETED" }).waitFor();
     await answer.filter({ hasText: "divisors." }).waitFor();
     // Once recorded, the event stays where it was streamed, before the answer, and the answer keeps its node.
-    await eventually(async () => (await thread(page).locator(".streaming").count()) === 0 && (await runCard(page, 1).textContent())!.includes("usage"), "the recorded run");
+    await eventually(
+      async () => (await thread(page).locator(".streaming").count()) === 0 && (await runCard(page, 1).textContent())!.includes("usage"),
+      "the recorded run",
+    );
     expect(await event.count()).toBe(1);
     expect(await thread(page).getByRole("article", { name: "Assistant" }).last().textContent()).toBe("node answerA prime has exactly two divisors.");
   });
@@ -655,15 +731,24 @@ describe("forks", () => {
 
     const page = await openConsole(`#/c/${failed.conversationId}`);
     await runCard(page, 1).filter({ hasText: "FAILED" }).waitFor();
-    await page.locator(`tr[title="${checkpointIds.at(-1)}"]`).getByRole("button", { name: "Fork here" }).click();
-    await page.getByRole("form", { name: /^Fork at step/ }).getByRole("button", { name: "Fork", exact: true }).click();
+    await page
+      .locator(`tr[title="${checkpointIds.at(-1)}"]`)
+      .getByRole("button", { name: "Fork here" })
+      .click();
+    await page
+      .getByRole("form", { name: /^Fork at step/ })
+      .getByRole("button", { name: "Fork", exact: true })
+      .click();
 
     // The fork opens: its origin, the copied thread, its pending step.
     const origin = page.getByRole("note", { name: "Forked from" });
     await origin.filter({ hasText: message }).waitFor();
     const forkId = /#\/c\/([0-9a-f-]{36})$/.exec(page.url())![1]!;
     expect(forkId).not.toBe(failed.conversationId);
-    await page.getByRole("main").getByRole("heading", { name: `${message} (fork)`, level: 2 }).waitFor();
+    await page
+      .getByRole("main")
+      .getByRole("heading", { name: `${message} (fork)`, level: 2 })
+      .waitFor();
     expect(await origin.textContent()).toMatch(new RegExp(`Forked from ${message} at step \\d+ \\(checkpoint ${checkpointIds.at(-1).slice(0, 8)}\\)`));
     await thread(page).getByRole("article", { name: "You" }).filter({ hasText: message }).waitFor();
     expect(await thread(page).locator(".run-divider").first().textContent()).toBe("Copied from the source conversation");
@@ -671,7 +756,10 @@ describe("forks", () => {
 
     await page.getByRole("main").getByRole("button", { name: "Resume" }).click();
     await runCard(page, 1).filter({ hasText: "COMPLETED" }).waitFor();
-    await thread(page).getByRole("article", { name: "Assistant" }).filter({ hasText: `Echo: ${message}` }).waitFor();
+    await thread(page)
+      .getByRole("article", { name: "Assistant" })
+      .filter({ hasText: `Echo: ${message}` })
+      .waitFor();
     // The source did not move.
     const after = (await gqlOk(app.url, WAITING, { id: failed.conversationId })).conversation;
     expect(after.checkpoints.edges.map((e: any) => e.node.id)).toEqual(checkpointIds);
@@ -706,7 +794,9 @@ describe("the connection", () => {
       }),
     );
     const page = open.page;
-    await connection(page).filter({ hasText: /^connected$/ }).waitFor();
+    await connection(page)
+      .filter({ hasText: /^connected$/ })
+      .waitFor();
 
     refuse = true;
     const socket = sockets.at(-1)!;
@@ -719,7 +809,9 @@ describe("the connection", () => {
     const title = unique("Started while the console was away");
     await waitForRun(app.url, (await startViaApi(title)).runId);
     refuse = false;
-    await connection(page).filter({ hasText: /^connected$/ }).waitFor();
+    await connection(page)
+      .filter({ hasText: /^connected$/ })
+      .waitFor();
     await conversationLinks(page).filter({ hasText: title }).filter({ hasText: "COMPLETED" }).waitFor();
   });
 });
@@ -750,18 +842,25 @@ describe("with API_TOKEN set", () => {
 
     await form.getByLabel("API token").fill(TOKEN);
     await form.getByRole("button", { name: "Connect" }).click();
-    await connection(page).filter({ hasText: /^connected$/ }).waitFor();
+    await connection(page)
+      .filter({ hasText: /^connected$/ })
+      .waitFor();
     await page.getByRole("link", { name: "New conversation" }).click();
     const message = unique("Hello with a token");
     await send(page, message);
     await runCard(page, 1).filter({ hasText: "COMPLETED" }).waitFor();
-    await thread(page).getByRole("article", { name: "Assistant" }).filter({ hasText: `Echo: ${message}` }).waitFor();
+    await thread(page)
+      .getByRole("article", { name: "Assistant" })
+      .filter({ hasText: `Echo: ${message}` })
+      .waitFor();
     await conversationLinks(page).filter({ hasText: message }).waitFor();
     await screenshot(page, "token-accepted");
 
     // A reload in the same tab keeps the token; forgetting it brings the form back.
     await page.reload();
-    await connection(page).filter({ hasText: /^connected$/ }).waitFor();
+    await connection(page)
+      .filter({ hasText: /^connected$/ })
+      .waitFor();
     await runCard(page, 1).filter({ hasText: "COMPLETED" }).waitFor();
     await page.getByRole("button", { name: "Forget token" }).click();
     await form.waitFor();
@@ -862,7 +961,11 @@ describe("the console's state", () => {
       checkpoints: { pageInfo: { hasPreviousPage: false }, edges: [] },
     });
     // Run 1 is older than the page; run 2 is listed.
-    const older = details([message("u1"), message("a1", "ASSISTANT"), message("u2"), message("a2", "ASSISTANT")], [run("r2", "COMPLETED", [message("u2"), message("a2", "ASSISTANT")])], 2);
+    const older = details(
+      [message("u1"), message("a1", "ASSISTANT"), message("u2"), message("a2", "ASSISTANT")],
+      [run("r2", "COMPLETED", [message("u2"), message("a2", "ASSISTANT")])],
+      2,
+    );
     const olderViews = runViews(older, new Map(), []);
     expect(olderViews.map((v) => v.number)).toEqual([2]);
     expect(earlierMessages(older, olderViews).map((m) => m.id)).toEqual(["u1", "a1"]);
@@ -878,7 +981,13 @@ describe("the console's state", () => {
     const asked: Interrupt = {
       id: "i1",
       node: "approve",
-      value: { type: "tool_approval", toolCalls: [{ id: "c1", name: "calculator", args: { expression: "1+1" } }, { id: "c2", name: "note", args: { text: "x" } }] },
+      value: {
+        type: "tool_approval",
+        toolCalls: [
+          { id: "c1", name: "calculator", args: { expression: "1+1" } },
+          { id: "c2", name: "note", args: { text: "x" } },
+        ],
+      },
       state: "PENDING",
       createdAt: at,
       answer: null,
@@ -891,7 +1000,8 @@ describe("the console's state", () => {
       { __typename: "RunStatusEvent", seq: 1, runId: "r", at, status: "RUNNING", errorCode: null, errorMessage: null },
       { __typename: "InterruptEvent", seq: 2, runId: "r", at, interrupt: asked },
       { __typename: "RunStatusEvent", seq: 3, runId: "r", at, status: "WAITING", errorCode: null, errorMessage: null },
-    ] satisfies RunEvent[]) live = applyEvent(live, event);
+    ] satisfies RunEvent[])
+      live = applyEvent(live, event);
     const started: StartedRun[] = [{ id: "r", kind: "START", status: "RUNNING", input: "hi", startedAt: at }];
     // The snapshot was read while the run ran: the live question counts.
     expect(pendingInterrupts(null, runViews(null, new Map([["r", live]]), started)).map((i) => i.id)).toEqual(["i1"]);
@@ -904,7 +1014,15 @@ describe("the console's state", () => {
     draft.calls.c2 = { ...draft.calls.c2!, decision: "edit", argsText: "[1]" };
     expect(draftAnswer(asked, draft)).toEqual({ ok: false, problem: "note: the arguments must be a JSON object" });
     draft.calls.c2 = { ...draft.calls.c2, decision: "reject", reason: "  " };
-    expect(draftAnswer(asked, draft)).toEqual({ ok: true, value: { toolCalls: [{ id: "c1", decision: "approve" }, { id: "c2", decision: "reject" }] } });
+    expect(draftAnswer(asked, draft)).toEqual({
+      ok: true,
+      value: {
+        toolCalls: [
+          { id: "c1", decision: "approve" },
+          { id: "c2", decision: "reject" },
+        ],
+      },
+    });
     // Any other question is answered with the JSON typed.
     const custom = { ...asked, value: { question: "who?" } };
     expect(draftAnswer(custom, { ...initialDraft(custom), text: '{"name": "Ada"}' })).toEqual({ ok: true, value: { name: "Ada" } });

@@ -40,7 +40,10 @@ beforeAll(async () => {
   await answersPing(redisUrl);
   fake = await startFakeOllama();
   const config = loadConfig({ PORT: "0", DATABASE_URL: tempDatabaseUrl().url, OLLAMA_HOST: fake.url, REDIS_URL: redisUrl, LOG_LEVEL: "warn" });
-  app = await startApp(config, createLogger(config.logLevel, (line) => logged.push(JSON.parse(line) as Record<string, unknown>)));
+  app = await startApp(
+    config,
+    createLogger(config.logLevel, (line) => logged.push(JSON.parse(line) as Record<string, unknown>)),
+  );
 }, SERVICES_TIMEOUT_MS);
 
 afterAll(async () => {
@@ -75,7 +78,8 @@ async function until(check: () => boolean, what: string, ms: number): Promise<vo
   }
 }
 
-const undelivered = (conversationId: string) => logged.filter((r) => r.level === "warn" && r.msg === "conversation change not delivered" && r.conversationId === conversationId);
+const undelivered = (conversationId: string) =>
+  logged.filter((r) => r.level === "warn" && r.msg === "conversation change not delivered" && r.conversationId === conversationId);
 
 describe("conversation change notices with the event bus's Redis gone", () => {
   it("a rename and a deletion stand and answer success at once; each undelivered notice is a warning naming its conversation", async () => {
@@ -92,13 +96,22 @@ describe("conversation change notices with the event bus's Redis gone", () => {
     const deletion = await gqlOk(app.url, DELETE, { id: deleted.conversationId });
     // Not held while the Redis client retries (about ten seconds before it gives up on a command).
     expect(performance.now() - started).toBeLessThan(5000);
-    expect(rename.renameConversation).toEqual({ __typename: "RenameConversationSuccess", conversation: { id: renamed.conversationId, title: "Renamed without Redis" } });
+    expect(rename.renameConversation).toEqual({
+      __typename: "RenameConversationSuccess",
+      conversation: { id: renamed.conversationId, title: "Renamed without Redis" },
+    });
     expect(deletion.deleteConversation).toEqual({ __typename: "DeleteConversationSuccess", conversationId: deleted.conversationId });
     expect((await gqlOk(app.url, CONVERSATION, { id: renamed.conversationId })).conversation.title).toBe("Renamed without Redis");
     expect((await gqlOk(app.url, CONVERSATION, { id: deleted.conversationId })).conversation).toBeNull();
 
-    await until(() => undelivered(renamed.conversationId).length > 0 && undelivered(deleted.conversationId).length > 0, "the undelivered notices' warnings", 40_000);
-    expect(undelivered(renamed.conversationId)).toEqual([expect.objectContaining({ kind: "updated", error: expect.objectContaining({ message: expect.any(String) }) })]);
+    await until(
+      () => undelivered(renamed.conversationId).length > 0 && undelivered(deleted.conversationId).length > 0,
+      "the undelivered notices' warnings",
+      40_000,
+    );
+    expect(undelivered(renamed.conversationId)).toEqual([
+      expect.objectContaining({ kind: "updated", error: expect.objectContaining({ message: expect.any(String) }) }),
+    ]);
     expect(undelivered(deleted.conversationId)).toEqual([expect.objectContaining({ kind: "deleted" })]);
   }, 60_000);
 });

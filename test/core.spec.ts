@@ -172,9 +172,13 @@ describe("refusals are typed and write nothing", () => {
     await vi.waitFor(() => expect(fake.openChatRequests()).toBe(1));
     const second = await refused(START_RUN, { message: "too soon", conversationId: conversation.id });
     expect(second).toMatchObject({ __typename: "RunInProgressError", code: "RUN_IN_PROGRESS", activeRunId: run.id });
-    const del = await refused(`mutation($id: ID!) { deleteConversation(input: { conversationId: $id }) { __typename ... on Error { code } } }`, { id: conversation.id });
+    const del = await refused(`mutation($id: ID!) { deleteConversation(input: { conversationId: $id }) { __typename ... on Error { code } } }`, {
+      id: conversation.id,
+    });
     expect(del).toMatchObject({ __typename: "RunInProgressError" });
-    const cancel = await gqlOk(app.url, `mutation($id: ID!) { cancelRun(input: { runId: $id }) { __typename ... on CancelRunSuccess { run { status } } } }`, { id: run.id });
+    const cancel = await gqlOk(app.url, `mutation($id: ID!) { cancelRun(input: { runId: $id }) { __typename ... on CancelRunSuccess { run { status } } } }`, {
+      id: run.id,
+    });
     expect(cancel.cancelRun).toEqual({ __typename: "CancelRunSuccess", run: { status: "CANCELLED" } });
 
     // The index itself refuses a second running row, whatever the process.
@@ -182,11 +186,9 @@ describe("refusals are typed and write nothing", () => {
     try {
       db.prepare("UPDATE runs SET status = 'running' WHERE id = ?").run(run.id);
       expect(() =>
-        db.prepare("INSERT INTO runs (id, conversation_id, kind, status, started_at, start_mark) VALUES (?, ?, 'start', 'running', ?, 'x')").run(
-          "11111111-1111-4111-8111-111111111111",
-          conversation.id,
-          new Date().toISOString(),
-        ),
+        db
+          .prepare("INSERT INTO runs (id, conversation_id, kind, status, started_at, start_mark) VALUES (?, ?, 'start', 'running', ?, 'x')")
+          .run("11111111-1111-4111-8111-111111111111", conversation.id, new Date().toISOString()),
       ).toThrow(/UNIQUE constraint failed: runs.conversation_id/);
       expect(() => db.prepare("UPDATE runs SET status = 'RUNNING' WHERE id = ?").run(run.id)).toThrow(/CHECK constraint failed/);
     } finally {
@@ -244,9 +246,13 @@ describe("deleteConversation", () => {
     };
     expect(count("SELECT COUNT(*) AS n FROM checkpoints WHERE thread_id = ?")).toBeGreaterThan(0);
     expect(count("SELECT COUNT(*) AS n FROM writes WHERE thread_id = ?")).toBeGreaterThan(0);
-    const result = await gqlOk(app.url, `mutation($id: ID!) { deleteConversation(input: { conversationId: $id }) { __typename ... on DeleteConversationSuccess { conversationId } } }`, {
-      id: conversation.id,
-    });
+    const result = await gqlOk(
+      app.url,
+      `mutation($id: ID!) { deleteConversation(input: { conversationId: $id }) { __typename ... on DeleteConversationSuccess { conversationId } } }`,
+      {
+        id: conversation.id,
+      },
+    );
     expect(result.deleteConversation).toEqual({ __typename: "DeleteConversationSuccess", conversationId: conversation.id });
     expect(count("SELECT COUNT(*) AS n FROM conversations WHERE id = ?")).toBe(0);
     expect(count("SELECT COUNT(*) AS n FROM runs WHERE conversation_id = ?")).toBe(0);

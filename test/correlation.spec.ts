@@ -86,7 +86,7 @@ describe("the merge on synthetic marks", () => {
 
   it("agrees with a brute-force search on random histories", () => {
     let seed = 7;
-    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     for (let trial = 0; trial < 200; trial += 1) {
       const moments = Array.from({ length: 60 }, (_, i) => mark(1_700_000_000_000 + i * 3 + Math.floor(random() * 3), i));
       moments.sort();
@@ -200,7 +200,10 @@ describe("the correlation against what each run really saved", () => {
     fake = await startFakeOllama();
     // "careful" waits for approval before each calculation.
     const config = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "runledger-correlation-")), "agents.json");
-    fs.writeFileSync(config, JSON.stringify({ agents: { default: { type: "chat" }, careful: { type: "chat", tools: ["calculator"], requireApproval: ["calculator"] } } }));
+    fs.writeFileSync(
+      config,
+      JSON.stringify({ agents: { default: { type: "chat" }, careful: { type: "chat", tools: ["calculator"], requireApproval: ["calculator"] } } }),
+    );
     app = await startTestApp({ ollamaUrl: fake.url, env: { RUN_HEARTBEAT_MS: "60000", RUN_LEASE_MS: "600000", RUNLEDGER_CONFIG: config } });
     client = wsClient(app.url);
   });
@@ -323,11 +326,17 @@ describe("the correlation against what each run really saved", () => {
   it("agrees for runs that wait for a person, the answers that resume them, and a fork's runs", async () => {
     fake.setResponder(defaultResponder);
     const answer = async (conversationId: string, decision: "approve" | "reject") => {
-      const { pendingInterrupts } = (await gqlOk(app.url, `query($id: ID!) { conversation(id: $id) { pendingInterrupts { id value } } }`, { id: conversationId })).conversation;
+      const { pendingInterrupts } = (
+        await gqlOk(app.url, `query($id: ID!) { conversation(id: $id) { pendingInterrupts { id value } } }`, { id: conversationId })
+      ).conversation;
       expect(pendingInterrupts).toHaveLength(1);
       const [asked] = pendingInterrupts;
       const value = { toolCalls: asked.value.toolCalls.map((c: any) => ({ id: c.id, decision, ...(decision === "reject" ? { reason: "not now" } : {}) })) };
-      const { resumeRun } = await gqlOk(app.url, `mutation($id: ID!, $responses: [InterruptResponseInput!]) { resumeRun(input: { conversationId: $id, responses: $responses }) { __typename ... on ResumeRunSuccess { run { id } } } }`, { id: conversationId, responses: [{ interruptId: asked.id, value }] });
+      const { resumeRun } = await gqlOk(
+        app.url,
+        `mutation($id: ID!, $responses: [InterruptResponseInput!]) { resumeRun(input: { conversationId: $id, responses: $responses }) { __typename ... on ResumeRunSuccess { run { id } } } }`,
+        { id: conversationId, responses: [{ interruptId: asked.id, value }] },
+      );
       expect(resumeRun.__typename).toBe("ResumeRunSuccess");
       return resumeRun.run.id as string;
     };
@@ -363,11 +372,26 @@ describe("the correlation against what each run really saved", () => {
     const said = (runs: any[]) => runs.map((r: any) => r.messages.map((m: any) => [m.role, m.content, ...(m.toolCalls.length ? [m.toolCalls] : [])]));
     const runsRead = read.runs.edges.map((e: any) => e.node);
     expect(said(runsRead)).toEqual([
-      [["USER", "Please calculate 6 * 7"], ["ASSISTANT", "", calls("6 * 7")]],
-      [["TOOL", "42"], ["ASSISTANT", "The result is 42."]],
-      [["USER", "Please calculate 2 + 2"], ["ASSISTANT", "", calls("2 + 2")]],
-      [["TOOL", "not now"], ["ASSISTANT", "The result is not now."]],
-      [["USER", "Thanks"], ["ASSISTANT", "Echo: Thanks"]],
+      [
+        ["USER", "Please calculate 6 * 7"],
+        ["ASSISTANT", "", calls("6 * 7")],
+      ],
+      [
+        ["TOOL", "42"],
+        ["ASSISTANT", "The result is 42."],
+      ],
+      [
+        ["USER", "Please calculate 2 + 2"],
+        ["ASSISTANT", "", calls("2 + 2")],
+      ],
+      [
+        ["TOOL", "not now"],
+        ["ASSISTANT", "The result is not now."],
+      ],
+      [
+        ["USER", "Thanks"],
+        ["ASSISTANT", "Echo: Thanks"],
+      ],
     ]);
     // Waiting is no failure, and nothing failed.
     for (const r of runsRead) expect(r.failedTasks).toEqual([]);
@@ -375,14 +399,20 @@ describe("the correlation against what each run really saved", () => {
     // A fork from the first pause: the copies belong to no run; the fork's own runs
     // (the answer to the copied question, then a new message) own what they save.
     const pause = followed[0]!.saved.at(-1).checkpointId as string;
-    const { forkConversation } = await gqlOk(app.url, `mutation($id: ID!) { forkConversation(input: { checkpointId: $id }) { __typename ... on ForkConversationSuccess { conversation { id } } } }`, { id: pause });
+    const { forkConversation } = await gqlOk(
+      app.url,
+      `mutation($id: ID!) { forkConversation(input: { checkpointId: $id }) { __typename ... on ForkConversationSuccess { conversation { id } } } }`,
+      { id: pause },
+    );
     expect(forkConversation.__typename).toBe("ForkConversationSuccess");
     const forkId = forkConversation.conversation.id as string;
     const copies = (await gqlOk(app.url, CORRELATED, { id: forkId })).conversation.checkpoints.edges.map((e: any) => e.node);
     expect(copies).toHaveLength(followed[0]!.saved.length);
     for (const copy of copies) expect(copy.run).toBeNull();
     // The copy stops before the question: the fork's resume asks it again, as its own.
-    expect((await gqlOk(app.url, `query($id: ID!) { conversation(id: $id) { next resumable pendingInterrupts { id } } }`, { id: forkId })).conversation).toEqual({ next: ["approve"], resumable: true, pendingInterrupts: [] });
+    expect(
+      (await gqlOk(app.url, `query($id: ID!) { conversation(id: $id) { next resumable pendingInterrupts { id } } }`, { id: forkId })).conversation,
+    ).toEqual({ next: ["approve"], resumable: true, pendingInterrupts: [] });
     const reasked = await follow(await resume(forkId));
     expect(reasked.status).toBe("WAITING");
     const forkRuns = [reasked, await follow(await answer(forkId, "approve")), await follow((await startWith("Please calculate 1 + 1", forkId)).runId)];
@@ -397,8 +427,14 @@ describe("the correlation against what each run really saved", () => {
     expect(forkRunsRead.map((r: any) => r.id)).toEqual(forkRuns.map((f) => f.runId));
     expect(said(forkRunsRead)).toEqual([
       [],
-      [["TOOL", "42"], ["ASSISTANT", "The result is 42."]],
-      [["USER", "Please calculate 1 + 1"], ["ASSISTANT", "", calls("1 + 1")]],
+      [
+        ["TOOL", "42"],
+        ["ASSISTANT", "The result is 42."],
+      ],
+      [
+        ["USER", "Please calculate 1 + 1"],
+        ["ASSISTANT", "", calls("1 + 1")],
+      ],
     ]);
     for (const r of forkRunsRead) expect(r.failedTasks).toEqual([]);
     // The source did not move.
@@ -418,7 +454,11 @@ describe("the correlation against what each run really saved", () => {
     expect(sourceRun.messages).toEqual([{ role: "USER", content: "Fork a failure.", toolCalls: [] }]);
     expect(sourceRun.failedTasks).toEqual([{ taskId: expect.any(String), node: "agent", message: "the model fell over", checkpoint: { id: failedAt } }]);
 
-    const { forkConversation } = await gqlOk(app.url, `mutation($id: ID!) { forkConversation(input: { checkpointId: $id }) { __typename ... on ForkConversationSuccess { conversation { id } } } }`, { id: failedAt });
+    const { forkConversation } = await gqlOk(
+      app.url,
+      `mutation($id: ID!) { forkConversation(input: { checkpointId: $id }) { __typename ... on ForkConversationSuccess { conversation { id } } } }`,
+      { id: failedAt },
+    );
     expect(forkConversation.__typename).toBe("ForkConversationSuccess");
     const forkId = forkConversation.conversation.id as string;
     const runsOfFork = async () => (await gqlOk(app.url, CORRELATED, { id: forkId })).conversation.runs.edges.map((e: any) => e.node);
@@ -441,7 +481,12 @@ describe("the correlation against what each run really saved", () => {
     const failedAgain = await follow(await resume(forkId));
     expect(failedAgain.status).toBe("FAILED");
     const afterFailure = await runsOfFork();
-    expect.soft(afterFailure[1].failedTasks.map((t: any) => t.message), "the fork's failed resume").toEqual(["the fork broke too"]);
+    expect
+      .soft(
+        afterFailure[1].failedTasks.map((t: any) => t.message),
+        "the fork's failed resume",
+      )
+      .toEqual(["the fork broke too"]);
 
     // A resume that completes the step: the answer is its only message, and it failed nothing.
     const completed = await follow(await resume(forkId));
@@ -451,13 +496,21 @@ describe("the correlation against what each run really saved", () => {
     expect(done[2].messages).toEqual([{ role: "ASSISTANT", content: "Echo: Fork a failure.", toolCalls: [] }]);
     expect(done[2].failedTasks).toEqual([]);
     expect.soft(done[0].failedTasks, "the cancelled resume, once the step completed").toEqual([]);
-    expect.soft(done[1].failedTasks.map((t: any) => t.message), "the failed resume, once the step completed").toEqual(["the fork broke too"]);
+    expect
+      .soft(
+        done[1].failedTasks.map((t: any) => t.message),
+        "the failed resume, once the step completed",
+      )
+      .toEqual(["the fork broke too"]);
     // The source did not move, and its failure is still its failed run's.
     expect((await gqlOk(app.url, CORRELATED, { id: conversationId })).conversation).toEqual(source);
   });
 
   it("answers the same through node(id) as through the conversation", async () => {
-    const { conversations } = await gqlOk(app.url, `{ conversations(first: 1) { edges { node { checkpoints(last: 3) { edges { node { id run { id } } } } } } } }`);
+    const { conversations } = await gqlOk(
+      app.url,
+      `{ conversations(first: 1) { edges { node { checkpoints(last: 3) { edges { node { id run { id } } } } } } } }`,
+    );
     const nodes = conversations.edges[0].node.checkpoints.edges.map((e: any) => e.node);
     expect(nodes).toHaveLength(3);
     for (const node of nodes) {

@@ -10,7 +10,14 @@ import { describe, expect, it } from "vitest";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
-const PAGES = ["README.md", path.join("bench", "README.md"), ...fs.readdirSync(path.join(ROOT, "docs")).filter((f) => f.endsWith(".md")).map((f) => path.join("docs", f))];
+const PAGES = [
+  "README.md",
+  path.join("bench", "README.md"),
+  ...fs
+    .readdirSync(path.join(ROOT, "docs"))
+    .filter((f) => f.endsWith(".md"))
+    .map((f) => path.join("docs", f)),
+];
 
 /** The page's lines outside fenced code blocks. */
 function prose(file: string): string[] {

@@ -81,7 +81,9 @@ describe("connectRedisEventBus", () => {
     const { port } = silent.address() as net.AddressInfo;
     try {
       const started = performance.now();
-      await expect(connectRedisEventBus(`redis://127.0.0.1:${port}`, options({ connectTimeoutMs: 300 }))).rejects.toThrow(/^REDIS_URL: cannot reach Redis at .*no answer within 300 ms/);
+      await expect(connectRedisEventBus(`redis://127.0.0.1:${port}`, options({ connectTimeoutMs: 300 }))).rejects.toThrow(
+        /^REDIS_URL: cannot reach Redis at .*no answer within 300 ms/,
+      );
       expect(performance.now() - started).toBeLessThan(1000);
     } finally {
       for (const socket of sockets) socket.destroy();

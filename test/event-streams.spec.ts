@@ -36,7 +36,11 @@ describe("streams", () => {
 
   it("mapStream: turns a source failure into one last item when asked to", async () => {
     const b = bus({ subscriberQueueLimit: 1 });
-    const stream = mapStream(await b.subscribeConversation("c"), (e: RunEvent) => e.seq, (error) => (error instanceof SubscriberOverflowError ? -1 : undefined));
+    const stream = mapStream(
+      await b.subscribeConversation("c"),
+      (e: RunEvent) => e.seq,
+      (error) => (error instanceof SubscriberOverflowError ? -1 : undefined),
+    );
     const b_r = b.openRun("r", "c");
     b_r.publish(status("running"));
     b_r.publish(token("overflows"));
@@ -45,7 +49,14 @@ describe("streams", () => {
   });
 
   it("followRun: answers a finished run from the store with its terminal event alone", async () => {
-    const stored: StoredRun = { conversationId: "c", status: "failed", errorCode: "MODEL_ERROR", errorMessage: "boom", finishedAt: new Date(), lastEventSeq: 9 };
+    const stored: StoredRun = {
+      conversationId: "c",
+      status: "failed",
+      errorCode: "MODEL_ERROR",
+      errorMessage: "boom",
+      finishedAt: new Date(),
+      lastEventSeq: 9,
+    };
     const events = await drain(followRun(bus(), "r", 0, { lookup: async () => stored, pollMs: 10 }));
     expect(events).toEqual([
       { type: "status", status: "failed", errorCode: "MODEL_ERROR", errorMessage: "boom", seq: 9, runId: "r", conversationId: "c", at: stored.finishedAt },

@@ -26,7 +26,10 @@ beforeAll(async () => {
   fake = await startFakeOllama();
   // "careful" asks before each calculation.
   const config = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "runledger-export-")), "agents.json");
-  fs.writeFileSync(config, JSON.stringify({ agents: { default: { type: "chat" }, careful: { type: "chat", tools: ["calculator"], requireApproval: ["calculator"] } } }));
+  fs.writeFileSync(
+    config,
+    JSON.stringify({ agents: { default: { type: "chat" }, careful: { type: "chat", tools: ["calculator"], requireApproval: ["calculator"] } } }),
+  );
   app = await startTestApp({ ollamaUrl: fake.url, env: { RUN_HEARTBEAT_MS: "60000", RUN_LEASE_MS: "600000", RUNLEDGER_CONFIG: config } });
   // A tools turn, a failed start, its resume, and a note written outside any run.
   const marks = [fake.requests.length];
@@ -60,15 +63,32 @@ describe("JSON Lines", () => {
     expect(response.headers.get("content-type")).toBe("application/x-ndjson; charset=utf-8");
     const text = await response.text();
     expect(text.endsWith("\n")).toBe(true);
-    const lines = text.trimEnd().split("\n").map((l) => JSON.parse(l));
+    const lines = text
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
 
-    const { conversation } = await gqlOk(app.url, `query($id: ID!) { conversation(id: $id) { checkpoints(first: 100) { edges { node { id createdAt step run { id } } } } } }`, { id: conversationId });
+    const { conversation } = await gqlOk(
+      app.url,
+      `query($id: ID!) { conversation(id: $id) { checkpoints(first: 100) { edges { node { id createdAt step run { id } } } } } }`,
+      { id: conversationId },
+    );
     const checkpoints = conversation.checkpoints.edges.map((e: any) => e.node);
     expect(lines.map((l) => l.checkpoint_id)).toEqual(checkpoints.map((c: any) => c.id));
     expect(lines.map((l) => l.run_id)).toEqual(checkpoints.map((c: any) => c.run?.id ?? null));
     expect(lines.map((l) => l.created_at)).toEqual(checkpoints.map((c: any) => c.createdAt));
     for (const line of lines) {
-      expect(Object.keys(line).sort()).toEqual(["checkpoint_id", "created_at", "last_message", "message_count", "next", "run_id", "run_usage", "source", "step"]);
+      expect(Object.keys(line).sort()).toEqual([
+        "checkpoint_id",
+        "created_at",
+        "last_message",
+        "message_count",
+        "next",
+        "run_id",
+        "run_usage",
+        "source",
+        "step",
+      ]);
     }
     // The seed's own inspection: {step, source, next, message_count, role: .last_message.role}.
     expect(lines.map((l) => [l.step, l.source, l.next, l.message_count, l.last_message?.role ?? null])).toEqual([
@@ -84,11 +104,19 @@ describe("JSON Lines", () => {
     ]);
     expect(lines.map((l) => l.run_id)).toEqual([...Array(5).fill(runIds[0]), runIds[1], runIds[1], runIds[2], null]);
     expect(lines[2].last_message.tool_calls).toEqual([{ id: expect.any(String), name: "calculator", args: { expression: "120 / 7" } }]);
-    expect(lines[3].last_message).toMatchObject({ role: "tool", content: "17.1428571428571", name: "calculator", tool_call_id: lines[2].last_message.tool_calls[0].id });
+    expect(lines[3].last_message).toMatchObject({
+      role: "tool",
+      content: "17.1428571428571",
+      name: "calculator",
+      tool_call_id: lines[2].last_message.tool_calls[0].id,
+    });
   });
 
   it("gives each line the usage of its run, as the API and the model report it, and none outside every run", async () => {
-    const lines = (await (await fetch(exportUrl(conversationId, "jsonl"))).text()).trimEnd().split("\n").map((l) => JSON.parse(l));
+    const lines = (await (await fetch(exportUrl(conversationId, "jsonl"))).text())
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     const { conversation } = await gqlOk(
       app.url,
       `query($id: ID!) { conversation(id: $id) { runs(first: 10) { edges { node { id usage { inputTokens outputTokens modelCalls timeToFirstTokenMs modelDurationMs } } } } } }`,
@@ -100,7 +128,13 @@ describe("JSON Lines", () => {
     for (const [i, runId] of runIds.entries()) {
       const { inputTokens, outputTokens, modelCalls, modelDurationMs } = expectedUsage(callsOf[i]!);
       const timeToFirstToken = usageOf.get(runId).timeToFirstTokenMs;
-      const expected = { input_tokens: inputTokens, output_tokens: outputTokens, model_calls: modelCalls, time_to_first_token_ms: timeToFirstToken, model_duration_ms: modelDurationMs };
+      const expected = {
+        input_tokens: inputTokens,
+        output_tokens: outputTokens,
+        model_calls: modelCalls,
+        time_to_first_token_ms: timeToFirstToken,
+        model_duration_ms: modelDurationMs,
+      };
       expect(usageOf.get(runId)).toEqual({ inputTokens, outputTokens, modelCalls, timeToFirstTokenMs: timeToFirstToken, modelDurationMs });
       const ofRun = lines.filter((l) => l.run_id === runId);
       expect(ofRun.length).toBeGreaterThan(0);
@@ -109,7 +143,10 @@ describe("JSON Lines", () => {
     expect(lines.at(-1)).toMatchObject({ source: "update", run_id: null, run_usage: null });
     // Counting each run once gives the conversation's total.
     const total = [...new Map(lines.filter((l) => l.run_usage).map((l) => [l.run_id, l.run_usage])).values()].reduce((sum, u) => sum + u.model_duration_ms, 0);
-    expect(total).toBe((await gqlOk(app.url, `query($id: ID!) { conversation(id: $id) { usage { modelDurationMs } } }`, { id: conversationId })).conversation.usage.modelDurationMs);
+    expect(total).toBe(
+      (await gqlOk(app.url, `query($id: ID!) { conversation(id: $id) { usage { modelDurationMs } } }`, { id: conversationId })).conversation.usage
+        .modelDurationMs,
+    );
     expect(total).toBeGreaterThan(0);
   });
 
@@ -163,7 +200,8 @@ describe("Markdown", () => {
       `query($id: ID!) { conversation(id: $id) { usage { inputTokens outputTokens modelCalls modelDurationMs } runs(first: 10) { edges { node { usage { inputTokens outputTokens modelCalls modelDurationMs timeToFirstTokenMs } } } } } }`,
       { id: conversationId },
     );
-    const line = (u: any) => `${u.inputTokens} input and ${u.outputTokens} output tokens in ${u.modelCalls} model call${u.modelCalls === 1 ? "" : "s"} (${u.modelDurationMs} ms in the model)`;
+    const line = (u: any) =>
+      `${u.inputTokens} input and ${u.outputTokens} output tokens in ${u.modelCalls} model call${u.modelCalls === 1 ? "" : "s"} (${u.modelDurationMs} ms in the model)`;
     expect(conversation.usage.modelCalls).toBe(3);
     expect(markdown).toContain(`- Agent: default\n`);
     expect(markdown).toContain(`- Usage: ${line(conversation.usage)}\n`);
@@ -177,15 +215,24 @@ describe("Markdown", () => {
 
   it("shows what a run asked a person, the answer and who gave it, and what still waits; a fork names its source", async () => {
     const ask = async (message: string, id?: string) => {
-      const { startRun } = await gqlOk(app.url, `mutation($m: String!, $c: ID) { startRun(input: { message: $m, agent: "careful", conversationId: $c }) { ... on StartRunSuccess { run { id } conversation { id } } } }`, { m: message, c: id });
+      const { startRun } = await gqlOk(
+        app.url,
+        `mutation($m: String!, $c: ID) { startRun(input: { message: $m, agent: "careful", conversationId: $c }) { ... on StartRunSuccess { run { id } conversation { id } } } }`,
+        { m: message, c: id },
+      );
       await waitForRun(app.url, startRun.run.id);
       return { runId: startRun.run.id as string, conversationId: startRun.conversation.id as string };
     };
     const asked = await ask("Please calculate 6 * 7");
     const id = asked.conversationId;
-    const [question] = (await gqlOk(app.url, `query($id: ID!) { conversation(id: $id) { pendingInterrupts { id value } } }`, { id })).conversation.pendingInterrupts;
+    const [question] = (await gqlOk(app.url, `query($id: ID!) { conversation(id: $id) { pendingInterrupts { id value } } }`, { id })).conversation
+      .pendingInterrupts;
     const approval = { toolCalls: [{ id: question.value.toolCalls[0].id, decision: "approve" }] };
-    const { resumeRun } = await gqlOk(app.url, `mutation($id: ID!, $r: [InterruptResponseInput!]) { resumeRun(input: { conversationId: $id, responses: $r }) { ... on ResumeRunSuccess { run { id } } } }`, { id, r: [{ interruptId: question.id, value: approval }] });
+    const { resumeRun } = await gqlOk(
+      app.url,
+      `mutation($id: ID!, $r: [InterruptResponseInput!]) { resumeRun(input: { conversationId: $id, responses: $r }) { ... on ResumeRunSuccess { run { id } } } }`,
+      { id, r: [{ interruptId: question.id, value: approval }] },
+    );
     await waitForRun(app.url, resumeRun.run.id);
     await ask("Please calculate 2 + 2", id);
 
@@ -218,8 +265,14 @@ describe("Markdown", () => {
     expect((await (await fetch(exportUrl(id, "markdown"))).text()).split("### Asked (approve)")[2]).toContain("_Superseded by a new message._");
     const { conversation } = await gqlOk(app.url, `query($id: ID!) { conversation(id: $id) { checkpoints(first: 1) { edges { node { id } } } } }`, { id });
     const checkpointId = conversation.checkpoints.edges[0].node.id;
-    const { forkConversation } = await gqlOk(app.url, `mutation($c: ID!) { forkConversation(input: { checkpointId: $c }) { ... on ForkConversationSuccess { conversation { id } } } }`, { c: checkpointId });
-    expect(await (await fetch(exportUrl(forkConversation.conversation.id, "markdown"))).text()).toContain(`- Forked from: \`${id}\` at checkpoint \`${checkpointId}\`\n`);
+    const { forkConversation } = await gqlOk(
+      app.url,
+      `mutation($c: ID!) { forkConversation(input: { checkpointId: $c }) { ... on ForkConversationSuccess { conversation { id } } } }`,
+      { c: checkpointId },
+    );
+    expect(await (await fetch(exportUrl(forkConversation.conversation.id, "markdown"))).text()).toContain(
+      `- Forked from: \`${id}\` at checkpoint \`${checkpointId}\`\n`,
+    );
   });
 });
 

@@ -58,7 +58,6 @@ async function expectResumable(conversationId: string, message = "Hello there") 
   expect(after.messages.at(-1)).toMatchObject({ role: "ASSISTANT", content: `Echo: ${message}` });
 }
 
-
 describe("the model failing", () => {
   it("connection refused (nothing listens on OLLAMA_HOST): MODEL_UNAVAILABLE", async () => {
     const port = await closedPort();
@@ -81,7 +80,7 @@ describe("the model failing", () => {
     await expectResumable(conversationId);
   });
 
-  it("an {\"error\"} line mid-stream: MODEL_ERROR, keeping the text streamed before it", async () => {
+  it('an {"error"} line mid-stream: MODEL_ERROR, keeping the text streamed before it', async () => {
     const { run, conversationId } = await failingTurn({ kind: "errorLine", tokens: ["Half ", "an ", "answer"], error: "llama runner out of memory" });
     expect(run).toMatchObject({ status: "FAILED", errorCode: "MODEL_ERROR", partialOutput: "Half an answer" });
     expect(run.errorMessage).toMatch(/llama runner out of memory/);

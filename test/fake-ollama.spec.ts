@@ -73,14 +73,31 @@ describe("fake Ollama with the real ChatOllama client", () => {
   });
 
   it("reports counts and durations that follow from the request and the plan, in Ollama's units", async () => {
-    fake.enqueue({ kind: "text", tokens: ["Hel", "lo", " world"], delayMs: 2 }, { kind: "toolCalls", calls: [{ name: "calculator", args: { expression: "1 + 2" } }] });
+    fake.enqueue(
+      { kind: "text", tokens: ["Hel", "lo", " world"], delayMs: 2 },
+      { kind: "toolCalls", calls: [{ name: "calculator", args: { expression: "1 + 2" } }] },
+    );
     const reply = await chat().invoke([new SystemMessage("Be brief."), new HumanMessage("hi")]);
     // 3 prompt words; 3 tokens after 2 + 2 + 2 ms and a last 2 ms: 1.25 + 3 × 0.3 + 8 + 3 × 12.5 ms.
     expect(reply.usage_metadata).toMatchObject({ input_tokens: 3, output_tokens: 3 });
-    expect(reply.response_metadata).toMatchObject({ load_duration: 1_250_000, prompt_eval_duration: 900_000, eval_duration: 45_500_000, total_duration: 47_650_000 });
-    expect(fake.requests[0]!.reported).toEqual({ promptEvalCount: 3, evalCount: 3, loadDurationNs: 1_250_000, promptEvalDurationNs: 900_000, evalDurationNs: 45_500_000, totalDurationNs: 47_650_000 });
+    expect(reply.response_metadata).toMatchObject({
+      load_duration: 1_250_000,
+      prompt_eval_duration: 900_000,
+      eval_duration: 45_500_000,
+      total_duration: 47_650_000,
+    });
+    expect(fake.requests[0]!.reported).toEqual({
+      promptEvalCount: 3,
+      evalCount: 3,
+      loadDurationNs: 1_250_000,
+      promptEvalDurationNs: 900_000,
+      evalDurationNs: 45_500_000,
+      totalDurationNs: 47_650_000,
+    });
     // A tool call is one output token; no delays: 1.25 + 3 × 0.3 + 12.5 ms.
-    const call = await chat().bindTools([calculator]).invoke([new HumanMessage("Please calculate 1+2")]);
+    const call = await chat()
+      .bindTools([calculator])
+      .invoke([new HumanMessage("Please calculate 1+2")]);
     expect(call.usage_metadata).toMatchObject({ input_tokens: 3, output_tokens: 1 });
     expect(call.response_metadata.total_duration).toBe(14_650_000);
     // 62.3 ms in all: summed, then rounded (rounding each call first would say 63).
@@ -202,7 +219,14 @@ describe("fake Ollama with the real ChatOllama client", () => {
     const body = (await text.json()) as Record<string, unknown>;
     // The answer comes after its delays, all at once: three tokens and a last wait of 20 ms each.
     expect(nowMs() - asked).toBeGreaterThanOrEqual(79);
-    expect(body).toMatchObject({ model: "qwen3", message: { role: "assistant", content: "Hello world" }, done: true, done_reason: "stop", prompt_eval_count: 2, eval_count: 3 });
+    expect(body).toMatchObject({
+      model: "qwen3",
+      message: { role: "assistant", content: "Hello world" },
+      done: true,
+      done_reason: "stop",
+      prompt_eval_count: 2,
+      eval_count: 3,
+    });
     expect(body.message).not.toHaveProperty("tool_calls");
     expect(fake.requests[0]!.reported).toMatchObject({ promptEvalCount: 2, evalCount: 3 });
 
@@ -231,8 +255,12 @@ describe("fake Ollama with the real ChatOllama client", () => {
 
   it("closes even with hanging requests", async () => {
     fake.enqueue({ kind: "hangBeforeHeaders" }, { kind: "silence" });
-    const a = chat().invoke("a").catch((error: unknown) => error);
-    const b = chat().invoke("b").catch((error: unknown) => error);
+    const a = chat()
+      .invoke("a")
+      .catch((error: unknown) => error);
+    const b = chat()
+      .invoke("b")
+      .catch((error: unknown) => error);
     await vi.waitFor(() => expect(fake.openChatRequests()).toBe(2));
     await fake.close();
     expect(await a).toBeInstanceOf(Error);
@@ -276,7 +304,11 @@ describe("defaultResponder", () => {
 describe("stamped streams, as the benchmark plans them", () => {
   /** POSTs a chat request over plain HTTP; resolves once the response's headers arrive. */
   const post = (message: string, signal?: AbortSignal) =>
-    fetch(`${fake.url}/api/chat`, { method: "POST", signal, body: JSON.stringify({ model: "qwen3", stream: true, messages: [{ role: "user", content: message }] }) });
+    fetch(`${fake.url}/api/chat`, {
+      method: "POST",
+      signal,
+      body: JSON.stringify({ model: "qwen3", stream: true, messages: [{ role: "user", content: message }] }),
+    });
 
   /** Reads an NDJSON body to its end: the stamps in order, and whether the done line came. */
   async function read(response: Response, onStamp: (stamp: TokenStamp) => void = () => {}): Promise<{ stamps: TokenStamp[]; done: boolean }> {
@@ -314,7 +346,7 @@ describe("stamped streams, as the benchmark plans them", () => {
     const plan = { tokens: 20, intervalMs: 20, firstDelayMs: 40 };
     const { stamps, done } = await read(await post(planMessage(plan)), (stamp) => {
       // Stalls this process, the fake's timers with it, for longer than the rest of the stream.
-      if (stamp.index === 2) for (const end = nowMs() + 400; nowMs() < end; );
+      if (stamp.index === 2) for (const end = nowMs() + 400; nowMs() < end;);
     });
     expect(done).toBe(true);
     expect(stamps.map((s) => s.index)).toEqual(indexes(plan.tokens));
@@ -402,26 +434,34 @@ describe("stamped streams, as the benchmark plans them", () => {
 });
 
 describe("in a process of its own (fake-ollama-main.ts)", () => {
-  it("prints its url, streams the plan in a message, and exits cleanly on SIGTERM", async () => {
-    const proc = await startFakeOllamaProcess();
-    try {
-      expect(proc.output()).toMatch(/^\{"url":"http:\/\/127\.0\.0\.1:\d+"\}\n/);
-      const reply = await new ChatOllama({ baseUrl: proc.url, model: "qwen3" }).invoke(planMessage({ tokens: 3, intervalMs: 1 }));
-      expect(readStamps(reply.content as string).map((s) => s.index)).toEqual([0, 1, 2]);
-    } finally {
-      expect(await proc.stop()).toBe(0);
-    }
-  }, PROCESS_TEST_TIMEOUT_MS);
+  it(
+    "prints its url, streams the plan in a message, and exits cleanly on SIGTERM",
+    async () => {
+      const proc = await startFakeOllamaProcess();
+      try {
+        expect(proc.output()).toMatch(/^\{"url":"http:\/\/127\.0\.0\.1:\d+"\}\n/);
+        const reply = await new ChatOllama({ baseUrl: proc.url, model: "qwen3" }).invoke(planMessage({ tokens: 3, intervalMs: 1 }));
+        expect(readStamps(reply.content as string).map((s) => s.index)).toEqual([0, 1, 2]);
+      } finally {
+        expect(await proc.stop()).toBe(0);
+      }
+    },
+    PROCESS_TEST_TIMEOUT_MS,
+  );
 
-  it("serves OLLAMA_MODEL beside qwen3, as the processes it serves inherit it", async () => {
-    const proc = await startFakeOllamaProcess({ env: { OLLAMA_MODEL: "llama3.2" } });
-    try {
-      const tags = (await (await fetch(`${proc.url}/api/tags`)).json()) as { models: { name: string }[] };
-      expect(tags.models.map((m) => m.name)).toEqual(["qwen3:latest", "llama3.2:latest"]);
-      const reply = await new ChatOllama({ baseUrl: proc.url, model: "llama3.2" }).invoke(planMessage({ tokens: 2, intervalMs: 1 }));
-      expect(readStamps(reply.content as string).map((s) => s.index)).toEqual([0, 1]);
-    } finally {
-      expect(await proc.stop()).toBe(0);
-    }
-  }, PROCESS_TEST_TIMEOUT_MS);
+  it(
+    "serves OLLAMA_MODEL beside qwen3, as the processes it serves inherit it",
+    async () => {
+      const proc = await startFakeOllamaProcess({ env: { OLLAMA_MODEL: "llama3.2" } });
+      try {
+        const tags = (await (await fetch(`${proc.url}/api/tags`)).json()) as { models: { name: string }[] };
+        expect(tags.models.map((m) => m.name)).toEqual(["qwen3:latest", "llama3.2:latest"]);
+        const reply = await new ChatOllama({ baseUrl: proc.url, model: "llama3.2" }).invoke(planMessage({ tokens: 2, intervalMs: 1 }));
+        expect(readStamps(reply.content as string).map((s) => s.index)).toEqual([0, 1]);
+      } finally {
+        expect(await proc.stop()).toBe(0);
+      }
+    },
+    PROCESS_TEST_TIMEOUT_MS,
+  );
 });

@@ -73,7 +73,13 @@ describe("loading a graph module", () => {
     ]);
     // The model the node used is the one passed in configurable (a real ChatOllama talking NDJSON).
     expect(ollama.requests.length).toBe(before + 1);
-    expect(ollama.requests.at(-1)).toMatchObject({ model: "tiny", messages: [{ role: "system", content: "Answer in one short sentence." }, { role: "user", content: "What is the capital of France?" }] });
+    expect(ollama.requests.at(-1)).toMatchObject({
+      model: "tiny",
+      messages: [
+        { role: "system", content: "Answer in one short sentence." },
+        { role: "user", content: "What is the capital of France?" },
+      ],
+    });
   });
 
   it("loads a JavaScript module's default export", async () => {
@@ -93,15 +99,21 @@ describe("loading a graph module", () => {
 
 describe("a wrong export is one line naming the module and the export", () => {
   const cases: [string, string][] = [
-    ["nope", "not exported (the module exports: compiled, neverReturns, noEntry, noMessages, notAGraph, plainObject, rejects, returnsCompiled, returnsNothing, throwing)"],
+    [
+      "nope",
+      "not exported (the module exports: compiled, neverReturns, noEntry, noMessages, notAGraph, plainObject, rejects, returnsCompiled, returnsNothing, throwing)",
+    ],
     ["compiled", "it is a compiled graph; export the StateGraph itself (or a function returning it): runledger compiles it with its own checkpointer"],
-    ["returnsCompiled", "returnsCompiled() returned a compiled graph; export the StateGraph itself (or a function returning it): runledger compiles it with its own checkpointer"],
+    [
+      "returnsCompiled",
+      "returnsCompiled() returned a compiled graph; export the StateGraph itself (or a function returning it): runledger compiles it with its own checkpointer",
+    ],
     ["notAGraph", "it is a number, not a LangGraph StateGraph"],
     ["plainObject", "it is a plain object, not a LangGraph StateGraph"],
     ["returnsNothing", "returnsNothing() returned undefined, not a LangGraph StateGraph"],
     ["throwing", "throwing() threw: GRAPH_API_KEY is not set"],
     ["rejects", "rejects() threw: TypeError: cannot read the prompt file"],
-    ["noMessages", 'the graph\'s state has no "messages" channel; runs start with {messages: [the user\'s message]} (build the state on MessagesAnnotation)'],
+    ["noMessages", "the graph's state has no \"messages\" channel; runs start with {messages: [the user's message]} (build the state on MessagesAnnotation)"],
     ["noEntry", "the graph is invalid: UnreachableNodeError: Node `lonely` is not reachable."],
   ];
   it.each(cases)("export %s", async (exportName, problem) => {
@@ -114,15 +126,21 @@ describe("a wrong export is one line naming the module and the export", () => {
   });
 
   it("a factory that never returns", async () => {
-    await expect(loadGraphModule(WRONG, "neverReturns", { factoryTimeoutMs: 50 })).rejects.toThrow(new ConfigError(`graph module ${WRONG} export "neverReturns": neverReturns() did not return within 50 ms`));
+    await expect(loadGraphModule(WRONG, "neverReturns", { factoryTimeoutMs: 50 })).rejects.toThrow(
+      new ConfigError(`graph module ${WRONG} export "neverReturns": neverReturns() did not return within 50 ms`),
+    );
   });
 
   it("a module that throws while it is imported, and one that does not exist", async () => {
-    await expect(loadGraphModule(BROKEN, "graph")).rejects.toThrow(new ConfigError(`graph module ${BROKEN} export "graph": the module cannot be imported: RESEARCH_INDEX is not set`));
+    await expect(loadGraphModule(BROKEN, "graph")).rejects.toThrow(
+      new ConfigError(`graph module ${BROKEN} export "graph": the module cannot be imported: RESEARCH_INDEX is not set`),
+    );
     const missing = path.join(path.dirname(BROKEN), "missing.ts");
     const error = (await loadGraphModule(missing).catch((e: unknown) => e)) as Error;
     expect(error).toBeInstanceOf(ConfigError);
-    expect(error.message).toMatch(new RegExp(`^graph module ${missing.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} export "default": the module cannot be imported: .*missing\\.ts`));
+    expect(error.message).toMatch(
+      new RegExp(`^graph module ${missing.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} export "default": the module cannot be imported: .*missing\\.ts`),
+    );
     expect(error.message).not.toContain("\n");
   });
 });
@@ -152,7 +170,9 @@ describe("graph agents from a config file", () => {
     const relative = path.relative(dir, TWO_NODE);
     const definitions = agentsFrom({ research: { type: "graph", module: relative, export: "makeGraf" } });
     await expect(loadAgentGraphs(definitions)).rejects.toThrow(
-      new ConfigError(`RUNLEDGER_CONFIG ./agents.json: agents.research: graph module ${relative} export "makeGraf": not exported (the module exports: default, graph, makeGraph, makeGraphLater)`),
+      new ConfigError(
+        `RUNLEDGER_CONFIG ./agents.json: agents.research: graph module ${relative} export "makeGraf": not exported (the module exports: default, graph, makeGraph, makeGraphLater)`,
+      ),
     );
   });
 });

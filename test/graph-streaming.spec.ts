@@ -94,7 +94,10 @@ describe("the messages a node's update writes, in each form the messages reducer
     ["one chunk", new AIMessageChunk({ content: "", tool_calls: [call] } as AIMessageFields)],
     ["a plain object with a role", { role: "assistant", content: "", tool_calls: [call] }],
     ["a plain object with a type", { type: "ai", content: "", tool_calls: [call] }],
-    ["OpenAI-style tool calls", { role: "assistant", content: "", tool_calls: [{ id: "call-1", type: "function", function: { name: "capital", arguments: '{"country":"Peru"}' } }] }],
+    [
+      "OpenAI-style tool calls",
+      { role: "assistant", content: "", tool_calls: [{ id: "call-1", type: "function", function: { name: "capital", arguments: '{"country":"Peru"}' } }] },
+    ],
     ["a serialized message", JSON.parse(JSON.stringify(new AIMessage({ content: "", tool_calls: [call] })))],
     ["an Overwrite", new Overwrite([new AIMessage({ content: "", tool_calls: [call] })])],
   ])("tool calls from %s", (_form, value) => {
@@ -164,7 +167,9 @@ describe("a custom graph's tools, streamed over the API", () => {
     fake.enqueue({ kind: "text", tokens: ["Hidden ", "thought."] }, { kind: "text", tokens: ["Shown ", "answer."] });
     const asked = fake.requests.length;
     const { startRun } = await gqlOk(app.url, START, { message: "Go.", agent: "rules" });
-    const tokens = (await collect(wsClient(app.url), TOKENS, { runId: startRun.run.id }).done).map((r) => r.runEvents).filter((e) => e.__typename === "TokenEvent");
+    const tokens = (await collect(wsClient(app.url), TOKENS, { runId: startRun.run.id }).done)
+      .map((r) => r.runEvents)
+      .filter((e) => e.__typename === "TokenEvent");
     expect(tokens.map((e) => [e.node, e.text])).toEqual([
       // Not token by token: the node's reply, once, when the node ends.
       ["quiet", "Hidden thought."],
@@ -192,7 +197,14 @@ describe("a custom graph's tools, streamed over the API", () => {
 
   it("streams the model node's tokens, then each call of its ToolNode and each result, an error included, in order", async () => {
     fake.enqueue(
-      { kind: "toolCalls", text: ["Checking ", "two. "], calls: [{ name: "capital", args: { country: "France" } }, { name: "capital", args: { country: "Atlantis" } }] },
+      {
+        kind: "toolCalls",
+        text: ["Checking ", "two. "],
+        calls: [
+          { name: "capital", args: { country: "France" } },
+          { name: "capital", args: { country: "Atlantis" } },
+        ],
+      },
       { kind: "text", tokens: ["Paris; ", "Atlantis ", "has none."] },
     );
     const { events, conversation } = await run("geographer", "Capitals of France and Atlantis?");
@@ -212,7 +224,12 @@ describe("a custom graph's tools, streamed over the API", () => {
     expect(conversation.messages.map((m: any) => m.role)).toEqual(["USER", "ASSISTANT", "TOOL", "TOOL", "ASSISTANT"]);
     expect(conversation.messages[1].toolCalls.map((c: any) => c.id)).toEqual(events.filter((e) => e.__typename === "ToolCallEvent").map((e) => e.toolCallId));
     // The model heard both results.
-    expect(fake.requests.at(-1)!.messages.filter((m) => m.role === "tool").map((m) => m.content)).toEqual(["Paris", expect.stringContaining("Atlantis")]);
+    expect(
+      fake.requests
+        .at(-1)!
+        .messages.filter((m) => m.role === "tool")
+        .map((m) => m.content),
+    ).toEqual(["Paris", expect.stringContaining("Atlantis")]);
   });
 
   it.each([
@@ -281,7 +298,9 @@ describe("a custom graph's tools, streamed over the API", () => {
     const waiting = (await gqlOk(app.url, CONVERSATION, { id: conversationId })).conversation;
     // `node` is the agent graph's node that runs the subgraph (the parent's pending task).
     expect(waiting.pendingInterrupts).toEqual([{ id: langGraphId, node: "clarify", value, run: { id: startRun.run.id } }]);
-    expect(waiting.runs.edges.map((e: any) => e.node)).toEqual([{ id: startRun.run.id, status: "WAITING", interrupts: [{ id: langGraphId, state: "PENDING", answer: null }] }]);
+    expect(waiting.runs.edges.map((e: any) => e.node)).toEqual([
+      { id: startRun.run.id, status: "WAITING", interrupts: [{ id: langGraphId, state: "PENDING", answer: null }] },
+    ]);
     expect(waiting.resumable).toBe(false);
 
     // A wrong id is refused and changes nothing.
@@ -302,6 +321,8 @@ describe("a custom graph's tools, streamed over the API", () => {
       ["ASSISTANT", "Done."],
     ]);
     expect(done.pendingInterrupts).toEqual([]);
-    expect(done.runs.edges.map((e: any) => e.node).find((r: any) => r.id === startRun.run.id).interrupts).toEqual([{ id: langGraphId, state: "ANSWERED", answer: { name: "Ada" } }]);
+    expect(done.runs.edges.map((e: any) => e.node).find((r: any) => r.id === startRun.run.id).interrupts).toEqual([
+      { id: langGraphId, state: "ANSWERED", answer: { name: "Ada" } },
+    ]);
   });
 });

@@ -144,59 +144,58 @@ describe("GraphiQL in Chromium", () => {
     await page.keyboard.press("Control+V");
   }
 
-  it(
-    "runs the three tabs as written: StartRun with its variables, FollowRun showing each event as it streams, Inspect",
-    async () => {
-      // A server without API_TOKEN: GraphiQL's WebSocket would need the token in its connection_init.
-      const open = await startTestApp({ ollamaUrl: fake.url });
-      const browser = await launchChromium();
-      try {
-        const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
-        context.setDefaultTimeout(PAGE_TIMEOUT_MS);
-        await context.grantPermissions(["clipboard-read", "clipboard-write"]);
-        const page = await context.newPage();
-        await page.goto(`${open.url}/graphql`);
+  it("runs the three tabs as written: StartRun with its variables, FollowRun showing each event as it streams, Inspect", async () => {
+    // A server without API_TOKEN: GraphiQL's WebSocket would need the token in its connection_init.
+    const open = await startTestApp({ ollamaUrl: fake.url });
+    const browser = await launchChromium();
+    try {
+      const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+      context.setDefaultTimeout(PAGE_TIMEOUT_MS);
+      await context.grantPermissions(["clipboard-read", "clipboard-write"]);
+      const page = await context.newPage();
+      await page.goto(`${open.url}/graphql`);
 
-        // The StartRun tab opens with its variables in the editor; the message is ours for this test.
-        await eventually(async () => plain(await page.locator(".graphiql-editor-tool .graphiql-editor").first().textContent()).includes("Please calculate 17 * 3"), "the prefilled variables");
-        await page.locator(".graphiql-editor-tool .graphiql-editor").first().click();
-        await page.evaluate((text) => navigator.clipboard.writeText(text), JSON.stringify({ message: "slowly please" }));
-        await page.keyboard.press("Control+A");
-        await page.keyboard.press("Control+V");
-        await page.click(".graphiql-execute-button");
-        await eventually(async () => (await response(page)).includes("StartRunSuccess"), "StartRunSuccess");
-        const [runId, conversationId] = (await response(page)).match(UUID)!;
+      // The StartRun tab opens with its variables in the editor; the message is ours for this test.
+      await eventually(
+        async () => plain(await page.locator(".graphiql-editor-tool .graphiql-editor").first().textContent()).includes("Please calculate 17 * 3"),
+        "the prefilled variables",
+      );
+      await page.locator(".graphiql-editor-tool .graphiql-editor").first().click();
+      await page.evaluate((text) => navigator.clipboard.writeText(text), JSON.stringify({ message: "slowly please" }));
+      await page.keyboard.press("Control+A");
+      await page.keyboard.press("Control+V");
+      await page.click(".graphiql-execute-button");
+      await eventually(async () => (await response(page)).includes("StartRunSuccess"), "StartRunSuccess");
+      const [runId, conversationId] = (await response(page)).match(UUID)!;
 
-        await openTab(page, "FollowRun", { runId });
-        await page.click(".graphiql-execute-button");
-        const seqs: number[] = [];
-        await eventually(
-          async () => {
-            const shown = await response(page);
-            const seq = Number(/"seq":\s*(\d+)/.exec(shown)?.[1] ?? NaN);
-            if (Number.isInteger(seq) && seqs.at(-1) !== seq) seqs.push(seq);
-            return shown.includes('"COMPLETED"');
-          },
-          "the run's last event",
-          20_000,
-        );
-        // One event at a time, newest last: several were seen on their way, in order.
-        expect(seqs.length).toBeGreaterThanOrEqual(4);
-        expect([...seqs].sort((a, b) => a - b)).toEqual(seqs);
-        expect(await response(page)).toContain("RunStatusEvent");
+      await openTab(page, "FollowRun", { runId });
+      await page.click(".graphiql-execute-button");
+      const seqs: number[] = [];
+      await eventually(
+        async () => {
+          const shown = await response(page);
+          const seq = Number(/"seq":\s*(\d+)/.exec(shown)?.[1] ?? NaN);
+          if (Number.isInteger(seq) && seqs.at(-1) !== seq) seqs.push(seq);
+          return shown.includes('"COMPLETED"');
+        },
+        "the run's last event",
+        20_000,
+      );
+      // One event at a time, newest last: several were seen on their way, in order.
+      expect(seqs.length).toBeGreaterThanOrEqual(4);
+      expect([...seqs].sort((a, b) => a - b)).toEqual(seqs);
+      expect(await response(page)).toContain("RunStatusEvent");
 
-        await openTab(page, "Inspect", { id: conversationId });
-        await page.click(".graphiql-execute-button");
-        // The tab holds Inspect and ResumeRun: GraphiQL asks which to run.
-        await page.getByRole("menuitem", { name: "Inspect" }).click();
-        // The editor draws only the lines in view: the top of the answer.
-        await eventually(async () => (await response(page)).includes('"title": "slowly please"'), "the conversation");
-        expect(await response(page)).toMatch(/"messageCount": 2,\s*"next": \[\],\s*"resumable": false/);
-      } finally {
-        await browser.close();
-        await open.close();
-      }
-    },
-    60_000,
-  );
+      await openTab(page, "Inspect", { id: conversationId });
+      await page.click(".graphiql-execute-button");
+      // The tab holds Inspect and ResumeRun: GraphiQL asks which to run.
+      await page.getByRole("menuitem", { name: "Inspect" }).click();
+      // The editor draws only the lines in view: the top of the answer.
+      await eventually(async () => (await response(page)).includes('"title": "slowly please"'), "the conversation");
+      expect(await response(page)).toMatch(/"messageCount": 2,\s*"next": \[\],\s*"resumable": false/);
+    } finally {
+      await browser.close();
+      await open.close();
+    }
+  }, 60_000);
 });

@@ -64,7 +64,8 @@ let server: ServerProcess | undefined;
 beforeAll(async () => {
   // The lines call curl, jq and sqlite3 (Debian packages of the same names).
   for (const program of ["curl", "jq", "sqlite3"]) {
-    if (spawnSync("which", [program]).status !== 0) throw new Error(`${program} not found: install Debian's ${program} (apt-get install -y --no-install-recommends ${program})`);
+    if (spawnSync("which", [program]).status !== 0)
+      throw new Error(`${program} not found: install Debian's ${program} (apt-get install -y --no-install-recommends ${program})`);
   }
   fake = await startFakeOllama();
 });
@@ -124,7 +125,9 @@ describe("the README's lab lines, run with bash", () => {
       const out = await bash(inspect.lines, { B, DB: db.file, C });
       const lines = out.split("\n");
       // conversations: one row.
-      expect(lines.filter((l) => l.startsWith(C))).toEqual([expect.stringMatching(new RegExp(`^${C}\\s+Name one prime number\\. Answer in one word\\.\\s+6\\s*$`))]);
+      expect(lines.filter((l) => l.startsWith(C))).toEqual([
+        expect.stringMatching(new RegExp(`^${C}\\s+Name one prime number\\. Answer in one word\\.\\s+6\\s*$`)),
+      ]);
       // runs: completed, completed, failed (MODEL_UNAVAILABLE), completed, in start order; the last three are the ones the POSTs named.
       const runs = lines.flatMap((l) => {
         const m = /^([0-9a-f-]{36})\s+(running|completed|failed|cancelled|interrupted|waiting)\s+(MODEL_UNAVAILABLE\s+)?\d{4}-/.exec(l);

@@ -42,7 +42,11 @@ async function postChat(base: string, body: unknown, headers: Record<string, str
 }
 
 /** `curl -sN "$B/api/chat?conversation=$C"`: the whole stream, until the server ends it. */
-async function streamChat(base: string, conversation: string, headers: Record<string, string> = {}): Promise<{ status: number; text: string; contentType: string | null }> {
+async function streamChat(
+  base: string,
+  conversation: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; text: string; contentType: string | null }> {
   const response = await fetch(`${base}/api/chat?conversation=${conversation}`, { headers });
   return { status: response.status, text: await response.text(), contentType: response.headers.get("content-type") };
 }
@@ -249,7 +253,11 @@ describe("the lab's routes", () => {
     expect(await postChat(B, { resume: true }, auth)).toEqual(refusal(400, "BAD_REQUEST"));
     const notJson = await fetch(`${B}/api/chat`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: "{" });
     expect(notJson.status).toBe(400);
-    const form = await fetch(`${B}/api/chat`, { method: "POST", headers: { ...auth, "content-type": "application/x-www-form-urlencoded" }, body: "message=hi" });
+    const form = await fetch(`${B}/api/chat`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/x-www-form-urlencoded" },
+      body: "message=hi",
+    });
     expect(form.status).toBe(415);
 
     expect(await postChat(B, { message: "hi", conversation: UNKNOWN }, auth)).toEqual(refusal(404, "NOT_FOUND"));
@@ -359,21 +367,37 @@ describe("a waiting conversation over the lab's routes", () => {
     const shown = await getJson(`${B}/api/conversations/${C}`);
     expect(shown.json).toMatchObject({ resumable: false, conversation: { status: "waiting" } });
     expect(shown.json.pendingInterrupts).toEqual([
-      { id: expect.any(String), node: expect.any(String), value: { type: "tool_approval", toolCalls: [{ id: expect.any(String), name: "calculator", args: { expression: "17 * 3" } }] } },
+      {
+        id: expect.any(String),
+        node: expect.any(String),
+        value: { type: "tool_approval", toolCalls: [{ id: expect.any(String), name: "calculator", args: { expression: "17 * 3" } }] },
+      },
     ]);
     const [{ id: interruptId, value: question }] = shown.json.pendingInterrupts;
     const approve = { toolCalls: [{ id: question.toolCalls[0].id, decision: "approve" }] };
 
     // A plain resume, a wrong id, a malformed list and responses without resume are refused.
-    expect(await postChat(B, { resume: true, conversation: C })).toMatchObject({ status: 409, json: { code: "INTERRUPT_MISMATCH", pendingInterruptIds: [interruptId] } });
+    expect(await postChat(B, { resume: true, conversation: C })).toMatchObject({
+      status: 409,
+      json: { code: "INTERRUPT_MISMATCH", pendingInterruptIds: [interruptId] },
+    });
     expect(await postChat(B, { resume: true, conversation: C, responses: [{ interruptId: "nope", value: approve }] })).toMatchObject({
       status: 409,
       json: { code: "INTERRUPT_MISMATCH", pendingInterruptIds: [interruptId] },
     });
-    expect(await postChat(B, { resume: true, conversation: C, responses: { interruptId } })).toMatchObject({ status: 400, json: { code: "BAD_REQUEST", message: expect.stringContaining("responses must be a list") } });
+    expect(await postChat(B, { resume: true, conversation: C, responses: { interruptId } })).toMatchObject({
+      status: 400,
+      json: { code: "BAD_REQUEST", message: expect.stringContaining("responses must be a list") },
+    });
     expect(await postChat(B, { resume: true, conversation: C, responses: [{ interruptId }] })).toMatchObject({ status: 400, json: { code: "BAD_REQUEST" } });
-    expect(await postChat(B, { message: "and?", conversation: C, responses: [{ interruptId, value: approve }] })).toMatchObject({ status: 400, json: { code: "BAD_REQUEST" } });
-    expect(await postChat(B, { resume: true, conversation: C, responses: [{ interruptId, value: { toolCalls: [] } }] })).toMatchObject({ status: 400, json: { code: "BAD_REQUEST" } });
+    expect(await postChat(B, { message: "and?", conversation: C, responses: [{ interruptId, value: approve }] })).toMatchObject({
+      status: 400,
+      json: { code: "BAD_REQUEST" },
+    });
+    expect(await postChat(B, { resume: true, conversation: C, responses: [{ interruptId, value: { toolCalls: [] } }] })).toMatchObject({
+      status: 400,
+      json: { code: "BAD_REQUEST" },
+    });
     expect((await getJson(`${B}/api/conversations/${C}`)).json).toEqual(shown.json);
 
     const answered = await postChat(B, { resume: true, conversation: C, responses: [{ interruptId, value: approve }] });

@@ -89,7 +89,12 @@ describe("operation limits, on every transport", () => {
 
   const CONVERSATION_FIELDS = "edges { node { id title createdAt updatedAt messageCount } }";
   const cases: { name: string; request: Request; limit: string; code?: string; message: RegExp }[] = [
-    { name: "depth", limit: "MAX_QUERY_DEPTH", request: { query: "{ conversations { edges { node { runs { edges { node { id } } } } } } }" }, message: /^Query depth limit of 5 exceeded, found 7\.$/ },
+    {
+      name: "depth",
+      limit: "MAX_QUERY_DEPTH",
+      request: { query: "{ conversations { edges { node { runs { edges { node { id } } } } } } }" },
+      message: /^Query depth limit of 5 exceeded, found 7\.$/,
+    },
     {
       name: "aliases",
       limit: "MAX_QUERY_ALIASES",
@@ -109,8 +114,18 @@ describe("operation limits, on every transport", () => {
       request: { query: `{ a: conversations(first: 5) { ${CONVERSATION_FIELDS} } b: conversations(first: 5) { ${CONVERSATION_FIELDS} } }` },
       message: /^Query Cost limit of 200 exceeded, found \d+(\.\d+)?\.$/,
     },
-    { name: "document length", limit: "MAX_QUERY_CHARS", request: { query: `{ __typename } # ${"x".repeat(600)}` }, message: /^Document of 617 characters is longer than 500\.$/ },
-    { name: "page size (literal first)", limit: "MAX_PAGE_SIZE", request: { query: "{ conversations(first: 6) { totalCount } }" }, message: /^first of conversations must be at most 5, got 6; page with after\/before\.$/ },
+    {
+      name: "document length",
+      limit: "MAX_QUERY_CHARS",
+      request: { query: `{ __typename } # ${"x".repeat(600)}` },
+      message: /^Document of 617 characters is longer than 500\.$/,
+    },
+    {
+      name: "page size (literal first)",
+      limit: "MAX_PAGE_SIZE",
+      request: { query: "{ conversations(first: 6) { totalCount } }" },
+      message: /^first of conversations must be at most 5, got 6; page with after\/before\.$/,
+    },
     {
       name: "page size (last from a variable)",
       limit: "MAX_PAGE_SIZE",
@@ -155,7 +170,8 @@ describe("operation limits, on every transport", () => {
 
       it("serves documents at the limits", async () => {
         const atLimits = await transport.run(app, {
-          query: "query($n: Int = 5) { a: conversations(first: $n) { edges { node { id } } } b: conversations(last: 5) { totalCount } __typename @skip(if: false) }",
+          query:
+            "query($n: Int = 5) { a: conversations(first: $n) { edges { node { id } } } b: conversations(last: 5) { totalCount } __typename @skip(if: false) }",
         });
         expect(atLimits.errors).toBeUndefined();
         expect(atLimits.data).toEqual({ a: { edges: [] }, b: { totalCount: 0 }, __typename: "Query" });
@@ -216,7 +232,11 @@ describe("byte limits and batching", () => {
   });
 
   it("SSE: the same body over POST gets 413", async () => {
-    const response = await fetch(`${app.url}/graphql`, { method: "POST", headers: { "content-type": "application/json", accept: "text/event-stream" }, body: big });
+    const response = await fetch(`${app.url}/graphql`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "text/event-stream" },
+      body: big,
+    });
     expect(response.status).toBe(413);
   });
 
@@ -367,7 +387,10 @@ describe("error messages", () => {
     let conversationId = "";
     beforeAll(async () => {
       const config = loadConfig({ PORT: "0", DATABASE_URL: tempDatabaseUrl().url, OLLAMA_HOST: fake.url, LOG_LEVEL: "error" });
-      app = await startApp(config, createLogger(config.logLevel, (line) => log.push(line)));
+      app = await startApp(
+        config,
+        createLogger(config.logLevel, (line) => log.push(line)),
+      );
       const { startRun } = await gqlOk(app.url, START_RUN, { message: "to be corrupted" });
       await waitForRun(app.url, startRun.run.id);
       conversationId = startRun.conversation.id;
@@ -383,11 +406,18 @@ describe("error messages", () => {
     for (const transport of TRANSPORTS) {
       it(`over ${transport.name}`, async () => {
         log.length = 0;
-        const result = await transport.run(app, { query: "query($id: ID!) { conversation(id: $id) { title messages { content } } }", variables: { id: conversationId } });
+        const result = await transport.run(app, {
+          query: "query($id: ID!) { conversation(id: $id) { title messages { content } } }",
+          variables: { id: conversationId },
+        });
         expect(result.errors).toEqual([expect.objectContaining({ message: "Unexpected error.", extensions: { code: "INTERNAL_SERVER_ERROR" } })]);
         expect(JSON.stringify(result)).not.toMatch(/JSON|position|stack/i);
         const logged = log.map((line) => JSON.parse(line)).find((record) => record.msg === "unexpected error in an operation");
-        expect(logged).toMatchObject({ level: "error", error: { name: "SyntaxError", message: expect.stringMatching(/JSON/) }, path: ["conversation", "messages"] });
+        expect(logged).toMatchObject({
+          level: "error",
+          error: { name: "SyntaxError", message: expect.stringMatching(/JSON/) },
+          path: ["conversation", "messages"],
+        });
       });
     }
   });

@@ -66,7 +66,13 @@ async function httpFixture(env: Record<string, string> = {}) {
 
 function toolOf(supervisor: McpSupervisor, agent: string, name: string): StructuredToolInterface {
   const found = supervisor.toolsFor(agent).find((t) => t.tool.name === name);
-  if (!found) throw new Error(`agent ${agent} has no tool ${name}; it has ${supervisor.toolsFor(agent).map((t) => t.tool.name).join(", ")}`);
+  if (!found)
+    throw new Error(
+      `agent ${agent} has no tool ${name}; it has ${supervisor
+        .toolsFor(agent)
+        .map((t) => t.tool.name)
+        .join(", ")}`,
+    );
   return found.tool;
 }
 
@@ -127,7 +133,9 @@ describe("healthy servers over stdio and streamable HTTP", () => {
       ["headers", "mcp:web"],
     ]);
     // The allow-list named a tool the server does not offer: said in the log, not silently ignored.
-    expect(records).toContainEqual(expect.objectContaining({ level: "warn", msg: "MCP server does not offer tools its allow-list names", server: "files", tools: ["missing_tool"] }));
+    expect(records).toContainEqual(
+      expect.objectContaining({ level: "warn", msg: "MCP server does not offer tools its allow-list names", server: "files", tools: ["missing_tool"] }),
+    );
 
     expect(await toolOf(supervisor, "main", "add").invoke({ a: 2, b: 40 })).toBe("42");
     expect(await toolOf(supervisor, "main", "echo").invoke({ text: "héllo" })).toBe("héllo");
@@ -139,13 +147,26 @@ describe("healthy servers over stdio and streamable HTTP", () => {
     // The agent's whole tool set, built-ins first, and what the API shows of it.
     const agent = main();
     const all = agentTools(agent, supervisor);
-    expect(all.map((t) => `${t.source}:${t.tool.name}`)).toEqual(["builtin:calculator", "mcp:files:echo", "mcp:files:add", "mcp:files:whoami", "mcp:files:slow", "mcp:web:fail", "mcp:web:headers"]);
+    expect(all.map((t) => `${t.source}:${t.tool.name}`)).toEqual([
+      "builtin:calculator",
+      "mcp:files:echo",
+      "mcp:files:add",
+      "mcp:files:whoami",
+      "mcp:files:slow",
+      "mcp:web:fail",
+      "mcp:web:headers",
+    ]);
     const info = agentToolInfo(agent, supervisor);
     expect(info[0]).toEqual({
       name: "calculator",
       description: expect.stringContaining("arithmetic"),
       source: "builtin",
-      inputSchema: { type: "object", properties: { expression: { type: "string", description: "the arithmetic expression" } }, required: ["expression"], additionalProperties: false },
+      inputSchema: {
+        type: "object",
+        properties: { expression: { type: "string", description: "the arithmetic expression" } },
+        required: ["expression"],
+        additionalProperties: false,
+      },
     });
     expect(info.find((t) => t.name === "add")).toEqual({
       name: "add",
@@ -155,7 +176,11 @@ describe("healthy servers over stdio and streamable HTTP", () => {
     });
 
     // An MCP tool error is a tool error the model reads.
-    const failed = await runToolNode(all.map((t) => t.tool), "fail", {});
+    const failed = await runToolNode(
+      all.map((t) => t.tool),
+      "fail",
+      {},
+    );
     expect(failed.status).toBe("error");
     expect(failed.content).toContain("MCP tool 'fail' on server 'web' returned an error: the fail tool always fails");
   });
@@ -187,7 +212,10 @@ describe("healthy servers over stdio and streamable HTTP", () => {
     expect(outcome).toBeInstanceOf(Error);
     expect((outcome as Error).message).toBe("run cancelled");
 
-    const cancelled = await eventually(() => readFixtureLog(log).find((e) => e.event === "cancelled" && e.label === label), "the server to see the cancellation");
+    const cancelled = await eventually(
+      () => readFixtureLog(log).find((e) => e.event === "cancelled" && e.label === label),
+      "the server to see the cancellation",
+    );
     expect(cancelled).toMatchObject({ requestId: started.requestId, pid: started.pid });
     expect(cancelled.reason).toContain("run cancelled");
     // The server lives on and answers the next call.
@@ -200,9 +228,19 @@ describe("healthy servers over stdio and streamable HTTP", () => {
     let turns = 0;
     const graph = new StateGraph(MessagesAnnotation)
       .addNode("agent", async () => ({
-        messages: [turns++ === 0 ? new AIMessage({ content: "", tool_calls: [{ id: "call-slow", name: "slow", args: { label: "in-run" }, type: "tool_call" }] }) : new AIMessage("done")],
+        messages: [
+          turns++ === 0
+            ? new AIMessage({ content: "", tool_calls: [{ id: "call-slow", name: "slow", args: { label: "in-run" }, type: "tool_call" }] })
+            : new AIMessage("done"),
+        ],
       }))
-      .addNode("tools", new ToolNode(agentTools(main(), supervisor).map((t) => t.tool), { handleToolErrors: true }))
+      .addNode(
+        "tools",
+        new ToolNode(
+          agentTools(main(), supervisor).map((t) => t.tool),
+          { handleToolErrors: true },
+        ),
+      )
       .addEdge(START, "agent")
       .addConditionalEdges("agent", (state) => ((state.messages.at(-1) as AIMessage).tool_calls?.length ? "tools" : END), ["tools", END])
       .addEdge("tools", "agent")
@@ -231,8 +269,13 @@ describe("healthy servers over stdio and streamable HTTP", () => {
     const message = await runToolNode([toolOf(supervisor, "impatient", "slow")], "slow", { label: "too-slow" });
     expect(Date.now() - started).toBeGreaterThanOrEqual(300);
     expect(message.status).toBe("error");
-    expect(message.content).toBe('Error: MCP server "files" did not finish slow within 300 ms without reporting progress, so the call was cancelled\n Please fix your mistakes.');
-    const cancelled = await eventually(() => readFixtureLog(log).find((e) => e.event === "cancelled" && e.label === "too-slow"), "the server to see the cancellation");
+    expect(message.content).toBe(
+      'Error: MCP server "files" did not finish slow within 300 ms without reporting progress, so the call was cancelled\n Please fix your mistakes.',
+    );
+    const cancelled = await eventually(
+      () => readFixtureLog(log).find((e) => e.event === "cancelled" && e.label === "too-slow"),
+      "the server to see the cancellation",
+    );
     expect(cancelled.reason).toContain("Request timed out");
   });
 
@@ -258,7 +301,12 @@ describe("from a config file to running servers", () => {
             type: "chat",
             tools: [],
             mcpServers: {
-              files: { command: "node", args: [path.relative(configDir, STDIO_SERVER)], env: { MCP_FIXTURE_NAME: "${FIXTURE_NAME}" }, tools: ["whoami", "env_var"] },
+              files: {
+                command: "node",
+                args: [path.relative(configDir, STDIO_SERVER)],
+                env: { MCP_FIXTURE_NAME: "${FIXTURE_NAME}" },
+                tools: ["whoami", "env_var"],
+              },
               scratch: { command: "node", args: [path.relative(path.join(configDir, "work"), STDIO_SERVER)], cwd: "work", tools: ["cwd"] },
               web: { url: web.url, headers: { "X-Api-Key": "${WEB_KEY}" }, tools: ["headers"] },
             },
@@ -267,7 +315,11 @@ describe("from a config file to running servers", () => {
       }),
     );
     process.env.RUNLEDGER_TEST_SECRET = "must not leak";
-    const [agent] = loadAgentDefinitions("config/agents.json", { model: "m", think: undefined, systemPrompt: "", recursionLimit: 5 }, { cwd: dir, env: { FIXTURE_NAME: "from-config", WEB_KEY: "k-from-env" } });
+    const [agent] = loadAgentDefinitions(
+      "config/agents.json",
+      { model: "m", think: undefined, systemPrompt: "", recursionLimit: 5 },
+      { cwd: dir, env: { FIXTURE_NAME: "from-config", WEB_KEY: "k-from-env" } },
+    );
     const { supervisor } = supervise([agent!]);
     await supervisor.start();
     expect(supervisor.status().map((s) => s.state)).toEqual(["ready", "ready", "ready"]);
@@ -295,13 +347,17 @@ describe("a server that dies", () => {
 
     const message = await runToolNode(tools, "crash", {});
     expect(message.status).toBe("error");
-    expect(message.content).toBe(`Error: MCP server "files" went away during the call to crash (the process exited with code 3); runledger restarts it\n Please fix your mistakes.`);
+    expect(message.content).toBe(
+      `Error: MCP server "files" went away during the call to crash (the process exited with code 3); runledger restarts it\n Please fix your mistakes.`,
+    );
 
     const after = await waitForStatus(supervisor, "main", "files", (s) => s.state === "ready" && s.restarts === 1);
     expect(after.pid).not.toBe(before.pid);
     expect(processRuns(before.pid!)).toBe(false);
     expect(processRuns(grandchild)).toBe(false);
-    expect(records).toContainEqual(expect.objectContaining({ level: "warn", msg: "MCP server went down", server: "files", error: "the process exited with code 3", retryInMs: 50 }));
+    expect(records).toContainEqual(
+      expect.objectContaining({ level: "warn", msg: "MCP server went down", server: "files", error: "the process exited with code 3", retryInMs: 50 }),
+    );
     // The same tool objects work again: they call through the supervisor, not through the dead connection.
     const ok = await runToolNode(tools, "echo", { text: "back" });
     expect(ok.status).toBe("success");
@@ -334,7 +390,9 @@ describe("a server that dies", () => {
 
     const message = await runToolNode(tools, "crash", {});
     expect(message.status).toBe("error");
-    expect(message.content).toMatch(/^Error: MCP server "web" went away during the call to crash \(fetch failed \(UND_ERR_SOCKET\)\); runledger reconnects once it answers again\n/);
+    expect(message.content).toMatch(
+      /^Error: MCP server "web" went away during the call to crash \(fetch failed \(UND_ERR_SOCKET\)\); runledger reconnects once it answers again\n/,
+    );
     await first.exited;
     await waitForStatus(supervisor, "main", "web", (s) => s.state === "down");
 
@@ -374,8 +432,16 @@ describe("servers down at start-up", () => {
     // A stray line on stdout is skipped and reported, and the server keeps working.
     expect(await toolOf(supervisor, "main", "echo").invoke({ text: "ok" })).toBe("ok");
     expect(records.filter((r) => r.msg.startsWith("MCP server wrote something other than JSON-RPC to stdout"))).toHaveLength(1);
-    expect(records).toContainEqual(expect.objectContaining({ level: "warn", msg: "MCP server failed to start", server: "broken", stderr: "FILES_ROOT is not set" }));
-    expect(records).toContainEqual(expect.objectContaining({ level: "warn", msg: "some MCP servers are not available; their agents run without their tools until they come up", servers: ["main/broken", "main/absent", "main/locked"] }));
+    expect(records).toContainEqual(
+      expect.objectContaining({ level: "warn", msg: "MCP server failed to start", server: "broken", stderr: "FILES_ROOT is not set" }),
+    );
+    expect(records).toContainEqual(
+      expect.objectContaining({
+        level: "warn",
+        msg: "some MCP servers are not available; their agents run without their tools until they come up",
+        servers: ["main/broken", "main/absent", "main/locked"],
+      }),
+    );
   });
 
   it("an HTTP server that is not listening yet is connected once it is", async () => {
@@ -395,9 +461,13 @@ describe("servers down at start-up", () => {
 
 describe("tool name clashes", () => {
   it("keep the built-in tool, then the tool of the server declared first, and are logged once", async () => {
-    const agent = chatAgent("main", [stdioServer("a", { env: { MCP_FIXTURE_NAME: "a", MCP_FIXTURE_EXTRA_TOOLS: "calculator" } }), stdioServer("b", { env: { MCP_FIXTURE_NAME: "b" } })], {
-      tools: ["calculator"],
-    });
+    const agent = chatAgent(
+      "main",
+      [stdioServer("a", { env: { MCP_FIXTURE_NAME: "a", MCP_FIXTURE_EXTRA_TOOLS: "calculator" } }), stdioServer("b", { env: { MCP_FIXTURE_NAME: "b" } })],
+      {
+        tools: ["calculator"],
+      },
+    );
     const { supervisor, records } = supervise([agent]);
     await supervisor.start();
     const tools = agentTools(agent, supervisor);
@@ -407,8 +477,12 @@ describe("tool name clashes", () => {
     expect(tools.find((t) => t.tool.name === "echo")!.source).toBe("mcp:a");
     expect(tools.filter((t) => t.source === "mcp:b")).toEqual([]); // b offers nothing a does not
     const clashes = records.filter((r) => r.level === "error");
-    expect(clashes.map((r) => r.msg)).toContain('MCP tool "calculator" of server "a" is left out: agent "main" already has a tool of that name (built-in); give one of the servers a "tools" allow-list without it');
-    expect(clashes.map((r) => r.msg)).toContain('MCP tool "echo" of server "b" is left out: agent "main" already has a tool of that name (from server "a"); give one of the servers a "tools" allow-list without it');
+    expect(clashes.map((r) => r.msg)).toContain(
+      'MCP tool "calculator" of server "a" is left out: agent "main" already has a tool of that name (built-in); give one of the servers a "tools" allow-list without it',
+    );
+    expect(clashes.map((r) => r.msg)).toContain(
+      'MCP tool "echo" of server "b" is left out: agent "main" already has a tool of that name (from server "a"); give one of the servers a "tools" allow-list without it',
+    );
     const logged = clashes.length;
     supervisor.status(); // nothing changes
     await toolOf(supervisor, "main", "add_tool").invoke({ name: "fresh" }); // a listing change rebuilds the tool set

@@ -34,10 +34,15 @@ describe("migrations", () => {
       const indexes = db.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs'").all() as { name: string; sql: string }[];
       expect(indexes.find((i) => i.name === "runs_one_running_per_conversation")?.sql).toMatch(/WHERE "status" = 'running'/);
       expect(indexes.map((i) => i.name)).toContain("runs_conversation_id_started_at_idx");
-      const conversationIndexes = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'conversations'").all() as { name: string }[]).map((i) => i.name);
+      const conversationIndexes = (
+        db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'conversations'").all() as { name: string }[]
+      ).map((i) => i.name);
       expect(conversationIndexes).toContain("conversations_updated_at_id_idx");
       expect(conversationIndexes).not.toContain("conversations_updated_at_idx");
-      const recorded = db.prepare(`SELECT migration_name, checksum, finished_at FROM "_prisma_migrations"`).all() as { migration_name: string; checksum: string }[];
+      const recorded = db.prepare(`SELECT migration_name, checksum, finished_at FROM "_prisma_migrations"`).all() as {
+        migration_name: string;
+        checksum: string;
+      }[];
       expect(recorded.map((r) => r.migration_name)).toEqual(first.applied);
       const sql = fs.readFileSync(path.join(ROOT, "prisma", "migrations", first.applied[0]!, "migration.sql"));
       expect(recorded[0]!.checksum).toBe(crypto.createHash("sha256").update(sql).digest("hex"));
@@ -75,7 +80,11 @@ describe("PostgreSQL migrations", () => {
     const first = await openPostgresStorage(database.url);
     await first.close();
     const migrationsDir = path.join(ROOT, "prisma", "postgres", "migrations");
-    const all = fs.readdirSync(migrationsDir, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort();
+    const all = fs
+      .readdirSync(migrationsDir, { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name)
+      .sort();
     expect(first.migrated).toEqual(all);
     const again = await openPostgresStorage(database.url);
     await again.close();
@@ -110,14 +119,20 @@ describe("connections", () => {
 
   it("upgrade a database made by an earlier release, keeping its rows", () => {
     const { dir, file } = tempDatabaseUrl("runledger-migrate-");
-    const all = fs.readdirSync(path.join(ROOT, "prisma", "migrations"), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort();
+    const all = fs
+      .readdirSync(path.join(ROOT, "prisma", "migrations"), { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name)
+      .sort();
     expect(all.length).toBeGreaterThan(1);
     const earlier = path.join(dir, "migrations");
     fs.cpSync(path.join(ROOT, "prisma", "migrations", all[0]!), path.join(earlier, all[0]!), { recursive: true });
     const db = openSqlite(file);
     try {
       expect(migrate(db, earlier).applied).toEqual([all[0]]);
-      db.prepare("INSERT INTO conversations (id, title, created_at, updated_at) VALUES ('c1', 'kept', '2026-11-30T14:02:00.000+00:00', '2026-11-30T14:02:00.000+00:00')").run();
+      db.prepare(
+        "INSERT INTO conversations (id, title, created_at, updated_at) VALUES ('c1', 'kept', '2026-11-30T14:02:00.000+00:00', '2026-11-30T14:02:00.000+00:00')",
+      ).run();
       expect(migrate(db).applied).toEqual(all.slice(1));
       expect(db.prepare("SELECT title FROM conversations WHERE id = 'c1'").get()).toEqual({ title: "kept" });
     } finally {

@@ -68,7 +68,9 @@ describe("three instances on one PostgreSQL and one Redis", () => {
     const client = new pg.Client({ connectionString: database.url });
     await client.connect();
     try {
-      const { rows } = await client.query<{ migration_name: string; n: number }>(`SELECT migration_name, count(*)::int AS n FROM "_prisma_migrations" GROUP BY migration_name ORDER BY 1`);
+      const { rows } = await client.query<{ migration_name: string; n: number }>(
+        `SELECT migration_name, count(*)::int AS n FROM "_prisma_migrations" GROUP BY migration_name ORDER BY 1`,
+      );
       expect(rows.length).toBeGreaterThanOrEqual(2);
       for (const row of rows) expect(row.n).toBe(1);
       for (const server of [a, b, c]) expect(server.output()).not.toMatch(/"level":"error"/);
@@ -82,14 +84,23 @@ describe("three instances on one PostgreSQL and one Redis", () => {
     fake.setResponder(() => answer.step);
     try {
       const { runId, conversationId } = await startRun(a.url, "Stream me across instances.");
-      const streams = [collect(wsClient(a.url), RUN_EVENTS, { runId }), collect(wsClient(b.url), RUN_EVENTS, { runId }), collect(sseClient(c.url), RUN_EVENTS, { runId })];
+      const streams = [
+        collect(wsClient(a.url), RUN_EVENTS, { runId }),
+        collect(wsClient(b.url), RUN_EVENTS, { runId }),
+        collect(sseClient(c.url), RUN_EVENTS, { runId }),
+      ];
       await until(() => streams.every((s) => s.results.length > 0), "every subscriber's first event");
       answer.release();
       const [onA, onB, onC] = (await Promise.all(streams.map((s) => s.done))).map((results) => results.map((r) => r.runEvents)) as [any[], any[], any[]];
       expect(onB).toEqual(onA);
       expect(onC).toEqual(onA);
       expect(onA.map((e) => e.seq)).toEqual(onA.map((_, i) => i + 1));
-      expect(onA.filter((e) => e.__typename === "TokenEvent").map((e) => e.text).join("")).toBe("one two three.");
+      expect(
+        onA
+          .filter((e) => e.__typename === "TokenEvent")
+          .map((e) => e.text)
+          .join(""),
+      ).toBe("one two three.");
       expect(onA.at(-1)).toMatchObject({ __typename: "RunStatusEvent", status: "COMPLETED" });
       // A late subscriber on another instance replays it all.
       expect((await collect(wsClient(c.url), RUN_EVENTS, { runId }).done).map((r) => r.runEvents)).toEqual(onA);
@@ -99,31 +110,38 @@ describe("three instances on one PostgreSQL and one Redis", () => {
     }
   });
 
-  it("lets exactly one of starts racing on three instances win, 50 times", async () => {
-    const conversations: string[] = [];
-    for (let i = 0; i < 50; i++) {
-      const { runId, conversationId } = await startRun([a, b, c][i % 3]!.url, `race ${i}`);
-      conversations.push(conversationId);
-      await waitForRun(a.url, runId);
-    }
-    const answer = held();
-    fake.setResponder(() => answer.step);
-    try {
-      const results = await Promise.all(
-        conversations.flatMap((conversationId, i) => [a, b, c].map((server) => gql(server.url, START_RUN, { conversationId, message: `attempt ${i}` }))),
-      );
-      for (const result of results) expect(result.errors).toBeUndefined();
+  it(
+    "lets exactly one of starts racing on three instances win, 50 times",
+    async () => {
+      const conversations: string[] = [];
       for (let i = 0; i < 50; i++) {
-        const kinds = results.slice(i * 3, i * 3 + 3).map((r) => r.data.startRun.__typename).sort();
-        expect(kinds, `conversation ${i}`).toEqual(["RunInProgressError", "RunInProgressError", "StartRunSuccess"]);
+        const { runId, conversationId } = await startRun([a, b, c][i % 3]!.url, `race ${i}`);
+        conversations.push(conversationId);
+        await waitForRun(a.url, runId);
       }
-      answer.release();
-      const winners = results.map((r) => r.data.startRun).filter((r) => r.__typename === "StartRunSuccess");
-      for (const winner of winners) expect(await waitForRun(b.url, winner.run.id)).toMatchObject({ status: "COMPLETED" });
-    } finally {
-      fake.setResponder(defaultResponder);
-    }
-  }, PROCESS_TEST_TIMEOUT_MS);
+      const answer = held();
+      fake.setResponder(() => answer.step);
+      try {
+        const results = await Promise.all(
+          conversations.flatMap((conversationId, i) => [a, b, c].map((server) => gql(server.url, START_RUN, { conversationId, message: `attempt ${i}` }))),
+        );
+        for (const result of results) expect(result.errors).toBeUndefined();
+        for (let i = 0; i < 50; i++) {
+          const kinds = results
+            .slice(i * 3, i * 3 + 3)
+            .map((r) => r.data.startRun.__typename)
+            .sort();
+          expect(kinds, `conversation ${i}`).toEqual(["RunInProgressError", "RunInProgressError", "StartRunSuccess"]);
+        }
+        answer.release();
+        const winners = results.map((r) => r.data.startRun).filter((r) => r.__typename === "StartRunSuccess");
+        for (const winner of winners) expect(await waitForRun(b.url, winner.run.id)).toMatchObject({ status: "COMPLETED" });
+      } finally {
+        fake.setResponder(defaultResponder);
+      }
+    },
+    PROCESS_TEST_TIMEOUT_MS,
+  );
 
   it("stops a run executing on A within a second when B is asked to cancel it", async () => {
     fake.enqueue({ kind: "silence", tokens: ["Working "] });
@@ -142,44 +160,52 @@ describe("three instances on one PostgreSQL and one Redis", () => {
     expect(run).toMatchObject({ status: "CANCELLED", partialOutput: "Working " });
   });
 
-  it("records a run of a killed instance INTERRUPTED from another, tells its subscribers, and resumes it anywhere", async () => {
-    const victim = await startServer(env);
-    fake.enqueue({ kind: "silence", tokens: ["Half an "] });
-    const { runId, conversationId } = await startRun(victim.url, "Kill the one that runs me.");
-    await until(() => fake.openChatRequests() === 1, "the model request from the victim");
-    const stream = collect(wsClient(b.url), RUN_EVENTS, { runId });
-    await until(() => stream.results.some((r) => r.runEvents.__typename === "TokenEvent"), "the token on B");
-    await victim.stop("SIGKILL");
-    const events = (await stream.done).map((r) => r.runEvents);
-    expect(events.at(-1)).toMatchObject({ __typename: "RunStatusEvent", status: "INTERRUPTED", errorCode: "INTERRUPTED" });
-    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
-    const run = (await gqlOk(c.url, RUN, { id: runId })).run;
-    expect(run).toMatchObject({ status: "INTERRUPTED", errorCode: "INTERRUPTED" });
-    // A subscriber arriving later gets the same terminal event, from storage.
-    expect((await collect(wsClient(a.url), RUN_EVENTS, { runId, after: events.at(-2).seq }).done).map((r) => r.runEvents)).toEqual([events.at(-1)]);
-    const { conversation } = await gqlOk(c.url, CONVERSATION, { id: conversationId });
-    expect(conversation).toMatchObject({ resumable: true, activeRun: null });
-    const { resumeRun } = await gqlOk(c.url, RESUME_RUN, { conversationId });
-    expect(await waitForRun(a.url, resumeRun.run.id)).toMatchObject({ status: "COMPLETED" });
-    expect((await gqlOk(b.url, CONVERSATION, { id: conversationId })).conversation.messages.at(-1).content).toBe("Echo: Kill the one that runs me.");
-  }, PROCESS_TEST_TIMEOUT_MS);
+  it(
+    "records a run of a killed instance INTERRUPTED from another, tells its subscribers, and resumes it anywhere",
+    async () => {
+      const victim = await startServer(env);
+      fake.enqueue({ kind: "silence", tokens: ["Half an "] });
+      const { runId, conversationId } = await startRun(victim.url, "Kill the one that runs me.");
+      await until(() => fake.openChatRequests() === 1, "the model request from the victim");
+      const stream = collect(wsClient(b.url), RUN_EVENTS, { runId });
+      await until(() => stream.results.some((r) => r.runEvents.__typename === "TokenEvent"), "the token on B");
+      await victim.stop("SIGKILL");
+      const events = (await stream.done).map((r) => r.runEvents);
+      expect(events.at(-1)).toMatchObject({ __typename: "RunStatusEvent", status: "INTERRUPTED", errorCode: "INTERRUPTED" });
+      expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+      const run = (await gqlOk(c.url, RUN, { id: runId })).run;
+      expect(run).toMatchObject({ status: "INTERRUPTED", errorCode: "INTERRUPTED" });
+      // A subscriber arriving later gets the same terminal event, from storage.
+      expect((await collect(wsClient(a.url), RUN_EVENTS, { runId, after: events.at(-2).seq }).done).map((r) => r.runEvents)).toEqual([events.at(-1)]);
+      const { conversation } = await gqlOk(c.url, CONVERSATION, { id: conversationId });
+      expect(conversation).toMatchObject({ resumable: true, activeRun: null });
+      const { resumeRun } = await gqlOk(c.url, RESUME_RUN, { conversationId });
+      expect(await waitForRun(a.url, resumeRun.run.id)).toMatchObject({ status: "COMPLETED" });
+      expect((await gqlOk(b.url, CONVERSATION, { id: conversationId })).conversation.messages.at(-1).content).toBe("Echo: Kill the one that runs me.");
+    },
+    PROCESS_TEST_TIMEOUT_MS,
+  );
 
-  it("stops one instance gracefully without losing anything on the others", async () => {
-    const leaving = await startServer(env);
-    const answer = held(["kept ", "going."]);
-    fake.setResponder(() => answer.step);
-    try {
-      const onA = await startRun(a.url, "A keeps going.");
-      const onLeaving = await startRun(leaving.url, "This one stops with its instance.");
-      const stream = collect(wsClient(b.url), RUN_EVENTS, { runId: onA.runId });
-      await until(() => stream.results.length > 0, "the subscriber on B");
-      expect(await leaving.stop("SIGTERM")).toBe(0);
-      expect((await gqlOk(a.url, RUN, { id: onLeaving.runId })).run).toMatchObject({ status: "INTERRUPTED" });
-      answer.release();
-      expect((await stream.done).at(-1).runEvents).toMatchObject({ status: "COMPLETED" });
-      expect((await gqlOk(c.url, RUN, { id: onA.runId })).run.status).toBe("COMPLETED");
-    } finally {
-      fake.setResponder(defaultResponder);
-    }
-  }, PROCESS_TEST_TIMEOUT_MS);
+  it(
+    "stops one instance gracefully without losing anything on the others",
+    async () => {
+      const leaving = await startServer(env);
+      const answer = held(["kept ", "going."]);
+      fake.setResponder(() => answer.step);
+      try {
+        const onA = await startRun(a.url, "A keeps going.");
+        const onLeaving = await startRun(leaving.url, "This one stops with its instance.");
+        const stream = collect(wsClient(b.url), RUN_EVENTS, { runId: onA.runId });
+        await until(() => stream.results.length > 0, "the subscriber on B");
+        expect(await leaving.stop("SIGTERM")).toBe(0);
+        expect((await gqlOk(a.url, RUN, { id: onLeaving.runId })).run).toMatchObject({ status: "INTERRUPTED" });
+        answer.release();
+        expect((await stream.done).at(-1).runEvents).toMatchObject({ status: "COMPLETED" });
+        expect((await gqlOk(c.url, RUN, { id: onA.runId })).run.status).toBe("COMPLETED");
+      } finally {
+        fake.setResponder(defaultResponder);
+      }
+    },
+    PROCESS_TEST_TIMEOUT_MS,
+  );
 });

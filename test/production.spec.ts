@@ -159,36 +159,32 @@ describe("node dist/main.js (npm run build)", () => {
 });
 
 describe("npm start (development)", () => {
-  it(
-    "is not a supervisor: SIGTERM to npm's pid ends npm and leaves the server running, its run still active",
-    async () => {
-      const db = tempDatabaseUrl("runledger-npm-start-");
-      // Its own process group, so everything it starts can be cleaned up after.
-      const server = await startListening("npm", ["start"], env(db.url), { detached: true });
-      groups.push(server.child.pid!);
-      started.push(server);
-      expect(server.pid).not.toBe(server.child.pid);
-      // With no build step: the server bundles the console from its sources.
-      const consolePage = await fetch(`${server.url}/console`);
-      expect(consolePage.status).toBe(200);
-      expect(await consolePage.text()).toContain("<script");
-      const active = await startStalledRun(server.url, "slow under npm");
+  it("is not a supervisor: SIGTERM to npm's pid ends npm and leaves the server running, its run still active", async () => {
+    const db = tempDatabaseUrl("runledger-npm-start-");
+    // Its own process group, so everything it starts can be cleaned up after.
+    const server = await startListening("npm", ["start"], env(db.url), { detached: true });
+    groups.push(server.child.pid!);
+    started.push(server);
+    expect(server.pid).not.toBe(server.child.pid);
+    // With no build step: the server bundles the console from its sources.
+    const consolePage = await fetch(`${server.url}/console`);
+    expect(consolePage.status).toBe(200);
+    expect(await consolePage.text()).toContain("<script");
+    const active = await startStalledRun(server.url, "slow under npm");
 
-      process.kill(server.child.pid!, "SIGTERM");
-      await server.exited;
-      // npm is gone; the server never heard of it.
-      expect(isAlive(server.pid)).toBe(true);
-      expect((await gqlOk(server.url, RUN, { id: active })).run.status).toBe("RUNNING");
-      expect(server.output()).not.toContain("shutting down");
-      expect(statuses(db.file)[active]!.status).toBe("running");
+    process.kill(server.child.pid!, "SIGTERM");
+    await server.exited;
+    // npm is gone; the server never heard of it.
+    expect(isAlive(server.pid)).toBe(true);
+    expect((await gqlOk(server.url, RUN, { id: active })).run.status).toBe("RUNNING");
+    expect(server.output()).not.toContain("shutting down");
+    expect(statuses(db.file)[active]!.status).toBe("running");
 
-      // Signalled at its own pid, it stops as it should.
-      process.kill(server.pid, "SIGTERM");
-      await vi.waitFor(() => expect(isAlive(server.pid)).toBe(false), { timeout: 20_000 });
-      expect(statuses(db.file)[active]).toEqual({ status: "interrupted", error_code: "INTERRUPTED" });
-    },
-    90_000,
-  );
+    // Signalled at its own pid, it stops as it should.
+    process.kill(server.pid, "SIGTERM");
+    await vi.waitFor(() => expect(isAlive(server.pid)).toBe(false), { timeout: 20_000 });
+    expect(statuses(db.file)[active]).toEqual({ status: "interrupted", error_code: "INTERRUPTED" });
+  }, 90_000);
 });
 
 describe(`Node ${NODE22_VERSION}`, () => {

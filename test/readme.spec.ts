@@ -16,7 +16,10 @@ function regions(): { name: string; code: string }[] {
     .readdirSync(dir)
     .filter((f) => f.endsWith(".ts"))
     .flatMap((file) =>
-      [...fs.readFileSync(path.join(dir, file), "utf8").matchAll(/\/\/ #region readme:(\w+)\n([^]*?)\/\/ #endregion readme:\1\n/g)].map((m) => ({ name: m[1]!, code: m[2]! })),
+      [...fs.readFileSync(path.join(dir, file), "utf8").matchAll(/\/\/ #region readme:(\w+)\n([^]*?)\/\/ #endregion readme:\1\n/g)].map((m) => ({
+        name: m[1]!,
+        code: m[2]!,
+      })),
     );
 }
 

@@ -27,19 +27,25 @@ function seed(file: string, owners: { id: string; pid: number; host: string; hea
   const now = Date.now();
   const iso = (ms: number) => new Date(ms).toISOString();
   for (const o of owners) {
-    db.prepare("INSERT INTO run_owners (id, pid, host, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?)").run(o.id, o.pid, o.host, iso(now - 60_000), iso(now - o.heartbeatAgoMs));
+    db.prepare("INSERT INTO run_owners (id, pid, host, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?)").run(
+      o.id,
+      o.pid,
+      o.host,
+      iso(now - 60_000),
+      iso(now - o.heartbeatAgoMs),
+    );
   }
   const ids = runs.map((r) => {
     const conversationId = randomUUID();
     const runId = randomUUID();
-    db.prepare("INSERT INTO conversations (id, title, created_at, updated_at, message_count) VALUES (?, 't', ?, ?, 0)").run(conversationId, iso(now - 5_000), iso(now - 5_000));
-    db.prepare("INSERT INTO runs (id, conversation_id, kind, status, input, started_at, start_mark, owner_id) VALUES (?, ?, 'start', 'running', 'hi', ?, ?, ?)").run(
-      runId,
+    db.prepare("INSERT INTO conversations (id, title, created_at, updated_at, message_count) VALUES (?, 't', ?, ?, 0)").run(
       conversationId,
       iso(now - 5_000),
-      "00000000-0000-6000-8000-000000000000",
-      r.owner,
+      iso(now - 5_000),
     );
+    db.prepare(
+      "INSERT INTO runs (id, conversation_id, kind, status, input, started_at, start_mark, owner_id) VALUES (?, ?, 'start', 'running', 'hi', ?, ?, ?)",
+    ).run(runId, conversationId, iso(now - 5_000), "00000000-0000-6000-8000-000000000000", r.owner);
     return { runId, conversationId };
   });
   db.close();

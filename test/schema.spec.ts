@@ -40,10 +40,22 @@ describe("schema.graphql", () => {
   it("keeps the contract's names", () => {
     const sdl = printSchemaSdl();
     for (const name of [
-      "interface Node", "interface Error", "enum ErrorCode", "enum RunErrorCode", "type Conversation implements Node",
-      "type Run implements Node", "union StartRunResult", "union ResumeRunResult", "union CancelRunResult",
-      "union RenameConversationResult", "union DeleteConversationResult", "type RunConnection", "type ConversationConnection",
-      "interface RunEvent", "type RunStatusEvent implements RunEvent", "type TokenEvent implements RunEvent",
+      "interface Node",
+      "interface Error",
+      "enum ErrorCode",
+      "enum RunErrorCode",
+      "type Conversation implements Node",
+      "type Run implements Node",
+      "union StartRunResult",
+      "union ResumeRunResult",
+      "union CancelRunResult",
+      "union RenameConversationResult",
+      "union DeleteConversationResult",
+      "type RunConnection",
+      "type ConversationConnection",
+      "interface RunEvent",
+      "type RunStatusEvent implements RunEvent",
+      "type TokenEvent implements RunEvent",
     ]) {
       expect(sdl).toContain(name);
     }

@@ -11,15 +11,7 @@ import pg from "pg";
 import { Redis } from "ioredis";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  CHROMIUM_ARGS,
-  SERVICES_TIMEOUT_MS,
-  chromiumPath,
-  postgresDatabase,
-  redisDatabase,
-  redisServer,
-  uniqueName,
-} from "../testkit/services.ts";
+import { CHROMIUM_ARGS, SERVICES_TIMEOUT_MS, chromiumPath, postgresDatabase, redisDatabase, redisServer, uniqueName } from "../testkit/services.ts";
 import { ROOT } from "../testkit/app.ts";
 
 async function query<T extends pg.QueryResultRow>(url: string, sql: string): Promise<T[]> {

@@ -35,7 +35,10 @@ beforeAll(async () => {
   // The four start together: a process start is the slow part.
   const silentPort = (silent.address() as net.AddressInfo).port;
   const agents = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "runledger-startup-agents-")), "agents.json");
-  fs.writeFileSync(agents, JSON.stringify({ agents: { default: { type: "chat" }, careful: { type: "chat", model: "llama3.2" }, terse: { type: "chat", model: "llama3.2" } } }));
+  fs.writeFileSync(
+    agents,
+    JSON.stringify({ agents: { default: { type: "chat" }, careful: { type: "chat", model: "llama3.2" }, terse: { type: "chat", model: "llama3.2" } } }),
+  );
   [unreachable, notPulled, fine, hanging, agentMissing] = await Promise.all([
     serve(`http://127.0.0.1:${await closedPort()}`),
     serve(withoutModel.url),

@@ -26,7 +26,16 @@ beforeAll(async () => {
   db = openSqlite(file, { readonly: true });
   for (let i = 0; i < 20; i++) {
     const { conversation } = await storage.runs.startRun(
-      { id: randomUUID(), conversationId: randomUUID(), kind: "start", input: "x", startedAt: new Date(Date.UTC(2026, 10, 30, 14, 2, 0, i * 7)), startMark: `s${i}`, ownerId: "o", startCheckpointId: null },
+      {
+        id: randomUUID(),
+        conversationId: randomUUID(),
+        kind: "start",
+        input: "x",
+        startedAt: new Date(Date.UTC(2026, 10, 30, 14, 2, 0, i * 7)),
+        startMark: `s${i}`,
+        ownerId: "o",
+        startCheckpointId: null,
+      },
       newConversation(`c${i}`),
     );
     ids.push(conversation.id);
@@ -40,9 +49,25 @@ afterAll(async () => {
 describe("stored dates", () => {
   it("are written as earlier versions wrote them (ISO text with +00:00), so text order is time order", async () => {
     const at = new Date("2026-11-30T14:02:00.123Z");
-    const { run } = await storage.runs.startRun({ id: randomUUID(), conversationId: randomUUID(), kind: "start", input: "hi", startedAt: at, startMark: "m", ownerId: "o", startCheckpointId: null }, newConversation("A"));
-    await storage.runs.finishRun(run.id, { status: "failed", errorCode: "MODEL_ERROR", errorMessage: "x", partialOutput: "p", finishedAt: new Date(at.getTime() + 5), endMark: "e", lastEventSeq: 4, messageCount: 3, ...OUTCOME_EXTRAS });
-    expect(db.prepare("SELECT started_at, finished_at FROM runs WHERE id = ?").get(run.id)).toEqual({ started_at: "2026-11-30T14:02:00.123+00:00", finished_at: "2026-11-30T14:02:00.128+00:00" });
+    const { run } = await storage.runs.startRun(
+      { id: randomUUID(), conversationId: randomUUID(), kind: "start", input: "hi", startedAt: at, startMark: "m", ownerId: "o", startCheckpointId: null },
+      newConversation("A"),
+    );
+    await storage.runs.finishRun(run.id, {
+      status: "failed",
+      errorCode: "MODEL_ERROR",
+      errorMessage: "x",
+      partialOutput: "p",
+      finishedAt: new Date(at.getTime() + 5),
+      endMark: "e",
+      lastEventSeq: 4,
+      messageCount: 3,
+      ...OUTCOME_EXTRAS,
+    });
+    expect(db.prepare("SELECT started_at, finished_at FROM runs WHERE id = ?").get(run.id)).toEqual({
+      started_at: "2026-11-30T14:02:00.123+00:00",
+      finished_at: "2026-11-30T14:02:00.128+00:00",
+    });
     expect(db.prepare("SELECT created_at, updated_at FROM conversations WHERE id = ?").get(run.conversationId)).toEqual({
       created_at: "2026-11-30T14:02:00.123+00:00",
       updated_at: "2026-11-30T14:02:00.128+00:00",
@@ -69,10 +94,16 @@ describe("query plans", () => {
   });
 
   it("a run window is a primary-key range bounded at both ends, open windows included", () => {
-    const plan = (db.prepare(`EXPLAIN QUERY PLAN ${CHECKPOINTS_IN_WINDOWS_SQL}`).all(JSON.stringify([{ key: "k", threadId: ids[0], startMark: "a", endMark: null }])) as { detail: string }[])
+    const plan = (
+      db.prepare(`EXPLAIN QUERY PLAN ${CHECKPOINTS_IN_WINDOWS_SQL}`).all(JSON.stringify([{ key: "k", threadId: ids[0], startMark: "a", endMark: null }])) as {
+        detail: string;
+      }[]
+    )
       .map((p) => p.detail)
       .join("\n");
-    expect(plan).toMatch(/SEARCH checkpoints USING (COVERING )?INDEX sqlite_autoindex_checkpoints_1 \(thread_id=\? AND checkpoint_ns=\? AND checkpoint_id>\? AND checkpoint_id<\?\)/);
+    expect(plan).toMatch(
+      /SEARCH checkpoints USING (COVERING )?INDEX sqlite_autoindex_checkpoints_1 \(thread_id=\? AND checkpoint_ns=\? AND checkpoint_id>\? AND checkpoint_id<\?\)/,
+    );
   });
 });
 

@@ -155,7 +155,12 @@ describe.each(TRANSPORTS)("conversationEvents over $name", ({ client: connect })
     ] as const) {
       const ofRun = events.filter((e) => e.runId === run);
       expectWholeRun(ofRun, run);
-      expect(ofRun.filter((e) => e.__typename === "TokenEvent").map((e) => e.text).join("")).toBe(text);
+      expect(
+        ofRun
+          .filter((e) => e.__typename === "TokenEvent")
+          .map((e) => e.text)
+          .join(""),
+      ).toBe(text);
     }
   });
 });
@@ -195,7 +200,10 @@ describe.each(TRANSPORTS)("conversationsChanged over $name", ({ client: connect 
 
       // The run ends: no active run, the latest completed, the message count updated.
       release();
-      await until(() => statusOf().find((c) => c.activeRun === null && c.latestRun?.status === "COMPLETED" && c.messageCount === 2), "a notice of the finished run");
+      await until(
+        () => statusOf().find((c) => c.activeRun === null && c.latestRun?.status === "COMPLETED" && c.messageCount === 2),
+        "a notice of the finished run",
+      );
 
       await gqlOk(app.url, RENAME, { id: conversationId, title: "Renamed entry" });
       await until(() => rowsOf().find((c) => c.title === "Renamed entry"), "a notice of the rename");
@@ -204,7 +212,11 @@ describe.each(TRANSPORTS)("conversationsChanged over $name", ({ client: connect 
       const deleted = await until(() => rowsOf().find((c) => c.deleted), "a notice of the deletion");
       expect(deleted).toMatchObject({ id: conversationId, title: "Renamed entry", messageCount: 2, deleted: true });
       expect(rowsOf().at(-1)).toBe(deleted);
-      expect(rowsOf().slice(0, -1).every((c) => c.deleted === false)).toBe(true);
+      expect(
+        rowsOf()
+          .slice(0, -1)
+          .every((c) => c.deleted === false),
+      ).toBe(true);
       // Its runs went with it: the notice answers them empty rather than failing.
       const gone = await until(() => statusOf().find((c) => c.deleted), "the deletion notice with run fields");
       expect(gone).toMatchObject({ activeRun: null, latestRun: null });

@@ -82,7 +82,10 @@ describe("cleanup", () => {
           collect(client, CONVERSATION_EVENTS, { conversationId }),
           collect(client, CONVERSATIONS_CHANGED_ROW),
         ];
-        await until(() => stats().runSubscribers === 1 && stats().conversationSubscribers === 1 && stats().changeSubscribers === 1, `cycle ${cycle}'s subscriptions`);
+        await until(
+          () => stats().runSubscribers === 1 && stats().conversationSubscribers === 1 && stats().changeSubscribers === 1,
+          `cycle ${cycle}'s subscriptions`,
+        );
         for (const sub of subs) sub.dispose();
         await until(() => listeners() === 0, `cycle ${cycle}'s release`);
       }
@@ -97,7 +100,10 @@ describe("cleanup", () => {
     sockets.forEach((s, i) => s.subscribe(String(i), RUN_EVENTS, { runId }));
     const streams = range(10).map(() => rawSse(app.url, CONVERSATION_EVENTS, { conversationId }));
     // The ten WebSocket operations are alike: one broadcast group, one bus listener, ten members.
-    await until(() => stats().runSubscribers === 1 && app.http.webSocketStats().broadcast.members === 10 && stats().conversationSubscribers === 10, "twenty subscriptions");
+    await until(
+      () => stats().runSubscribers === 1 && app.http.webSocketStats().broadcast.members === 10 && stats().conversationSubscribers === 10,
+      "twenty subscriptions",
+    );
     for (const socket of sockets) socket.socket.terminate();
     for (const stream of streams) stream.request.destroy();
     await until(() => listeners() === 0, "every listener to be released");

@@ -143,7 +143,10 @@ describe("a stalled subscriber is cut off; the run and the other subscribers go 
     await until(() => stalledWs.of("1").some((m) => m.type === "complete"), "the stalled WebSocket stream to complete");
     await stalledSse.ended;
 
-    const wsPayloads = stalledWs.of("1").filter((m) => m.type === "next").map((m) => m.payload);
+    const wsPayloads = stalledWs
+      .of("1")
+      .filter((m) => m.type === "next")
+      .map((m) => m.payload);
     const ssePayloads = sseResults(stalledSse);
     expect(stalledSse.events.at(-1)?.event).toBe("complete");
     for (const payloads of [wsPayloads, ssePayloads]) {

@@ -24,7 +24,11 @@ afterAll(async () => {
 });
 
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
-const payloads = (socket: RawWs, id: string) => socket.of(id).filter((m) => m.type === "next").map((m) => m.payload);
+const payloads = (socket: RawWs, id: string) =>
+  socket
+    .of(id)
+    .filter((m) => m.type === "next")
+    .map((m) => m.payload);
 const completed = (socket: RawWs, id: string) => socket.of(id).some((m) => m.type === "complete");
 const stats = () => app.http.webSocketStats();
 
@@ -44,10 +48,22 @@ describe("alike WebSocket operations", () => {
     late.subscribe("late", RUN_EVENTS, { runId });
     late.subscribe("after", RUN_EVENTS, { runId, after: 5 });
 
-    await until(() => [...early.map((s) => completed(s, "op")), completed(late, "late"), completed(late, "after")].every(Boolean), "every operation to complete");
+    await until(
+      () => [...early.map((s) => completed(s, "op")), completed(late, "late"), completed(late, "after")].every(Boolean),
+      "every operation to complete",
+    );
     const whole = payloads(early[0]!, "op").map((p) => p.data.runEvents);
     expect(whole.map((e) => e.seq)).toEqual(range(whole.length).map((i) => i + 1));
-    expect(whole.filter((e) => e.__typename === "TokenEvent").map((e) => e.text).join("")).toBe(range(30).map((i) => `t${i} `).join(""));
+    expect(
+      whole
+        .filter((e) => e.__typename === "TokenEvent")
+        .map((e) => e.text)
+        .join(""),
+    ).toBe(
+      range(30)
+        .map((i) => `t${i} `)
+        .join(""),
+    );
     expect(whole.at(-1)).toMatchObject({ __typename: "RunStatusEvent", status: "COMPLETED" });
     for (const socket of early) expect(payloads(socket, "op").map((p) => p.data.runEvents)).toEqual(whole);
     expect(payloads(late, "late").map((p) => p.data.runEvents)).toEqual(whole);
@@ -83,7 +99,11 @@ describe("alike WebSocket operations", () => {
     const seen = payloads(newcomer, "watch").map((p) => p.data.conversationEvents);
     expect(new Set(seen.map((e) => e.runId))).toEqual(new Set([second]));
     expect(seen[0]).toMatchObject({ __typename: "RunStatusEvent", status: "RUNNING", seq: 1 });
-    expect(payloads(watcher, "watch").map((p) => p.data.conversationEvents).filter((e) => e.runId === second)).toEqual(seen);
+    expect(
+      payloads(watcher, "watch")
+        .map((p) => p.data.conversationEvents)
+        .filter((e) => e.runId === second),
+    ).toEqual(seen);
     // The completed member got nothing more, and no `complete` it did not ask for.
     expect(watcher.of("quit").length).toBe(quitCount);
     expect(completed(watcher, "quit")).toBe(false);
@@ -98,7 +118,9 @@ describe("alike WebSocket operations", () => {
     sockets.forEach((s) => s.subscribe("gone", RUN_EVENTS, { runId: missing }));
     await until(() => sockets.every((s) => completed(s, "gone")), "each refusal");
     for (const socket of sockets) {
-      expect(payloads(socket, "gone")).toEqual([{ errors: [{ message: `Run "${missing}" does not exist`, locations: expect.any(Array), path: ["runEvents"], extensions: { code: "NOT_FOUND" } }] }]);
+      expect(payloads(socket, "gone")).toEqual([
+        { errors: [{ message: `Run "${missing}" does not exist`, locations: expect.any(Array), path: ["runEvents"], extensions: { code: "NOT_FOUND" } }] },
+      ]);
       socket.socket.close();
     }
     expect(stats().broadcast).toEqual({ groups: 0, members: 0 });

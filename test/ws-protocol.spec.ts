@@ -43,7 +43,12 @@ describe("graphql-transport-ws: protocol breaches close the socket with the prot
     { name: "a subscribe with an empty id", frames: () => [subscribe("", TYPENAME)], init: true, code: 4400 },
     { name: "a subscribe with a numeric id", frames: () => [{ ...subscribe("x", TYPENAME), id: 7 }], init: true, code: 4400 },
     { name: "a subscribe whose query is not a string", frames: () => [{ id: "1", type: "subscribe", payload: { query: 42 } }], init: true, code: 4400 },
-    { name: "a subscribe whose variables are not a map", frames: () => [{ id: "1", type: "subscribe", payload: { query: TYPENAME, variables: "x" } }], init: true, code: 4400 },
+    {
+      name: "a subscribe whose variables are not a map",
+      frames: () => [{ id: "1", type: "subscribe", payload: { query: TYPENAME, variables: "x" } }],
+      init: true,
+      code: 4400,
+    },
     { name: "a binary frame that is not UTF-8 JSON", frames: () => [Buffer.from([0xff, 0xfe, 0xfd])], init: true, code: 4400 },
     { name: "a subscribe before connection_init", frames: () => [subscribe("1", TYPENAME)], code: 4401 },
     { name: "a second connection_init", frames: () => [{ type: "connection_init" }], init: true, code: 4429 },
@@ -144,7 +149,7 @@ describe("GraphQL over SSE, distinct connections mode", () => {
   });
 
   it("an invalid operation is one next event carrying the errors, and complete", async () => {
-    const sse = await sseRequest(app.url, { query: "subscription { conversationEvents(conversationId: \"x\") { nope } }" });
+    const sse = await sseRequest(app.url, { query: 'subscription { conversationEvents(conversationId: "x") { nope } }' });
     expect(sse.events.map((e) => e.event)).toEqual(["next", "complete"]);
     expect(sse.events[0]!.data.errors[0].extensions.code).toBe("GRAPHQL_VALIDATION_FAILED");
   });

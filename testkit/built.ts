@@ -35,7 +35,12 @@ export interface ProcessServer {
  * Spawns `command args` and waits for the "runledger listening" line; returns the
  * URL and the pid that line names. Killed with SIGKILL if it does not start.
  */
-export async function startListening(command: string, args: string[], env: Record<string, string>, options: { cwd?: string; detached?: boolean } = {}): Promise<ProcessServer> {
+export async function startListening(
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+  options: { cwd?: string; detached?: boolean } = {},
+): Promise<ProcessServer> {
   const child = spawn(command, args, {
     cwd: options.cwd ?? ROOT,
     env: { ...process.env, PORT: "0", LOG_LEVEL: "info", ...env },
@@ -133,7 +138,10 @@ async function compileBetterSqlite3(node: string, target: string): Promise<void>
   const sqliteLibrary = path.join(source, "build", "Release", "obj.target", "deps", "sqlite3.a");
   // npm passes its configuration on as npm_config_* variables, which node-gyp
   // prefers to its arguments (a machine's nodedir=/usr would mean Node 20's headers).
-  const env = { ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.toLowerCase().startsWith("npm_config_"))), npm_config_nodedir: nodedir };
+  const env = {
+    ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.toLowerCase().startsWith("npm_config_"))),
+    npm_config_nodedir: nodedir,
+  };
   const gyp = (args: string[]) => run(node, [nodeGyp, ...args, "--release", `--nodedir=${nodedir}`], { cwd: target, env, maxBuffer: 64 * 1024 * 1024 });
   if (fs.existsSync(sqliteLibrary)) {
     fs.cpSync(path.join(source, "build"), path.join(target, "build"), { recursive: true });

@@ -89,7 +89,14 @@ export function fakeReport(promptEvalCount: number, evalCount: number, plannedMs
   const loadDurationNs = FAKE_LOAD_NS;
   const promptEvalDurationNs = promptEvalCount * FAKE_PROMPT_NS_PER_TOKEN;
   const evalDurationNs = Math.round(plannedMs * 1e6) + evalCount * FAKE_EVAL_NS_PER_TOKEN;
-  return { promptEvalCount, evalCount, loadDurationNs, promptEvalDurationNs, evalDurationNs, totalDurationNs: loadDurationNs + promptEvalDurationNs + evalDurationNs };
+  return {
+    promptEvalCount,
+    evalCount,
+    loadDurationNs,
+    promptEvalDurationNs,
+    evalDurationNs,
+    totalDurationNs: loadDurationNs + promptEvalDurationNs + evalDurationNs,
+  };
 }
 
 /**
@@ -97,10 +104,20 @@ export function fakeReport(promptEvalCount: number, evalCount: number, plannedMs
  * counts summed, and the nanoseconds summed before they are rounded to
  * milliseconds.
  */
-export function expectedUsage(requests: readonly FakeChatRequest[]): { inputTokens: number; outputTokens: number; modelCalls: number; modelDurationMs: number } {
+export function expectedUsage(requests: readonly FakeChatRequest[]): {
+  inputTokens: number;
+  outputTokens: number;
+  modelCalls: number;
+  modelDurationMs: number;
+} {
   const reports = requests.flatMap((r) => (r.reported ? [r.reported] : []));
   const sum = (pick: (r: FakeReport) => number) => reports.reduce((total, r) => total + pick(r), 0);
-  return { inputTokens: sum((r) => r.promptEvalCount), outputTokens: sum((r) => r.evalCount), modelCalls: reports.length, modelDurationMs: Math.round(sum((r) => r.totalDurationNs) / 1e6) };
+  return {
+    inputTokens: sum((r) => r.promptEvalCount),
+    outputTokens: sum((r) => r.evalCount),
+    modelCalls: reports.length,
+    modelDurationMs: Math.round(sum((r) => r.totalDurationNs) / 1e6),
+  };
 }
 
 export interface FakeOllama {
@@ -154,7 +171,10 @@ export const defaultResponder: FakeResponder = (request) => {
   }
   const match = /\bcalculate\b\s*(.*)/is.exec(userText);
   if (calculator && match) {
-    const expression = (match[1] ?? "").trim().replace(/[?.]+$/, "").trim();
+    const expression = (match[1] ?? "")
+      .trim()
+      .replace(/[?.]+$/, "")
+      .trim();
     if (expression) return { kind: "toolCalls", calls: [{ name: "calculator", args: { expression } }] };
   }
   return { kind: "text", tokens: splitTokens(`Echo: ${userText}`) };
@@ -310,8 +330,7 @@ export async function startFakeOllama(options: FakeOllamaOptions = {}): Promise<
   }
 
   const isKnown = (model: unknown) => typeof model === "string" && models.includes(fullName(model));
-  const notFound = (res: http.ServerResponse, model: string) =>
-    sendJson(res, 404, { error: `model "${model}" not found, try pulling it first` });
+  const notFound = (res: http.ServerResponse, model: string) => sendJson(res, 404, { error: `model "${model}" not found, try pulling it first` });
 
   async function streamStep(res: http.ServerResponse, request: FakeChatRequest, step: FakeStep, requestAt: number): Promise<void> {
     const model = request.model;
@@ -325,7 +344,12 @@ export async function startFakeOllama(options: FakeOllamaOptions = {}): Promise<
         content += typeof message.content === "string" ? message.content : "";
         if (Array.isArray(message.tool_calls)) toolCalls.push(...message.tool_calls);
         if (!extra.done) return;
-        return sendJson(res, 200, { model, created_at: new Date().toISOString(), message: { role: "assistant", content, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) }, ...extra });
+        return sendJson(res, 200, {
+          model,
+          created_at: new Date().toISOString(),
+          message: { role: "assistant", content, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) },
+          ...extra,
+        });
       }
       const chunk = { model, created_at: new Date().toISOString(), message: { role: "assistant", content: "", ...message }, ...extra };
       res.write(`${JSON.stringify(chunk)}\n`);

@@ -10,7 +10,12 @@ export interface GraphQLResponse<T = any> {
   errors?: { message: string; extensions?: Record<string, unknown>; path?: unknown[] }[];
 }
 
-export async function gql<T = any>(baseUrl: string, query: string, variables?: Record<string, unknown>, headers: Record<string, string> = {}): Promise<GraphQLResponse<T>> {
+export async function gql<T = any>(
+  baseUrl: string,
+  query: string,
+  variables?: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Promise<GraphQLResponse<T>> {
   const response = await fetch(`${baseUrl}/graphql`, {
     method: "POST",
     headers: { "content-type": "application/json", accept: "application/graphql-response+json", ...headers },

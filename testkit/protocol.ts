@@ -140,7 +140,11 @@ export async function sseRequest(
   for (const block of text.split("\n\n")) {
     const lines = block.split("\n").filter((l) => l && !l.startsWith(":"));
     if (!lines.length) continue;
-    const event = lines.find((l) => l.startsWith("event:"))?.slice(6).trim() ?? "message";
+    const event =
+      lines
+        .find((l) => l.startsWith("event:"))
+        ?.slice(6)
+        .trim() ?? "message";
     const data = lines
       .filter((l) => l.startsWith("data:"))
       .map((l) => l.slice(5).trimStart())

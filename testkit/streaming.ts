@@ -15,7 +15,11 @@ export const TRANSPORTS: { name: string; client: (url: string) => AnyClient }[] 
   { name: "graphql-sse", client: (url) => sseClient(url) },
 ];
 
-export async function until<T>(probe: () => T | undefined | null | false | Promise<T | undefined | null | false>, what: string, timeoutMs = 15_000): Promise<T> {
+export async function until<T>(
+  probe: () => T | undefined | null | false | Promise<T | undefined | null | false>,
+  what: string,
+  timeoutMs = 15_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -44,9 +48,7 @@ export async function rawWs(baseUrl: string): Promise<RawWs> {
   const socket = new WebSocket(baseUrl.replace(/^http/, "ws") + "/graphql", "graphql-transport-ws");
   const messages: any[] = [];
   socket.on("message", (data) => messages.push(JSON.parse(String(data))));
-  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
-    socket.once("close", (code, reason) => resolve({ code, reason: String(reason) })),
-  );
+  const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.once("close", (code, reason) => resolve({ code, reason: String(reason) })));
   socket.on("error", () => {});
   await once(socket, "open");
   socket.send(JSON.stringify({ type: "connection_init" }));

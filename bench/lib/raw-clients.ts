@@ -51,8 +51,7 @@ export function rawWsSubscriber(url: string, runId: string): TokenSubscription {
       } else if (text.includes('"errors"') && !text.includes("⟨t=")) {
         // A result with errors (SUBSCRIBER_TOO_SLOW is one), followed by complete.
         log.endedBy = `errors: ${/"code":"([A-Z_]+)"/.exec(text)?.[1] ?? text.slice(0, 200)}`;
-      }
-      else if (text.includes('"type":"ping"')) socket.send(JSON.stringify({ type: "pong" }));
+      } else if (text.includes('"type":"ping"')) socket.send(JSON.stringify({ type: "pong" }));
       else readRaw(log, text, receivedAt, markLive);
     });
     socket.on("error", (error) => {

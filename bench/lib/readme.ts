@@ -50,7 +50,7 @@ export function readmeSection(results: ScenarioResult[]): string {
     "own that stamps every token, a client in another process, and `langgraph dev`",
     "(`@langchain/langgraph-cli` 1.5.1, installed by the bench on first use into",
     "`bench/.peer`, not by `npm ci`) serving the same two-node agent; its rows' baseline",
-    "is that peer, and \"added\" means above the same stream read by `ChatOllama` in the",
+    'is that peer, and "added" means above the same stream read by `ChatOllama` in the',
     "client process. `bench/outside/README.md` describes it.",
     "",
     "```sh",

@@ -8,7 +8,14 @@ import { planMessage, releaseStreams, waitForHeld, type StreamPlan } from "../..
  * Starts the runs, subscribes one client per run, waits until every subscription is live and every model request has arrived, then lets the model stream.
  * The clients subscribe on `subscribeUrl` when given: another instance than the one that runs them.
  */
-export async function relayThroughRunledger(url: string, modelUrl: string, transport: Transport, runPlans: StreamPlan[], key: string, subscribeUrl = url): Promise<TokenLog[]> {
+export async function relayThroughRunledger(
+  url: string,
+  modelUrl: string,
+  transport: Transport,
+  runPlans: StreamPlan[],
+  key: string,
+  subscribeUrl = url,
+): Promise<TokenLog[]> {
   const started = await Promise.all(runPlans.map((plan) => startRun(url, planMessage(plan))));
   const clients = started.map(() => createClient(transport, subscribeUrl));
   const subscriptions = started.map((run, i) => subscribeTokens(clients[i]!, run.runId));

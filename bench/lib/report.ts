@@ -123,11 +123,10 @@ export function markdownTable(results: ScenarioResult[]): string {
 
 export function markdownReport(results: ScenarioResult[]): string {
   const m = results[0]?.machine;
-  const header = m
-    ? `Machine: ${m.cpus} × ${m.cpuModel}, ${m.memoryGiB} GiB, Node ${m.node}, ${m.platform}.`
-    : "";
+  const header = m ? `Machine: ${m.cpus} × ${m.cpuModel}, ${m.memoryGiB} GiB, Node ${m.node}, ${m.platform}.` : "";
   const perScenario = results.map(
-    (r) => `- ${r.scenario}: ${r.measuredAt}, ${r.mode}, ${Math.round(r.seconds)} s, load average ${r.machine.loadAvg[0]} → ${r.machine.loadAvg[1]}${r.notes.length ? `; ${r.notes.join("; ")}` : ""}`,
+    (r) =>
+      `- ${r.scenario}: ${r.measuredAt}, ${r.mode}, ${Math.round(r.seconds)} s, load average ${r.machine.loadAvg[0]} → ${r.machine.loadAvg[1]}${r.notes.length ? `; ${r.notes.join("; ")}` : ""}`,
   );
   const rowNotes = results.flatMap((r) => r.rows.flatMap((row) => (row.notes ?? []).map((n) => `- ${row.scenario} / ${row.case}: ${n}`)));
   return [

@@ -32,7 +32,13 @@ function runMessages(run: number): BaseMessage[] {
   const messages: BaseMessage[] = [new HumanMessage({ id: randomUUID(), content: `Question ${run}: what is ${run} * 7, then plus 1, 2 and 3?` })];
   for (let round = 0; round < TOOL_ROUNDS; round++) {
     const callId = `call_${run}_${round}`;
-    messages.push(new AIMessage({ id: `run-${randomUUID()}`, content: "", tool_calls: [{ id: callId, name: "calculator", args: { expression: `${run} * 7 + ${round}` }, type: "tool_call" }] }));
+    messages.push(
+      new AIMessage({
+        id: `run-${randomUUID()}`,
+        content: "",
+        tool_calls: [{ id: callId, name: "calculator", args: { expression: `${run} * 7 + ${round}` }, type: "tool_call" }],
+      }),
+    );
     messages.push(new ToolMessage({ id: randomUUID(), tool_call_id: callId, name: "calculator", content: String(run * 7 + round) }));
   }
   messages.push(new AIMessage({ id: `run-${randomUUID()}`, content: `The answer for question ${run} is ${run * 7 + 6}.` }));
@@ -83,7 +89,14 @@ export async function seedConversation(databasePath: string, options: SeedOption
         const stored = await saver.put(config, checkpoint, { source: k === 0 ? "input" : "loop", step: thisStep, parents: {} });
         // The task that produced the next step records its output against this checkpoint.
         if (k + 1 < CHECKPOINTS_PER_RUN) {
-          await saver.putWrites(stored, [["messages", [messages[k + 1]]], [k % 2 === 0 ? "branch:to:tools" : "branch:to:agent", null]], randomUUID());
+          await saver.putWrites(
+            stored,
+            [
+              ["messages", [messages[k + 1]]],
+              [k % 2 === 0 ? "branch:to:tools" : "branch:to:agent", null],
+            ],
+            randomUUID(),
+          );
         }
         parentId = checkpoint.id;
         checkpoints += 1;
@@ -103,13 +116,29 @@ export async function seedConversation(databasePath: string, options: SeedOption
       });
     }
     const now = formatSqliteDate(new Date());
-    db.prepare("INSERT INTO conversations (id, title, created_at, updated_at, message_count) VALUES (?, 'Seeded conversation', ?, ?, ?)").run(conversationId, now, now, history.length);
+    db.prepare("INSERT INTO conversations (id, title, created_at, updated_at, message_count) VALUES (?, 'Seeded conversation', ?, ?, ?)").run(
+      conversationId,
+      now,
+      now,
+      history.length,
+    );
     const insertRun = db.prepare(
       `INSERT INTO runs (id, conversation_id, kind, status, input, started_at, finished_at, start_mark, end_mark, last_event_seq)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     for (const r of runRows) {
-      insertRun.run(r.id, r.conversationId, r.kind, r.status, r.input, formatSqliteDate(r.startedAt), formatSqliteDate(r.finishedAt), r.startMark, r.endMark, r.lastEventSeq);
+      insertRun.run(
+        r.id,
+        r.conversationId,
+        r.kind,
+        r.status,
+        r.input,
+        formatSqliteDate(r.startedAt),
+        formatSqliteDate(r.finishedAt),
+        r.startMark,
+        r.endMark,
+        r.lastEventSeq,
+      );
     }
     db.exec("COMMIT");
   } catch (error) {

@@ -165,7 +165,10 @@ async function runledgerRun(client: WsClient, plan: StreamPlan): Promise<RunResu
       headers: { "content-type": "application/json", accept: "application/graphql-response+json" },
       body: JSON.stringify({ query: START_RUN, variables: { message: planMessage(plan) } }),
     });
-    const body = (await response.json()) as { data?: { startRun: { __typename: string; run?: { id: string }; code?: string; message?: string } }; errors?: unknown[] };
+    const body = (await response.json()) as {
+      data?: { startRun: { __typename: string; run?: { id: string }; code?: string; message?: string } };
+      errors?: unknown[];
+    };
     const started = body.data?.startRun;
     if (!started?.run) throw new Error(`startRun: ${JSON.stringify(body.errors ?? started)}`);
     const runId = started.run.id;
@@ -227,7 +230,9 @@ async function batch(system: System, runs: number, plan: StreamPlan): Promise<Ba
   firstTokensMono = 0;
   const startMono = nowMs();
   const results = await Promise.all(
-    Array.from({ length: runs }, (_, i) => (system === "floor" ? floorRun(plan) : system === "runledger" ? runledgerRun(ws[i]!, plan) : peerRun(peers[i]!, plan))),
+    Array.from({ length: runs }, (_, i) =>
+      system === "floor" ? floorRun(plan) : system === "runledger" ? runledgerRun(ws[i]!, plan) : peerRun(peers[i]!, plan),
+    ),
   );
   const endMono = nowMs();
   await Promise.all(ws.map((c) => c.dispose()));

@@ -84,7 +84,11 @@ export function installPeer(log: (message: string) => void = (m) => process.stde
     log(`peer: installing @langchain/langgraph-cli 1.5.1 and the agent's packages into ${path.relative(ROOT, PEER_DIR)} (npm ci, npm registry only) ...`);
     for (const f of ["package.json", "package-lock.json"]) fs.copyFileSync(path.join(SOURCE, f), path.join(PEER_DIR, f));
     const started = performance.now();
-    const result = spawnSync("npm", ["ci", "--no-audit", "--no-fund", "--loglevel=error"], { cwd: PEER_DIR, env: peerEnv(), stdio: ["ignore", "inherit", "inherit"] });
+    const result = spawnSync("npm", ["ci", "--no-audit", "--no-fund", "--loglevel=error"], {
+      cwd: PEER_DIR,
+      env: peerEnv(),
+      stdio: ["ignore", "inherit", "inherit"],
+    });
     if (result.status !== 0) throw new Error(`npm ci for the peer failed (exit ${result.status ?? result.signal})`);
     seconds = (performance.now() - started) / 1000;
     fs.writeFileSync(STAMP, `${want}\n`);

@@ -34,7 +34,11 @@ const RESULTS_DIR = path.join(ROOT, "bench", "results");
 const PROFILE_DIR = path.join(RESULTS_DIR, "profiles", "outside-runledger");
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const load = () => os.loadavg().map((l) => l.toFixed(2)).join(" ");
+const load = () =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ");
 
 // ---- child processes ---------------------------------------------------------
 
@@ -131,13 +135,19 @@ async function startRunledger(modelUrl: string, dir: string, cpuProfile: boolean
     buildOnce();
     args.push("dist/main.js");
   }
-  const proc = spawnNode(args, {
-    PORT: "0",
-    HOST: "127.0.0.1",
-    DATABASE_URL: `file:${path.join(dir, "runledger.db")}`,
-    OLLAMA_HOST: modelUrl,
-    LOG_LEVEL: "info",
-  }, false, node22?.node, node22?.app);
+  const proc = spawnNode(
+    args,
+    {
+      PORT: "0",
+      HOST: "127.0.0.1",
+      DATABASE_URL: `file:${path.join(dir, "runledger.db")}`,
+      OLLAMA_HOST: modelUrl,
+      LOG_LEVEL: "info",
+    },
+    false,
+    node22?.node,
+    node22?.app,
+  );
   const { url } = await jsonLine<{ url: string }>(proc, (v) => v.msg === "runledger listening");
   return Object.assign(proc, { url: url.replace(/\/graphql$/, "") });
 }
@@ -313,7 +323,9 @@ export const outside: Scenario = {
       clientPid = clientProc.pid;
       const client = new ClientProcess(clientProc);
       skew = await client.ask({ op: "init", modelUrl: model.url, runledgerUrl: runledger.url, peerUrl: peer.url, peerSdk: PEER_SDK });
-      log(`  model ${model.url}, runledger ${runledger.url} (pid ${runledger.pid}), peer ${peer.url} (pid ${peer.pid}); clock skew client ↔ model ${(skew.skewMs * 1000).toFixed(0)} µs`);
+      log(
+        `  model ${model.url}, runledger ${runledger.url} (pid ${runledger.pid}), peer ${peer.url} (pid ${peer.pid}); clock skew client ↔ model ${(skew.skewMs * 1000).toFixed(0)} µs`,
+      );
 
       // Idle: started, ready, nothing run yet.
       await idleCpuRate("idle after start");
@@ -327,13 +339,18 @@ export const outside: Scenario = {
         for (const system of ["runledger", "peer"] as const) {
           const b = await client.ask<BatchResult>({ op: "batch", system, runs: Math.min(memoryBatch, MEMORY_RUNS - done), plan: memoryPlan });
           const failed = b.runs.filter((r) => r.error || r.received !== r.expected);
-          if (failed.length) throw new Error(`${system}: ${failed.length} of ${b.runs.length} runs failed in the memory phase: ${failed[0]!.error ?? `${failed[0]!.received} tokens`}`);
+          if (failed.length)
+            throw new Error(
+              `${system}: ${failed.length} of ${b.runs.length} runs failed in the memory phase: ${failed[0]!.error ?? `${failed[0]!.received} tokens`}`,
+            );
         }
       }
       await idleCpuRate(`idle after ${MEMORY_RUNS} runs`);
       rss.runledger.after = treeRss(runledger.pid);
       rss.peer.after = treeRss(peer.pid);
-      log(`  RSS after ${MEMORY_RUNS} runs: runledger ${(rss.runledger.after.total / MiB).toFixed(1)} MiB, peer ${(rss.peer.after.total / MiB).toFixed(1)} MiB`);
+      log(
+        `  RSS after ${MEMORY_RUNS} runs: runledger ${(rss.runledger.after.total / MiB).toFixed(1)} MiB, peer ${(rss.peer.after.total / MiB).toFixed(1)} MiB`,
+      );
       for (let i = 0; i < 3; i++) await client.ask({ op: "one", system: "floor", plan: SHORT });
 
       // Added latency per token: one run at a time, 200 tokens at 10 ms.
@@ -341,7 +358,12 @@ export const outside: Scenario = {
       for (let rep = 0; rep < tokenReps; rep++) {
         const line: string[] = [];
         for (const system of order(rep)) {
-          const r = await measured(single, system, () => client.ask<RunResult>({ op: "one", system, plan: STREAM }), (v) => v.received);
+          const r = await measured(
+            single,
+            system,
+            () => client.ask<RunResult>({ op: "one", system, plan: STREAM }),
+            (v) => v.received,
+          );
           noteRun(single, system, r);
           single.tokens[system].push(...r.latencies);
           single.repP50[system].push(pct(r.latencies, 50));
@@ -355,19 +377,31 @@ export const outside: Scenario = {
       loads.push(`TTFT phase start ${load()}`);
       for (let i = 0; i < ttftRuns; i++) {
         for (const system of order(i)) {
-          const r = await measured(ttft, system, () => client.ask<RunResult>({ op: "one", system, plan: SHORT }), (v) => v.received);
+          const r = await measured(
+            ttft,
+            system,
+            () => client.ask<RunResult>({ op: "one", system, plan: SHORT }),
+            (v) => v.received,
+          );
           noteRun(ttft, system, r);
           ttft.ttft[system].push(ttftOf(r));
         }
       }
-      log(`  TTFT p50/p95 ms over ${ttftRuns} sequential runs: ${SYSTEMS.map((s) => `${s} ${f2(pct(ttft.ttft[s], 50))}/${f2(pct(ttft.ttft[s], 95))}`).join(", ")}`);
+      log(
+        `  TTFT p50/p95 ms over ${ttftRuns} sequential runs: ${SYSTEMS.map((s) => `${s} ${f2(pct(ttft.ttft[s], 50))}/${f2(pct(ttft.ttft[s], 95))}`).join(", ")}`,
+      );
 
       // 50 concurrent runs.
       loads.push(`concurrent phase start ${load()}`);
       for (let rep = 0; rep < concurrentReps; rep++) {
         const line: string[] = [];
         for (const system of order(rep)) {
-          const b = await measured(many, system, () => client.ask<BatchResult>({ op: "batch", system, runs: CONCURRENT, plan: STREAM }), (v) => v.runs.reduce((n, r) => n + r.received, 0));
+          const b = await measured(
+            many,
+            system,
+            () => client.ask<BatchResult>({ op: "batch", system, runs: CONCURRENT, plan: STREAM }),
+            (v) => v.runs.reduce((n, r) => n + r.received, 0),
+          );
           for (const r of b.runs) {
             noteRun(many, system, r);
             many.tokens[system].push(...r.latencies);
@@ -430,12 +464,20 @@ export const outside: Scenario = {
     add("added latency per token, p99", oneCase, "ms", a99, added(single, "peer", 99), { text: "≤ +2 ms", met: a99 <= 2 }, tokenNotes(single, "repP99"));
 
     const ttftAdded = (s: System) => pct(ttft.ttft[s], 95) - pct(ttft.ttft.floor, 95);
-    add("added time to first token, p95", `${ttftRuns} sequential runs × ${SHORT.tokens} tokens`, "ms", ttftAdded("runledger"), ttftAdded("peer"), { text: "≤ +10 ms", met: ttftAdded("runledger") <= 10 }, [
-      `TTFT p50 / p95: ${SYSTEMS.map((s) => `${s} ${f2(pct(ttft.ttft[s], 50))} / ${f2(pct(ttft.ttft[s], 95))} ms`).join(", ")}`,
-      `of which request sent → model request, p50 / p95: ${SYSTEMS.map((s) => `${s} ${f2(pct(ttft.toModel[s], 50))} / ${f2(pct(ttft.toModel[s], 95))} ms`).join(", ")}`,
-      `server CPU per run (${SHORT.tokens} tokens): runledger ${(ttft.cpuMs.runledger / ttftRuns).toFixed(1)} ms, peer ${(ttft.cpuMs.peer / ttftRuns).toFixed(1)} ms`,
-      ...(fails(ttft) ?? []),
-    ]);
+    add(
+      "added time to first token, p95",
+      `${ttftRuns} sequential runs × ${SHORT.tokens} tokens`,
+      "ms",
+      ttftAdded("runledger"),
+      ttftAdded("peer"),
+      { text: "≤ +10 ms", met: ttftAdded("runledger") <= 10 },
+      [
+        `TTFT p50 / p95: ${SYSTEMS.map((s) => `${s} ${f2(pct(ttft.ttft[s], 50))} / ${f2(pct(ttft.ttft[s], 95))} ms`).join(", ")}`,
+        `of which request sent → model request, p50 / p95: ${SYSTEMS.map((s) => `${s} ${f2(pct(ttft.toModel[s], 50))} / ${f2(pct(ttft.toModel[s], 95))} ms`).join(", ")}`,
+        `server CPU per run (${SHORT.tokens} tokens): runledger ${(ttft.cpuMs.runledger / ttftRuns).toFixed(1)} ms, peer ${(ttft.cpuMs.peer / ttftRuns).toFixed(1)} ms`,
+        ...(fails(ttft) ?? []),
+      ],
+    );
 
     const manyCase = `${CONCURRENT} concurrent runs × ${STREAM.tokens} tokens at ${STREAM.intervalMs} ms`;
     const manyTtft = (s: System) => pct(many.ttft[s], 50) - pct(many.ttft.floor, 50);
@@ -453,20 +495,42 @@ export const outside: Scenario = {
       [single, oneCase],
       [many, manyCase],
     ] as const) {
-      add("server CPU per relayed token (run start and end included)", caseName, "ms", cpu(t, "runledger"), cpu(t, "peer"), { text: "≤ half the peer's", met: cpu(t, "runledger") <= cpu(t, "peer") / 2 }, [
-        `server process tree, /proc utime + stime: runledger ${t.cpuMs.runledger.toFixed(0)} ms for ${t.relayed.runledger} tokens, peer ${t.cpuMs.peer.toFixed(0)} ms for ${t.relayed.peer} tokens`,
-      ]);
+      add(
+        "server CPU per relayed token (run start and end included)",
+        caseName,
+        "ms",
+        cpu(t, "runledger"),
+        cpu(t, "peer"),
+        { text: "≤ half the peer's", met: cpu(t, "runledger") <= cpu(t, "peer") / 2 },
+        [
+          `server process tree, /proc utime + stime: runledger ${t.cpuMs.runledger.toFixed(0)} ms for ${t.relayed.runledger} tokens, peer ${t.cpuMs.peer.toFixed(0)} ms for ${t.relayed.peer} tokens`,
+        ],
+      );
     }
 
     const parts = (r?: TreeRss) => (r ? r.parts.map((p) => `${p.name} ${(p.bytes / MiB).toFixed(1)}`).join(" + ") : "n/a");
     const mib = (r?: TreeRss) => (r ? r.total / MiB : NaN);
-    add("server RSS, idle (process tree)", "after start, before any run", "MiB", mib(rss.runledger.idle), mib(rss.peer.idle), { text: "≤ 100 MiB", met: mib(rss.runledger.idle) <= 100 }, [
-      `runledger: ${parts(rss.runledger.idle)} MiB; peer: ${parts(rss.peer.idle)} MiB`,
-    ]);
-    add("server RSS, after 200 runs (process tree)", `${MEMORY_RUNS} runs × ${memoryPlan.tokens} tokens, ${memoryBatch} at a time, then 5 s idle`, "MiB", mib(rss.runledger.after), mib(rss.peer.after), { text: "≤ 150 MiB", met: mib(rss.runledger.after) <= 150 }, [
-      `runledger: ${parts(rss.runledger.after)} MiB; peer: ${parts(rss.peer.after)} MiB`,
-      `at the end of the scenario: runledger ${mib(rss.runledger.end).toFixed(1)} MiB, peer ${mib(rss.peer.end).toFixed(1)} MiB`,
-    ]);
+    add(
+      "server RSS, idle (process tree)",
+      "after start, before any run",
+      "MiB",
+      mib(rss.runledger.idle),
+      mib(rss.peer.idle),
+      { text: "≤ 100 MiB", met: mib(rss.runledger.idle) <= 100 },
+      [`runledger: ${parts(rss.runledger.idle)} MiB; peer: ${parts(rss.peer.idle)} MiB`],
+    );
+    add(
+      "server RSS, after 200 runs (process tree)",
+      `${MEMORY_RUNS} runs × ${memoryPlan.tokens} tokens, ${memoryBatch} at a time, then 5 s idle`,
+      "MiB",
+      mib(rss.runledger.after),
+      mib(rss.peer.after),
+      { text: "≤ 150 MiB", met: mib(rss.runledger.after) <= 150 },
+      [
+        `runledger: ${parts(rss.runledger.after)} MiB; peer: ${parts(rss.peer.after)} MiB`,
+        `at the end of the scenario: runledger ${mib(rss.runledger.end).toFixed(1)} MiB, peer ${mib(rss.peer.end).toFixed(1)} MiB`,
+      ],
+    );
 
     notes.push(
       `peer: ${peerCommand.replace(/--port \d+|--studio-url \S+/g, (m) => m.split(" ")[0] + " …")}, @langchain/langgraph-cli ${install.cliVersion}, tokens through runs.stream streamMode "messages-tuple" (SSE)`,

@@ -35,7 +35,13 @@ export const concurrent: Scenario = {
     try {
       // Warm-up: one round of 50 short runs, so the first measured round does not pay for JIT.
       const warmKey = holdKey("concurrent-warm-up");
-      await relayThroughRunledger(server.url, options.modelUrl, "ws", Array.from({ length: RUNS }, () => ({ tokens: 10, intervalMs: INTERVAL_MS, hold: warmKey })), warmKey);
+      await relayThroughRunledger(
+        server.url,
+        options.modelUrl,
+        "ws",
+        Array.from({ length: RUNS }, () => ({ tokens: 10, intervalMs: INTERVAL_MS, hold: warmKey })),
+        warmKey,
+      );
       for (let rep = 0; rep < reps; rep++) {
         const key = holdKey(`concurrent-${rep}`);
         const plans = Array.from({ length: RUNS }, (_, i) => ({ tokens, intervalMs: INTERVAL_MS, firstDelayMs: (i * INTERVAL_MS) / RUNS, hold: key }));

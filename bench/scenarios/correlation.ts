@@ -51,7 +51,14 @@ interface CaseResult {
   seeded: { checkpoints: number; seconds: number; bytes: number };
 }
 
-async function measureCase(options: { modelUrl: string; cpuProfile: boolean; quick: boolean }, runs: number, wholeThread: boolean, reps: number, perRep: number, log: (m: string) => void): Promise<CaseResult> {
+async function measureCase(
+  options: { modelUrl: string; cpuProfile: boolean; quick: boolean },
+  runs: number,
+  wholeThread: boolean,
+  reps: number,
+  perRep: number,
+  log: (m: string) => void,
+): Promise<CaseResult> {
   const database = tempDatabaseUrl("runledger-bench-");
   const seedStart = nowMs();
   const { conversationId, checkpoints } = await seedConversation(database.file, { runs, wholeThread });
@@ -89,7 +96,10 @@ async function measureCase(options: { modelUrl: string; cpuProfile: boolean; qui
 
     const db = openSqlite(database.file, { readonly: true });
     const check = naive(db, conversationId, PAGE);
-    if (check.runs.length !== expected || check.runs.some((r, i) => r.id !== edges[i]!.node.id || r.checkpoints.length !== CHECKPOINTS_PER_RUN || r.checkpoints.some((c) => c !== r.id))) {
+    if (
+      check.runs.length !== expected ||
+      check.runs.some((r, i) => r.id !== edges[i]!.node.id || r.checkpoints.length !== CHECKPOINTS_PER_RUN || r.checkpoints.some((c) => c !== r.id))
+    ) {
       throw new Error("the naive baseline does not give the same answer");
     }
     const latency: Percentiles[] = [];
@@ -108,7 +118,9 @@ async function measureCase(options: { modelUrl: string; cpuProfile: boolean; qui
       }
       latency.push(percentiles(ours));
       naiveLatency.push(percentiles(theirs));
-      log(`  rep ${rep + 1}/${reps}: runledger p50 ${latency.at(-1)!.p50.toFixed(1)} ms, p95 ${latency.at(-1)!.p95.toFixed(1)} ms; naive p50 ${naiveLatency.at(-1)!.p50.toFixed(1)} ms`);
+      log(
+        `  rep ${rep + 1}/${reps}: runledger p50 ${latency.at(-1)!.p50.toFixed(1)} ms, p95 ${latency.at(-1)!.p95.toFixed(1)} ms; naive p50 ${naiveLatency.at(-1)!.p50.toFixed(1)} ms`,
+      );
     }
     db.close();
     probe.close();
@@ -156,9 +168,13 @@ export const correlation: Scenario = {
         target: { text: "constant in the number of runs", met: constant },
         notes: [`first: 10 takes ${r.statements.small} statements, first: ${PAGE} ${r.statements.page}`],
       });
-      notes.push(`${label}: ${r.seeded.checkpoints.toLocaleString("en-US")} checkpoints, ${(r.seeded.bytes / 2 ** 20).toFixed(1)} MiB of checkpoint blobs, seeded in ${r.seeded.seconds.toFixed(1)} s`);
+      notes.push(
+        `${label}: ${r.seeded.checkpoints.toLocaleString("en-US")} checkpoints, ${(r.seeded.bytes / 2 ** 20).toFixed(1)} MiB of checkpoint blobs, seeded in ${r.seeded.seconds.toFixed(1)} s`,
+      );
     }
-    notes.push(`${perRep} sequential queries per repetition, ${reps} repetitions, after 3 warm-up queries; statements counted at the SQLite driver in the server process`);
+    notes.push(
+      `${perRep} sequential queries per repetition, ${reps} repetitions, after 3 warm-up queries; statements counted at the SQLite driver in the server process`,
+    );
     return { rows, notes };
   },
 };

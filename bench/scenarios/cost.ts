@@ -38,7 +38,13 @@ export const cost: Scenario = {
     const tokens = options.quick ? 1000 : 2000;
     const plan = (hold?: string): StreamPlan => ({ tokens, intervalMs: INTERVAL_MS, firstDelayMs: 0, hold });
     const server = await startRunledger({ modelUrl: options.modelUrl, cpuProfile: options.cpuProfile ? "cost-runledger" : undefined });
-    const layers = ["ChatOllama alone (harness)", "LangGraph + ChatOllama (harness)", "runledger, no subscriber", "runledger + 1 graphql-ws subscriber", "runledger + 1 SSE subscriber"];
+    const layers = [
+      "ChatOllama alone (harness)",
+      "LangGraph + ChatOllama (harness)",
+      "runledger, no subscriber",
+      "runledger + 1 graphql-ws subscriber",
+      "runledger + 1 SSE subscriber",
+    ];
     const cpu = new Map<string, number[]>(layers.map((l) => [l, []]));
     const latency = new Map<string, ReturnType<typeof percentiles>[]>(layers.map((l) => [l, []]));
     let lost = 0;
@@ -56,7 +62,11 @@ export const cost: Scenario = {
         cpu.get(layers[1]!)!.push((harnessCpuMs() - before) / tokens);
         latency.get(layers[1]!)!.push(percentiles(graph.latencies));
 
-        for (const [i, transport] of [[2, null], [3, "ws"], [4, "sse"]] as const) {
+        for (const [i, transport] of [
+          [2, null],
+          [3, "ws"],
+          [4, "sse"],
+        ] as const) {
           const key = holdKey(`cost-${rep}-${i}`);
           const { runId } = await startRun(server.url, planMessage(plan(key)));
           const client = transport ? createClient(transport, server.url) : null;

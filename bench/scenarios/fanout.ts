@@ -68,7 +68,14 @@ async function settledMemory(server: Child, collect: Collect): Promise<{ rss: nu
   return { rss: server.rssBytes(), heap: usage.heapUsed + usage.external };
 }
 
-async function measure(server: Child, collect: Collect, count: number, tokens: number, subscribe: () => TokenSubscription, stream: () => Promise<void>): Promise<FanoutRep> {
+async function measure(
+  server: Child,
+  collect: Collect,
+  count: number,
+  tokens: number,
+  subscribe: () => TokenSubscription,
+  stream: () => Promise<void>,
+): Promise<FanoutRep> {
   const before = await settledMemory(server, collect);
   const subs = await subscribeAll(count, subscribe);
   const after = await settledMemory(server, collect);
@@ -78,7 +85,8 @@ async function measure(server: Child, collect: Collect, count: number, tokens: n
   const cpu = server.cpuMs() - cpuBefore;
   for (const s of subs) s.dispose();
   const endings: Record<string, number> = {};
-  for (const l of logs) if (!gotEveryToken(l, tokens) || l.finalStatus !== "COMPLETED") endings[l.endedBy ?? "missed tokens"] = (endings[l.endedBy ?? "missed tokens"] ?? 0) + 1;
+  for (const l of logs)
+    if (!gotEveryToken(l, tokens) || l.finalStatus !== "COMPLETED") endings[l.endedBy ?? "missed tokens"] = (endings[l.endedBy ?? "missed tokens"] ?? 0) + 1;
   return {
     endings,
     latency: percentiles(logs.flatMap((l) => l.latencies)),
@@ -90,7 +98,13 @@ async function measure(server: Child, collect: Collect, count: number, tokens: n
 }
 
 /** One repetition against a fresh runledger: warm-up, then `count` subscribers on one held run. */
-async function runledgerRep(options: { modelUrl: string; cpuProfile: boolean }, transport: Transport, count: number, tokens: number, rep: number): Promise<FanoutRep> {
+async function runledgerRep(
+  options: { modelUrl: string; cpuProfile: boolean },
+  transport: Transport,
+  count: number,
+  tokens: number,
+  rep: number,
+): Promise<FanoutRep> {
   const server = await startRunledger({
     modelUrl: options.modelUrl,
     probe: true,
@@ -111,7 +125,14 @@ async function runledgerRep(options: { modelUrl: string; cpuProfile: boolean }, 
     const { runId } = await startRun(server.url, planMessage(plan));
     await waitForHeld(options.modelUrl, key, 1);
     const collect = () => ask<NodeJS.MemoryUsage>(server, { cmd: "gc" });
-    return await measure(server, collect, count, tokens, () => subscriber(server.url, runId), () => releaseStreams(options.modelUrl, key));
+    return await measure(
+      server,
+      collect,
+      count,
+      tokens,
+      () => subscriber(server.url, runId),
+      () => releaseStreams(options.modelUrl, key),
+    );
   } finally {
     await server.stop();
   }
@@ -174,18 +195,33 @@ export const fanout: Scenario = {
       const runs = ours.get(transport)!;
       const floorRuns = floor.get(transport)!;
       const incomplete = runs.reduce((n, r) => n + r.incomplete, 0);
-      const latency = dist("ms", runs.map((r) => r.latency));
+      const latency = dist(
+        "ms",
+        runs.map((r) => r.latency),
+      );
       rows.push({
         scenario: "fanout",
         case: name,
         metric: "token latency, every subscriber",
         runledger: latency,
-        baseline: { label: floorName, measure: dist("ms", floorRuns.map((r) => r.latency)) },
+        baseline: {
+          label: floorName,
+          measure: dist(
+            "ms",
+            floorRuns.map((r) => r.latency),
+          ),
+        },
         target: { text: "p99 ≤ 25 ms, every token to every subscriber", met: latency.kind === "dist" && latency.median.p99 <= 25 && incomplete === 0 },
         notes: incomplete ? [`${incomplete} subscriber(s) over all repetitions missed tokens or the end: ${describeEndings(runs)}`] : undefined,
       });
-      const kb = scalar("KB", runs.map((r) => r.rssPerSubscriber / 1024));
-      const heapKb = scalar("KB", runs.map((r) => r.heapPerSubscriber / 1024));
+      const kb = scalar(
+        "KB",
+        runs.map((r) => r.rssPerSubscriber / 1024),
+      );
+      const heapKb = scalar(
+        "KB",
+        runs.map((r) => r.heapPerSubscriber / 1024),
+      );
       // RSS moves in allocator-sized steps; a reading at or below zero is noise, not a pass.
       const rssMet = kb.kind === "scalar" && kb.median > 0 && kb.median <= 50 && heapKb.kind === "scalar" && heapKb.median <= 50;
       rows.push({
@@ -193,23 +229,47 @@ export const fanout: Scenario = {
         case: name,
         metric: "server RSS per idle subscriber",
         runledger: kb,
-        baseline: { label: floorName, measure: scalar("KB", floorRuns.map((r) => r.rssPerSubscriber / 1024)) },
+        baseline: {
+          label: floorName,
+          measure: scalar(
+            "KB",
+            floorRuns.map((r) => r.rssPerSubscriber / 1024),
+          ),
+        },
         target: { text: "≤ 50 KB (and heap + external ≤ 50 KB)", met: rssMet },
-        notes: kb.kind === "scalar" && kb.median <= 0 ? ["RSS fell while subscribers were added: the reading is noise at this count; see heap + external"] : undefined,
+        notes:
+          kb.kind === "scalar" && kb.median <= 0
+            ? ["RSS fell while subscribers were added: the reading is noise at this count; see heap + external"]
+            : undefined,
       });
       rows.push({
         scenario: "fanout",
         case: name,
         metric: "server heap + external per idle subscriber",
         runledger: heapKb,
-        baseline: { label: floorName, measure: scalar("KB", floorRuns.map((r) => r.heapPerSubscriber / 1024)) },
+        baseline: {
+          label: floorName,
+          measure: scalar(
+            "KB",
+            floorRuns.map((r) => r.heapPerSubscriber / 1024),
+          ),
+        },
       });
       rows.push({
         scenario: "fanout",
         case: name,
         metric: "server CPU per token delivered",
-        runledger: scalar("µs", runs.map((r) => r.cpuPerDelivery * 1000)),
-        baseline: { label: floorName, measure: scalar("µs", floorRuns.map((r) => r.cpuPerDelivery * 1000)) },
+        runledger: scalar(
+          "µs",
+          runs.map((r) => r.cpuPerDelivery * 1000),
+        ),
+        baseline: {
+          label: floorName,
+          measure: scalar(
+            "µs",
+            floorRuns.map((r) => r.cpuPerDelivery * 1000),
+          ),
+        },
       });
     }
     return {

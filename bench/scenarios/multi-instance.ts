@@ -92,7 +92,8 @@ export const multiInstance: Scenario = {
       const body = JSON.stringify({ query: CONVERSATIONS_PAGE.query });
       const counts = await Promise.all([a, single].map((s) => gqlOk(s.url, "{ conversations(first: 1) { totalCount } }")));
       for (const { conversations } of counts) {
-        if (conversations.totalCount !== SEEDED_CONVERSATIONS) throw new Error(`expected ${SEEDED_CONVERSATIONS} conversations, found ${conversations.totalCount}`);
+        if (conversations.totalCount !== SEEDED_CONVERSATIONS)
+          throw new Error(`expected ${SEEDED_CONVERSATIONS} conversations, found ${conversations.totalCount}`);
       }
       await load(a, `${a.url}/graphql`, body, 1); // warm-up
       await load(single, `${single.url}/graphql`, body, 1);
@@ -104,7 +105,9 @@ export const multiInstance: Scenario = {
           const result = await load(server, `${server.url}/graphql`, body, seconds);
           if (backend === "postgres") pagePostgresCpu.push((servicesCpu() - before) / Math.max(1, result.latency.n));
           pageLoads[backend].push(result);
-          options.log(`  rep ${rep + 1}/${throughputReps} conversations(first: 20) on ${backend}: ${Math.round(result.rps)} req/s, ${result.cpuPerRequest.toFixed(3)} ms runledger CPU/request (${result.failures} failed)`);
+          options.log(
+            `  rep ${rep + 1}/${throughputReps} conversations(first: 20) on ${backend}: ${Math.round(result.rps)} req/s, ${result.cpuPerRequest.toFixed(3)} ms runledger CPU/request (${result.failures} failed)`,
+          );
         }
       }
 
@@ -155,10 +158,24 @@ export const multiInstance: Scenario = {
     for (const l of LOADS) {
       const of = (setup: Setup) => relay.get(`${l.label}|${setup}`)!;
       const lost = SETUPS.map((s) => [s, of(s).reduce((n, r) => n + r.missing, 0)] as const).filter(([, n]) => n > 0);
-      const notes = lost.length ? [`subscriber(s) that missed tokens or did not see COMPLETED: ${lost.map(([s, n]) => `${n} with ${SETUP_LABEL[s]}`).join(", ")}`] : undefined;
-      const latency = (setup: Setup) => dist("ms", of(setup).map((r) => r.latency));
-      const cpu = (setup: Setup) => scalar("ms", of(setup).map((r) => r.serverCpu));
-      const servicesCpu = (setup: Setup) => scalar("ms", of(setup).map((r) => r.servicesCpu));
+      const notes = lost.length
+        ? [`subscriber(s) that missed tokens or did not see COMPLETED: ${lost.map(([s, n]) => `${n} with ${SETUP_LABEL[s]}`).join(", ")}`]
+        : undefined;
+      const latency = (setup: Setup) =>
+        dist(
+          "ms",
+          of(setup).map((r) => r.latency),
+        );
+      const cpu = (setup: Setup) =>
+        scalar(
+          "ms",
+          of(setup).map((r) => r.serverCpu),
+        );
+      const servicesCpu = (setup: Setup) =>
+        scalar(
+          "ms",
+          of(setup).map((r) => r.servicesCpu),
+        );
       rows.push(
         {
           scenario: SCENARIO,
@@ -199,30 +216,61 @@ export const multiInstance: Scenario = {
       );
     }
     const failures = (backend: "postgres" | "sqlite") => pageLoads[backend].reduce((n, r) => n + r.failures, 0);
-    const failureNote = (["postgres", "sqlite"] as const).filter((b) => failures(b) > 0).map((b) => `${failures(b)} failed requests on ${b} (non-2xx, errors, timeouts)`);
+    const failureNote = (["postgres", "sqlite"] as const)
+      .filter((b) => failures(b) > 0)
+      .map((b) => `${failures(b)} failed requests on ${b} (non-2xx, errors, timeouts)`);
     const page = CONVERSATIONS_PAGE.name;
     rows.push(
       {
         scenario: SCENARIO,
         case: `${page}, PostgreSQL`,
         metric: `requests/s, ${CONNECTIONS} connections`,
-        runledger: scalar("req/s", pageLoads.postgres.map((r) => r.rps), true),
-        baseline: { label: "SQLite, same data and load", measure: scalar("req/s", pageLoads.sqlite.map((r) => r.rps), true) },
+        runledger: scalar(
+          "req/s",
+          pageLoads.postgres.map((r) => r.rps),
+          true,
+        ),
+        baseline: {
+          label: "SQLite, same data and load",
+          measure: scalar(
+            "req/s",
+            pageLoads.sqlite.map((r) => r.rps),
+            true,
+          ),
+        },
         notes: failureNote.length ? failureNote : undefined,
       },
       {
         scenario: SCENARIO,
         case: `${page}, PostgreSQL`,
         metric: "request latency (p50 / p97.5 / p99)",
-        runledger: dist("ms", pageLoads.postgres.map((r) => r.latency)),
-        baseline: { label: "SQLite, same data and load", measure: dist("ms", pageLoads.sqlite.map((r) => r.latency)) },
+        runledger: dist(
+          "ms",
+          pageLoads.postgres.map((r) => r.latency),
+        ),
+        baseline: {
+          label: "SQLite, same data and load",
+          measure: dist(
+            "ms",
+            pageLoads.sqlite.map((r) => r.latency),
+          ),
+        },
       },
       {
         scenario: SCENARIO,
         case: `${page}, PostgreSQL`,
         metric: "server CPU per request (runledger)",
-        runledger: scalar("ms", pageLoads.postgres.map((r) => r.cpuPerRequest)),
-        baseline: { label: "SQLite, same data and load", measure: scalar("ms", pageLoads.sqlite.map((r) => r.cpuPerRequest)) },
+        runledger: scalar(
+          "ms",
+          pageLoads.postgres.map((r) => r.cpuPerRequest),
+        ),
+        baseline: {
+          label: "SQLite, same data and load",
+          measure: scalar(
+            "ms",
+            pageLoads.sqlite.map((r) => r.cpuPerRequest),
+          ),
+        },
       },
       {
         scenario: SCENARIO,

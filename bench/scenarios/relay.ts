@@ -88,7 +88,9 @@ export const relay: Scenario = {
           const cpuUsed = process.cpuUsage(cpuBefore);
           floorCpu.get(runs)!.push((cpuUsed.user + cpuUsed.system) / 1000 / totalTokens(floorPlans));
           floor.get(runs)!.push(pooled(direct.map((d) => d.log)));
-          options.log(`  rep ${rep + 1}/${reps} ChatOllama direct, ${runs} stream(s): p50 ${floor.get(runs)!.at(-1)!.p50.toFixed(2)} ms, p99 ${floor.get(runs)!.at(-1)!.p99.toFixed(2)} ms`);
+          options.log(
+            `  rep ${rep + 1}/${reps} ChatOllama direct, ${runs} stream(s): p50 ${floor.get(runs)!.at(-1)!.p50.toFixed(2)} ms, p99 ${floor.get(runs)!.at(-1)!.p99.toFixed(2)} ms`,
+          );
           for (const c of cases.filter((c) => c.runs === runs)) {
             const key = holdKey(`relay-${rep}`);
             const serverCpuBefore = server.cpuMs();
@@ -98,7 +100,9 @@ export const relay: Scenario = {
             const missing = logs.filter((l, i) => !gotEveryToken(l, runPlans[i]!.tokens) || l.finalStatus !== "COMPLETED").length;
             if (missing) incomplete.set(c.label, (incomplete.get(c.label) ?? 0) + missing);
             ours.get(c.label)!.push(pooled(logs));
-            options.log(`  rep ${rep + 1}/${reps} ${c.label}: p50 ${ours.get(c.label)!.at(-1)!.p50.toFixed(2)} ms, p99 ${ours.get(c.label)!.at(-1)!.p99.toFixed(2)} ms`);
+            options.log(
+              `  rep ${rep + 1}/${reps} ${c.label}: p50 ${ours.get(c.label)!.at(-1)!.p50.toFixed(2)} ms, p99 ${ours.get(c.label)!.at(-1)!.p99.toFixed(2)} ms`,
+            );
           }
         }
       }

@@ -77,7 +77,11 @@ export const throughput: Scenario = {
       await seedConversations(server.url);
       for (const q of QUERIES) {
         const body = JSON.stringify({ query: q.query });
-        const answer = await fetch(`${server.url}/graphql`, { method: "POST", headers: { "content-type": "application/json", accept: "application/graphql-response+json" }, body });
+        const answer = await fetch(`${server.url}/graphql`, {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "application/graphql-response+json" },
+          body,
+        });
         const bytes = Buffer.from(await answer.arrayBuffer());
         if (!answer.ok || (JSON.parse(bytes.toString()) as { errors?: unknown }).errors) throw new Error(`${q.name} failed: ${bytes}`);
         await fetch(`${floorServer.url}/canned`, { method: "PUT", body: bytes }).then((r) => r.arrayBuffer());
@@ -107,13 +111,24 @@ export const throughput: Scenario = {
     for (const q of QUERIES) {
       const runs = ours.get(q.name)!;
       const failures = runs.reduce((n, r) => n + r.failures, 0);
-      const rps = scalar("req/s", runs.map((r) => r.rps), true);
+      const rps = scalar(
+        "req/s",
+        runs.map((r) => r.rps),
+        true,
+      );
       rows.push({
         scenario: "throughput",
         case: q.name,
         metric: `requests/s, ${CONNECTIONS} connections`,
         runledger: rps,
-        baseline: { label: "plain node:http, same bytes", measure: scalar("req/s", floor.get(q.name)!.map((r) => r.rps), true) },
+        baseline: {
+          label: "plain node:http, same bytes",
+          measure: scalar(
+            "req/s",
+            floor.get(q.name)!.map((r) => r.rps),
+            true,
+          ),
+        },
         target: { text: `≥ ${q.target.toLocaleString("en-US")} req/s`, met: rps.kind === "scalar" && rps.median >= q.target && failures === 0 },
         notes: failures ? [`${failures} failed requests (non-2xx, errors, timeouts)`] : undefined,
       });
@@ -123,30 +138,63 @@ export const throughput: Scenario = {
           case: q.name,
           metric: `requests/s, ${CONNECTIONS} connections`,
           runledger: rps,
-          baseline: { label: "graphql-yoga alone, one-field schema", measure: scalar("req/s", yoga.map((r) => r.rps), true) },
+          baseline: {
+            label: "graphql-yoga alone, one-field schema",
+            measure: scalar(
+              "req/s",
+              yoga.map((r) => r.rps),
+              true,
+            ),
+          },
         });
       }
       rows.push({
         scenario: "throughput",
         case: q.name,
         metric: "request latency (p50 / p97.5 / p99)",
-        runledger: dist("ms", runs.map((r) => r.latency)),
-        baseline: { label: "plain node:http, same bytes", measure: dist("ms", floor.get(q.name)!.map((r) => r.latency)) },
+        runledger: dist(
+          "ms",
+          runs.map((r) => r.latency),
+        ),
+        baseline: {
+          label: "plain node:http, same bytes",
+          measure: dist(
+            "ms",
+            floor.get(q.name)!.map((r) => r.latency),
+          ),
+        },
       });
       rows.push({
         scenario: "throughput",
         case: q.name,
         metric: "server CPU per request",
-        runledger: scalar("ms", runs.map((r) => r.cpuPerRequest)),
+        runledger: scalar(
+          "ms",
+          runs.map((r) => r.cpuPerRequest),
+        ),
         baseline:
           q.name === "{ __typename }"
-            ? { label: "graphql-yoga alone, one-field schema", measure: scalar("ms", yoga.map((r) => r.cpuPerRequest)) }
-            : { label: "plain node:http, same bytes", measure: scalar("ms", floor.get(q.name)!.map((r) => r.cpuPerRequest)) },
+            ? {
+                label: "graphql-yoga alone, one-field schema",
+                measure: scalar(
+                  "ms",
+                  yoga.map((r) => r.cpuPerRequest),
+                ),
+              }
+            : {
+                label: "plain node:http, same bytes",
+                measure: scalar(
+                  "ms",
+                  floor.get(q.name)!.map((r) => r.cpuPerRequest),
+                ),
+              },
       });
     }
     return {
       rows,
-      notes: [`autocannon in the harness process, ${CONNECTIONS} connections, ${seconds} s per repetition, ${reps} repetitions; ${SEEDED_CONVERSATIONS} conversations made by real runs`],
+      notes: [
+        `autocannon in the harness process, ${CONNECTIONS} connections, ${seconds} s per repetition, ${reps} repetitions; ${SEEDED_CONVERSATIONS} conversations made by real runs`,
+      ],
     };
   },
 };

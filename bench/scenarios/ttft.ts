@@ -111,13 +111,21 @@ export const ttft: Scenario = {
           case: name,
           metric: leg.metric,
           runledger: dist("ms", of(ours.get(transport)!, leg.key)),
-          baseline: leg.key === "startRun" ? undefined : { label: leg.key === "toModel" ? "ChatOllama: stream() → model request" : "ChatOllama: first chunk, model → client", measure: dist("ms", of(floor, leg.key)) },
+          baseline:
+            leg.key === "startRun"
+              ? undefined
+              : {
+                  label: leg.key === "toModel" ? "ChatOllama: stream() → model request" : "ChatOllama: first chunk, model → client",
+                  measure: dist("ms", of(floor, leg.key)),
+                },
         });
       }
     }
     return {
       rows,
-      notes: [`${perRep} sequential runs per repetition, each in a new conversation, ${reps} repetitions after one warm-up; the WebSocket is open before startRun, SSE opens one request per subscription`],
+      notes: [
+        `${perRep} sequential runs per repetition, each in a new conversation, ${reps} repetitions after one warm-up; the WebSocket is open before startRun, SSE opens one request per subscription`,
+      ],
     };
   },
 };

@@ -157,7 +157,10 @@ class FileReader implements DefinitionReader {
       agents.push({ ...common, type: kind.type, ...kind.read(entry as never, at, this) } as AgentDefinition);
     }
     if (!agents.some((a) => a.name === DEFAULT_AGENT)) {
-      this.fail(["agents"], `no agent named "${DEFAULT_AGENT}": startRun without an agent runs it, so declare it (today's agent is "${DEFAULT_AGENT}": {"type": "chat"})`);
+      this.fail(
+        ["agents"],
+        `no agent named "${DEFAULT_AGENT}": startRun without an agent runs it, so declare it (today's agent is "${DEFAULT_AGENT}": {"type": "chat"})`,
+      );
     }
     return agents;
   }
@@ -208,6 +211,14 @@ class FileReader implements DefinitionReader {
       const key = first.keys[0]!;
       this.fail([...at, key], unknownKeyProblem(key, fileSchema, at, raw), { key: true, more });
     }
-    this.fail(at, zodProblem(first, raw, KINDS.map((kind) => kind.type)), { more });
+    this.fail(
+      at,
+      zodProblem(
+        first,
+        raw,
+        KINDS.map((kind) => kind.type),
+      ),
+      { more },
+    );
   }
 }

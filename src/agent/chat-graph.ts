@@ -27,17 +27,19 @@ export interface ToolApprovalRequest {
 }
 
 /** The answer to a ToolApprovalRequest: one decision per call. */
-export const ToolApprovalAnswer = z.object({
-  toolCalls: z
-    .array(
-      z.discriminatedUnion("decision", [
-        z.object({ id: z.string(), decision: z.literal("approve") }).strict(),
-        z.object({ id: z.string(), decision: z.literal("reject"), reason: z.string().max(10_000).optional() }).strict(),
-        z.object({ id: z.string(), decision: z.literal("edit"), args: z.record(z.string(), z.unknown()) }).strict(),
-      ]),
-    )
-    .min(1),
-}).strict();
+export const ToolApprovalAnswer = z
+  .object({
+    toolCalls: z
+      .array(
+        z.discriminatedUnion("decision", [
+          z.object({ id: z.string(), decision: z.literal("approve") }).strict(),
+          z.object({ id: z.string(), decision: z.literal("reject"), reason: z.string().max(10_000).optional() }).strict(),
+          z.object({ id: z.string(), decision: z.literal("edit"), args: z.record(z.string(), z.unknown()) }).strict(),
+        ]),
+      )
+      .min(1),
+  })
+  .strict();
 export type ToolApprovalAnswer = z.infer<typeof ToolApprovalAnswer>;
 
 /** What the model sees as the result of a call a person rejected without saying why. */
@@ -86,7 +88,12 @@ type Call = ToolApprovalRequest["toolCalls"][number];
 function unansweredCalls(messages: BaseMessage[]): { calls: Call[]; at: number } {
   const at = messages.findLastIndex((m) => isAIMessage(m));
   if (at < 0) return { calls: [], at };
-  const answered = new Set(messages.slice(at + 1).filter((m) => isToolMessage(m)).map((m) => (m as ToolMessage).tool_call_id));
+  const answered = new Set(
+    messages
+      .slice(at + 1)
+      .filter((m) => isToolMessage(m))
+      .map((m) => (m as ToolMessage).tool_call_id),
+  );
   const calls = ((messages[at] as AIMessage).tool_calls ?? [])
     .filter((c) => c.id !== undefined && !answered.has(c.id))
     .map((c) => ({ id: c.id!, name: c.name, args: (c.args ?? {}) as Record<string, unknown> }));
@@ -135,7 +142,13 @@ export function buildChatGraph({ systemPrompt, requireApproval, checkpointer }: 
     const updates: BaseMessage[] = [];
     if (edits.size) {
       // Same id: the messages reducer replaces the model's message with the edited one, in place.
-      updates.push(new AIMessage({ id: asked.id, content: asked.content, tool_calls: (asked.tool_calls ?? []).map((c) => (c.id && edits.has(c.id) ? { ...c, args: edits.get(c.id)! } : c)) }));
+      updates.push(
+        new AIMessage({
+          id: asked.id,
+          content: asked.content,
+          tool_calls: (asked.tool_calls ?? []).map((c) => (c.id && edits.has(c.id) ? { ...c, args: edits.get(c.id)! } : c)),
+        }),
+      );
     }
     for (const d of decisions) {
       if (d.decision !== "reject") continue;

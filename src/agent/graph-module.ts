@@ -67,7 +67,11 @@ export async function loadGraphModule(file: string, exportName = "default", opti
     const factory = value as () => unknown;
     const name = `${exportName === "default" ? factory.name || "the default export" : exportName}()`;
     try {
-      value = await withTimeout(Promise.resolve().then(() => factory()), options.factoryTimeoutMs ?? 30_000, `${name} did not return within ${options.factoryTimeoutMs ?? 30_000} ms`);
+      value = await withTimeout(
+        Promise.resolve().then(() => factory()),
+        options.factoryTimeoutMs ?? 30_000,
+        `${name} did not return within ${options.factoryTimeoutMs ?? 30_000} ms`,
+      );
     } catch (error) {
       return fail(error instanceof FactoryTimeout ? error.message : `${name} threw: ${oneLine(error)}`);
     }
@@ -81,7 +85,9 @@ function checkGraph(value: unknown, what: string, fail: (problem: string) => nev
     fail(`${what} a compiled graph; export the StateGraph itself (or a function returning it): runledger compiles it with its own checkpointer`);
   }
   if (!(value instanceof StateGraph)) {
-    fail(`${what} ${describe(value)}, not a LangGraph StateGraph${looksLikeStateGraph(value) ? " from the @langchain/langgraph runledger uses (is a second copy installed?)" : ""}`);
+    fail(
+      `${what} ${describe(value)}, not a LangGraph StateGraph${looksLikeStateGraph(value) ? " from the @langchain/langgraph runledger uses (is a second copy installed?)" : ""}`,
+    );
   }
   const graph = value as AnyStateGraph;
   if (!Object.hasOwn(graph.channels, "messages")) {
@@ -98,11 +104,21 @@ function checkGraph(value: unknown, what: string, fail: (problem: string) => nev
 
 /** Any compiled graph (a Pregel: CompiledStateGraph, an entrypoint), also from another copy of LangGraph. */
 function looksCompiled(value: unknown): boolean {
-  return typeof value === "object" && value !== null && typeof (value as { invoke?: unknown }).invoke === "function" && typeof (value as { getGraph?: unknown }).getGraph === "function";
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    typeof (value as { invoke?: unknown }).invoke === "function" &&
+    typeof (value as { getGraph?: unknown }).getGraph === "function"
+  );
 }
 
 function looksLikeStateGraph(value: unknown): boolean {
-  return typeof value === "object" && value !== null && typeof (value as { compile?: unknown }).compile === "function" && typeof (value as { addNode?: unknown }).addNode === "function";
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    typeof (value as { compile?: unknown }).compile === "function" &&
+    typeof (value as { addNode?: unknown }).addNode === "function"
+  );
 }
 
 function describe(value: unknown): string {

@@ -118,7 +118,8 @@ function describeError(text: string, tree: Node | undefined, error: ParseError):
     case ParseErrorCode.CloseBracketExpected: {
       const container = tree && innermostContainer(tree, offset, offset >= text.length);
       // Nothing in it yet: what is missing is its first item.
-      if (container?.children?.length === 0) return { problem: container.type === "array" ? `expected a value, found ${found}` : `expected a key in double quotes, found ${found}`, offset };
+      if (container?.children?.length === 0)
+        return { problem: container.type === "array" ? `expected a value, found ${found}` : `expected a key in double quotes, found ${found}`, offset };
       if (container?.type === "array") return { problem: `expected "," or "]" after an array item, found ${found}`, offset };
       const key = container && lastKeyBefore(container, offset);
       return { problem: `expected "," or "}" after ${key === undefined ? "a value" : `the value of "${key}"`}, found ${found}`, offset };
@@ -167,7 +168,10 @@ function innermostContainer(root: Node, offset: number, atEnd: boolean): Node | 
   let node: Node | undefined = root;
   while (node) {
     if (node.type === "object" || node.type === "array") container = node;
-    node = node.children?.find((child) => child.offset <= offset && (atEnd ? offset <= child.offset + child.length : offset < child.offset + child.length) && child.children !== undefined);
+    node = node.children?.find(
+      (child) =>
+        child.offset <= offset && (atEnd ? offset <= child.offset + child.length : offset < child.offset + child.length) && child.children !== undefined,
+    );
   }
   return container;
 }

@@ -154,7 +154,11 @@ export class AgentRuntime {
   }): Promise<void> {
     const agent = this.#compiled(run.agentName);
     const { definition } = agent;
-    const model = createRunModel({ baseUrl: this.#options.ollama.baseUrl, idleTimeoutMs: this.#options.ollama.idleTimeoutMs, model: definition.model, think: definition.think }, run.signal, run.report);
+    const model = createRunModel(
+      { baseUrl: this.#options.ollama.baseUrl, idleTimeoutMs: this.#options.ollama.idleTimeoutMs, model: definition.model, think: definition.think },
+      run.signal,
+      run.report,
+    );
     const tools = this.#tools(definition).map((t) => t.tool);
     const input =
       run.input.kind === "message"
@@ -211,7 +215,12 @@ export class AgentRuntime {
     let parent: string | undefined;
     for (const tuple of chain) {
       const checkpoint = { ...tuple.checkpoint, id: mintCheckpointId() };
-      await saver.put({ configurable: { thread_id: targetThreadId, checkpoint_ns: "", checkpoint_id: parent } }, checkpoint, tuple.metadata!, checkpoint.channel_versions);
+      await saver.put(
+        { configurable: { thread_id: targetThreadId, checkpoint_ns: "", checkpoint_id: parent } },
+        checkpoint,
+        tuple.metadata!,
+        checkpoint.channel_versions,
+      );
       parent = checkpoint.id;
     }
     // Read back through the agent's graph: the copy is a thread it can continue.
@@ -224,7 +233,9 @@ export class AgentRuntime {
   async readThread(conversationId: string, agentName: string): Promise<ThreadState> {
     const state = await this.#reader(agentName).getState(threadConfig(conversationId));
     const messages = ((state.values as { messages?: BaseMessage[] } | undefined)?.messages ?? []) as BaseMessage[];
-    const interrupts = (state.tasks ?? []).flatMap((task) => (task.interrupts ?? []).map((i) => ({ id: String(i.id), node: task.name, value: i.value as unknown })));
+    const interrupts = (state.tasks ?? []).flatMap((task) =>
+      (task.interrupts ?? []).map((i) => ({ id: String(i.id), node: task.name, value: i.value as unknown })),
+    );
     return { messages, next: [...(state.next ?? [])], checkpointId: (state.config?.configurable?.checkpoint_id as string | undefined) ?? null, interrupts };
   }
 
@@ -352,7 +363,8 @@ class UsageMeter extends BaseCallbackHandler {
     super();
   }
   override handleLLMEnd(output: LLMResult): void {
-    const generation = output.generations[0]?.[0] as { message?: { usage_metadata?: { input_tokens?: number; output_tokens?: number }; response_metadata?: { total_duration?: number } } } | undefined;
+    const generation = output.generations[0]?.[0] as
+      { message?: { usage_metadata?: { input_tokens?: number; output_tokens?: number }; response_metadata?: { total_duration?: number } } } | undefined;
     const message = generation?.message;
     this.hooks.onModelCall({
       inputTokens: message?.usage_metadata?.input_tokens ?? 0,

@@ -19,7 +19,15 @@
 // Of these, runledger relays AI message chunks with text, as it did from the
 // "messages" mode.
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
-import { AIMessageChunk, isAIMessageChunk, isBaseMessage, isBaseMessageChunk, isToolMessage, type BaseMessage, type BaseMessageChunk } from "@langchain/core/messages";
+import {
+  AIMessageChunk,
+  isAIMessageChunk,
+  isBaseMessage,
+  isBaseMessageChunk,
+  isToolMessage,
+  type BaseMessage,
+  type BaseMessageChunk,
+} from "@langchain/core/messages";
 import type { LLMResult } from "@langchain/core/outputs";
 import { isCommand } from "@langchain/langgraph";
 
@@ -84,7 +92,16 @@ export class TokenTap extends BaseCallbackHandler {
   }
 
   // LangChain passes the parent run id fourth and the run's name eighth, whatever its declared types say.
-  override handleChainStart(_chain: unknown, inputs: unknown, runId: string, _parentRunId?: string, tags?: unknown, metadata?: unknown, _runType?: unknown, name?: unknown): void {
+  override handleChainStart(
+    _chain: unknown,
+    inputs: unknown,
+    runId: string,
+    _parentRunId?: string,
+    tags?: unknown,
+    metadata?: unknown,
+    _runType?: unknown,
+    name?: unknown,
+  ): void {
     const meta = metadata as Record<string, unknown> | undefined;
     if (meta === undefined || name !== meta.langgraph_node || (tags as string[] | undefined)?.includes("langsmith:hidden")) return;
     const node = nodeOf(meta);
@@ -115,11 +132,13 @@ export class TokenTap extends BaseCallbackHandler {
       else if (isBaseMessage(output)) give(output);
       else if (Array.isArray(output)) {
         const commands = output.some(isCommand);
-        for (const value of output) if (commands) walk(value);
-        else give(value);
+        for (const value of output)
+          if (commands) walk(value);
+          else give(value);
       } else if (output !== null && typeof output === "object") {
-        for (const value of Object.values(output)) if (Array.isArray(value)) walk(value);
-        else give(value);
+        for (const value of Object.values(output))
+          if (Array.isArray(value)) walk(value);
+          else give(value);
       }
     };
     walk(outputs);
@@ -167,7 +186,5 @@ function isMessage(value: unknown): value is BaseMessage {
 export function messageText(message: BaseMessage): string {
   const content = message.content;
   if (typeof content === "string") return content;
-  return content
-    .map((part) => (typeof part === "string" ? part : part.type === "text" && typeof part.text === "string" ? part.text : ""))
-    .join("");
+  return content.map((part) => (typeof part === "string" ? part : part.type === "text" && typeof part.text === "string" ? part.text : "")).join("");
 }

@@ -21,7 +21,9 @@ export async function checkClockAgainstDatabase({ databaseTime, maxClockSkewMs, 
   const offsetMs = Math.round(database.getTime() - (before + after) / 2);
   const uncertaintyMs = Math.ceil((after - before) / 2);
   if (Math.abs(offsetMs) - uncertaintyMs > maxClockSkewMs) {
-    throw new ConfigError(`MAX_CLOCK_SKEW_MS: this host's clock is ${offsetMs > 0 ? "behind" : "ahead of"} the database's by about ${Math.abs(offsetMs)} ms (more than ${maxClockSkewMs}); synchronise the clocks (NTP)`);
+    throw new ConfigError(
+      `MAX_CLOCK_SKEW_MS: this host's clock is ${offsetMs > 0 ? "behind" : "ahead of"} the database's by about ${Math.abs(offsetMs)} ms (more than ${maxClockSkewMs}); synchronise the clocks (NTP)`,
+    );
   }
   if (Math.abs(offsetMs) > 100) logger.warn("this host's clock differs from the database's", { offsetMs, maxClockSkewMs });
 }

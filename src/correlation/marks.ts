@@ -30,7 +30,9 @@ export function mintMark(): string {
 export class ClockSkewError extends Error {
   override name = "ClockSkewError";
   constructor(readonly behindMs: number) {
-    super(`this instance's clock is about ${behindMs} ms behind the conversation's last recorded moment (more than MAX_CLOCK_SKEW_MS); fix the clock (NTP) before starting runs here`);
+    super(
+      `this instance's clock is about ${behindMs} ms behind the conversation's last recorded moment (more than MAX_CLOCK_SKEW_MS); fix the clock (NTP) before starting runs here`,
+    );
   }
 }
 

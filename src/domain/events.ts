@@ -48,5 +48,4 @@ export type ConversationSnapshot = ConversationRecord;
  * read its current row); a deletion carries the last row, since none is left.
  */
 export type ConversationChange =
-  | { kind: "created" | "updated"; conversationId: string; at: Date }
-  | { kind: "deleted"; conversationId: string; at: Date; snapshot: ConversationSnapshot };
+  { kind: "created" | "updated"; conversationId: string; at: Date } | { kind: "deleted"; conversationId: string; at: Date; snapshot: ConversationSnapshot };

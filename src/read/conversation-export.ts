@@ -101,7 +101,8 @@ export async function exportMarkdown(scope: ReadScope, conversation: Conversatio
   out.push(`- Created: ${conversation.createdAt.toISOString()}`);
   out.push(`- Updated: ${conversation.updatedAt.toISOString()}`);
   out.push(`- Agent: ${conversation.agent}`);
-  if (conversation.forkedFromConversationId) out.push(`- Forked from: \`${conversation.forkedFromConversationId}\` at checkpoint \`${conversation.forkedFromCheckpointId}\``);
+  if (conversation.forkedFromConversationId)
+    out.push(`- Forked from: \`${conversation.forkedFromConversationId}\` at checkpoint \`${conversation.forkedFromCheckpointId}\``);
   out.push(`- Runs: ${runs.length} · checkpoints: ${view.checkpoints.length} · messages: ${current.size}`);
   const total = sumUsage(runs);
   if (total.modelCalls > 0) out.push(`- Usage: ${usageLine(total)}`);
@@ -116,7 +117,12 @@ export async function exportMarkdown(scope: ReadScope, conversation: Conversatio
       const run = runs[emitted]!;
       // A run's questions close its section, after the messages that led to them.
       out.push(...asked.splice(0), ...runHeading(run, emitted + 1));
-      asked.push(...questions(interrupts.filter((i) => i.runId === run.id), pendingIds));
+      asked.push(
+        ...questions(
+          interrupts.filter((i) => i.runId === run.id),
+          pendingIds,
+        ),
+      );
       emitted += 1;
       outside = false;
     }

@@ -65,7 +65,9 @@ export function classifyFailure(error: unknown, abortReason: unknown, report: Mo
   const failed = (errorCode: RunErrorCodeValue): Classified => ({ status: "failed", errorCode, errorMessage });
   if (report.timedOut || chain.some((e) => e instanceof ModelIdleTimeoutError)) return failed("MODEL_TIMEOUT");
   if (chain.some((e) => (e as { name?: string })?.name === "GraphRecursionError")) return failed("RECURSION_LIMIT");
-  const status = report.httpStatus ?? (chain.find((e) => typeof (e as { status_code?: unknown })?.status_code === "number") as { status_code?: number } | undefined)?.status_code;
+  const status =
+    report.httpStatus ??
+    (chain.find((e) => typeof (e as { status_code?: unknown })?.status_code === "number") as { status_code?: number } | undefined)?.status_code;
   if (status === 404 || /model ["'].*["'] not found/i.test(errorMessage)) return failed("MODEL_NOT_FOUND");
   if (report.modelError !== undefined || (status !== undefined && status >= 400)) return failed("MODEL_ERROR");
   const networkCode = chain.some((e) => NETWORK_CODES.has(String((e as { code?: unknown })?.code)));

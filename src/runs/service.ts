@@ -101,26 +101,41 @@ export class RunService {
   /** The agent a run may use: configured, and the conversation's own when there is one. */
   #requireAgent(name: string, conversation?: ConversationRecord): string {
     if (conversation && name !== conversation.agent) {
-      throw new ValidationError(`conversation ${conversation.id} runs agent ${JSON.stringify(conversation.agent)}; a conversation keeps the agent it started with`, "agent");
+      throw new ValidationError(
+        `conversation ${conversation.id} runs agent ${JSON.stringify(conversation.agent)}; a conversation keeps the agent it started with`,
+        "agent",
+      );
     }
     if (!this.options.agent.agent(name)) {
-      const known = this.options.agent.agents().map((a) => a.definition.name).join(", ");
+      const known = this.options.agent
+        .agents()
+        .map((a) => a.definition.name)
+        .join(", ");
       throw new ValidationError(
-        conversation ? `agent ${JSON.stringify(name)} of conversation ${conversation.id} is no longer configured (agents: ${known})` : `agent ${JSON.stringify(name)} is not configured (agents: ${known})`,
+        conversation
+          ? `agent ${JSON.stringify(name)} of conversation ${conversation.id} is no longer configured (agents: ${known})`
+          : `agent ${JSON.stringify(name)} is not configured (agents: ${known})`,
         "agent",
       );
     }
     return name;
   }
 
-  async startRun(input: { conversationId?: string | null; message: string; agent?: string | null }): Promise<{ run: RunRecord; conversation: ConversationRecord }> {
+  async startRun(input: {
+    conversationId?: string | null;
+    message: string;
+    agent?: string | null;
+  }): Promise<{ run: RunRecord; conversation: ConversationRecord }> {
     const message = this.validateMessage(input.message);
     if (input.conversationId != null) requireUuid(input.conversationId, "conversationId");
     this.#requireAccepting();
     if (input.conversationId == null) {
       const agent = this.#requireAgent(input.agent ?? DEFAULT_AGENT);
       const conversationId = randomUUID();
-      const result = await this.options.store.startRun(this.#newRun(conversationId, "start", message, mintMark(), null), { title: titleFromMessage(message), agent });
+      const result = await this.options.store.startRun(this.#newRun(conversationId, "start", message, mintMark(), null), {
+        title: titleFromMessage(message),
+        agent,
+      });
       await this.#launch(result.run, agent, { kind: "message", text: message }, "created");
       return result;
     }
@@ -165,17 +180,26 @@ export class RunService {
     if (responses.length === 0) {
       if (pending.length) {
         // LangGraph would raise the same interrupts again.
-        throw new InterruptMismatchError(conversationId, pendingIds, `conversation ${conversationId} waits for answers to ${pendingIds.length} interrupt(s) (${pendingIds.join(", ")}); resume it with responses`);
+        throw new InterruptMismatchError(
+          conversationId,
+          pendingIds,
+          `conversation ${conversationId} waits for answers to ${pendingIds.length} interrupt(s) (${pendingIds.join(", ")}); resume it with responses`,
+        );
       }
       return null;
     }
     if (pending.length === 0) throw new NothingToResumeError(conversationId);
     const answers: Record<string, unknown> = {};
     for (const [i, response] of responses.entries()) {
-      if (Object.hasOwn(answers, response.interruptId)) throw new ValidationError(`responses[${i}]: interrupt ${response.interruptId} is answered twice`, "responses");
+      if (Object.hasOwn(answers, response.interruptId))
+        throw new ValidationError(`responses[${i}]: interrupt ${response.interruptId} is answered twice`, "responses");
       const interrupt = pending.find((p) => p.id === response.interruptId);
       if (!interrupt) {
-        throw new InterruptMismatchError(conversationId, pendingIds, `interrupt ${JSON.stringify(response.interruptId)} is not pending on conversation ${conversationId} (pending: ${pendingIds.join(", ")})`);
+        throw new InterruptMismatchError(
+          conversationId,
+          pendingIds,
+          `interrupt ${JSON.stringify(response.interruptId)} is not pending on conversation ${conversationId} (pending: ${pendingIds.join(", ")})`,
+        );
       }
       if (isToolApprovalRequest(interrupt.value)) {
         const problem = approvalAnswerProblem(interrupt.value, response.value);
@@ -185,7 +209,11 @@ export class RunService {
     }
     const unanswered = pendingIds.filter((id) => !Object.hasOwn(answers, id));
     if (unanswered.length) {
-      throw new InterruptMismatchError(conversationId, pendingIds, `interrupt(s) ${unanswered.join(", ")} of conversation ${conversationId} are left unanswered; answer every pending interrupt`);
+      throw new InterruptMismatchError(
+        conversationId,
+        pendingIds,
+        `interrupt(s) ${unanswered.join(", ")} of conversation ${conversationId} are left unanswered; answer every pending interrupt`,
+      );
     }
     return answers;
   }
@@ -418,7 +446,8 @@ export class RunService {
         final = (await store.getRun(run.id)) ?? final;
       }
       const terminal = events.publish({ type: "status", status: final.status, errorCode: final.errorCode, errorMessage: final.errorMessage });
-      if (!recorded && terminal.seq !== lastSeq + 1) logger.warn("terminal event seq differs from the one recorded", { runId: run.id, seq: terminal.seq, recorded: lastSeq + 1 });
+      if (!recorded && terminal.seq !== lastSeq + 1)
+        logger.warn("terminal event seq differs from the one recorded", { runId: run.id, seq: terminal.seq, recorded: lastSeq + 1 });
       this.#announce({ conversationId: run.conversationId, kind: "updated", at: this.#now() });
       await events.flushed().catch((error: unknown) => logger.warn("run events not delivered", { runId: run.id, error }));
     }

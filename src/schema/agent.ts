@@ -13,7 +13,9 @@ const AgentTool = builder.objectRef<ToolInfo & { requiresApproval: boolean }>("A
     description: t.exposeString("description"),
     inputSchema: t.field({ type: "JSON", description: "JSON Schema of the tool's arguments, as the model is given it.", resolve: (tool) => tool.inputSchema }),
     source: t.exposeString("source", { description: "builtin, or mcp:<server> for a tool of one of the agent's MCP servers." }),
-    requiresApproval: t.exposeBoolean("requiresApproval", { description: "Calls wait for a person's approval (a WAITING run with a tool_approval interrupt)." }),
+    requiresApproval: t.exposeBoolean("requiresApproval", {
+      description: "Calls wait for a person's approval (a WAITING run with a tool_approval interrupt).",
+    }),
   }),
 });
 
@@ -40,7 +42,8 @@ Agent.implement({
     mcpServers: t.field({ type: [McpServer], resolve: (a) => a.mcpServers() }),
     tools: t.field({
       type: [AgentTool],
-      description: "Its built-in and MCP tools as they are now (an MCP server that is down lists the tools it had). A graph agent's tools are its own: none are listed.",
+      description:
+        "Its built-in and MCP tools as they are now (an MCP server that is down lists the tools it had). A graph agent's tools are its own: none are listed.",
       resolve: (a) => {
         const approval = new Set(kindOf(a.definition).requireApproval(a.definition));
         return a.tools().map((tool) => ({ ...tool, requiresApproval: approval.has(tool.name) }));

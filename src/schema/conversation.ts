@@ -35,7 +35,8 @@ Conversation.implement({
       type: ForkOrigin,
       nullable: true,
       description: "Where this conversation was forked from; null for one that was not, or once the source is deleted.",
-      resolve: (c) => (c.forkedFromConversationId && c.forkedFromCheckpointId ? { conversationId: c.forkedFromConversationId, checkpointId: c.forkedFromCheckpointId } : null),
+      resolve: (c) =>
+        c.forkedFromConversationId && c.forkedFromCheckpointId ? { conversationId: c.forkedFromConversationId, checkpointId: c.forkedFromCheckpointId } : null,
     }),
     deleted: t.boolean({
       description: "True only on the last conversationsChanged notice of a deleted conversation; every query answers false.",

@@ -14,7 +14,10 @@ export const RunStatus = builder.enumType("RunStatus", {
 });
 
 export const RunKind = builder.enumType("RunKind", {
-  values: { START: { value: "start", description: "A new user message." }, RESUME: { value: "resume", description: "Continues the thread's pending step." } } as const,
+  values: {
+    START: { value: "start", description: "A new user message." },
+    RESUME: { value: "resume", description: "Continues the thread's pending step." },
+  } as const,
 });
 
 export const RunErrorCode = builder.enumType("RunErrorCode", {

@@ -1,7 +1,15 @@
 // The Error interface and one object type per refusal. Mutations list the ones
 // they can return; the errors plugin turns a thrown instance into that member
 // of the mutation's result union.
-import { ApiError, InterruptMismatchError, NotFoundError, NothingToResumeError, RunInProgressError, RunNotActiveError, ValidationError } from "../domain/errors.ts";
+import {
+  ApiError,
+  InterruptMismatchError,
+  NotFoundError,
+  NothingToResumeError,
+  RunInProgressError,
+  RunNotActiveError,
+  ValidationError,
+} from "../domain/errors.ts";
 import { builder } from "./builder.ts";
 import { ErrorCode } from "./enums.ts";
 
@@ -59,7 +67,8 @@ builder.objectType(RunNotActiveError, {
 
 builder.objectType(InterruptMismatchError, {
   name: "InterruptMismatchError",
-  description: "The answers do not match what the thread waits for: an interrupt that is not pending, one left unanswered, or a plain resume of a thread that waits for answers.",
+  description:
+    "The answers do not match what the thread waits for: an interrupt that is not pending, one left unanswered, or a plain resume of a thread that waits for answers.",
   interfaces: [ErrorInterface],
   fields: (t) => ({
     conversationId: t.exposeID("conversationId"),

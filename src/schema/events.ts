@@ -140,7 +140,8 @@ builder.subscriptionType({});
 builder.subscriptionField("runEvents", (t) =>
   t.field({
     type: RunEventInterface,
-    description: "Every event of one run: the retained events with seq > after, then live, with no gap and no duplicate. Completes after the terminal RunStatusEvent.",
+    description:
+      "Every event of one run: the retained events with seq > after, then live, with no gap and no duplicate. Completes after the terminal RunStatusEvent.",
     args: {
       runId: t.arg.id({ required: true }),
       after: t.arg.int({ description: "The last seq already received; 0 or omitted replays from the start." }),

@@ -41,7 +41,12 @@ Run.implement({
       description: "Messages first seen in this run's checkpoints: the user message of a start, the model's and tools' replies.",
       resolve: async (run, _a, ctx, info) => toApiMessages(await ctx.reads(info.rootValue).messagesOf(run)),
     }),
-    usage: t.field({ type: RunUsage, nullable: true, description: "What its model calls cost; stored when it ends (null while running).", resolve: (r) => r.usage }),
+    usage: t.field({
+      type: RunUsage,
+      nullable: true,
+      description: "What its model calls cost; stored when it ends (null while running).",
+      resolve: (r) => r.usage,
+    }),
     interrupts: t.field({
       type: [Interrupt],
       description: "The interrupts it raised (a WAITING run), and how each was answered.",
@@ -74,7 +79,9 @@ const StartRunInput = builder.inputType("StartRunInput", {
   fields: (t) => ({
     conversationId: t.id({ description: "Omit to start a new conversation." }),
     message: t.string({ required: true }),
-    agent: t.string({ description: "The agent of a new conversation (default: default). A conversation keeps its agent: for one that exists, only its own is accepted." }),
+    agent: t.string({
+      description: "The agent of a new conversation (default: default). A conversation keeps its agent: for one that exists, only its own is accepted.",
+    }),
   }),
 });
 
@@ -99,14 +106,20 @@ builder.mutationField("startRun", (t) =>
 const InterruptResponseInput = builder.inputType("InterruptResponseInput", {
   fields: (t) => ({
     interruptId: t.id({ required: true }),
-    value: t.field({ type: "JSON", description: 'The answer. A tool approval takes {"toolCalls": [{"id", "decision": "approve" | "reject" | "edit", "reason"?, "args"?}]}.' }),
+    value: t.field({
+      type: "JSON",
+      description: 'The answer. A tool approval takes {"toolCalls": [{"id", "decision": "approve" | "reject" | "edit", "reason"?, "args"?}]}.',
+    }),
   }),
 });
 
 const ResumeRunInput = builder.inputType("ResumeRunInput", {
   fields: (t) => ({
     conversationId: t.id({ required: true }),
-    responses: t.field({ type: [InterruptResponseInput], description: "Answers to every pending interrupt of a WAITING conversation; omit to continue a pending step." }),
+    responses: t.field({
+      type: [InterruptResponseInput],
+      description: "Answers to every pending interrupt of a WAITING conversation; omit to continue a pending step.",
+    }),
   }),
 });
 
@@ -117,7 +130,8 @@ const ResumeRunSuccess = builder.objectRef<{ run: RunRecord }>("ResumeRunSuccess
 builder.mutationField("resumeRun", (t) =>
   t.field({
     type: ResumeRunSuccess,
-    description: "Starts a run that continues the thread: its pending step (after a failure, cancel or interruption), or, with responses, the interrupts it waits on.",
+    description:
+      "Starts a run that continues the thread: its pending step (after a failure, cancel or interruption), or, with responses, the interrupts it waits on.",
     args: { input: t.arg({ type: ResumeRunInput, required: true }) },
     errors: {
       types: [ValidationError, NotFoundError, RunInProgressError, NothingToResumeError, InterruptMismatchError],

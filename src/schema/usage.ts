@@ -19,6 +19,9 @@ export const RunUsage = builder.objectRef<RunUsageShape>("RunUsage").implement({
     outputTokens: t.exposeInt("outputTokens", { description: "Generated tokens (Ollama's eval_count)." }),
     modelCalls: t.exposeInt("modelCalls"),
     modelDurationMs: t.exposeInt("modelDurationMs", { description: "The sum of Ollama's total_duration." }),
-    timeToFirstTokenMs: t.exposeInt("timeToFirstTokenMs", { nullable: true, description: "From the run's start to its first token, measured by runledger; null when it streamed none." }),
+    timeToFirstTokenMs: t.exposeInt("timeToFirstTokenMs", {
+      nullable: true,
+      description: "From the run's start to its first token, measured by runledger; null when it streamed none.",
+    }),
   }),
 });

@@ -98,7 +98,9 @@ export function createCorsPolicy(origins: readonly string[], options: CorsPolicy
       if (origin === undefined || sameOrigin(origin, req.headers.host)) return false;
       if (!crossOriginAllowed(origin)) {
         logRefusal(req, origin);
-        sendJson(res, 403, { errors: [{ message: `origin ${JSON.stringify(origin)} is not allowed (CORS_ORIGINS)`, extensions: { code: "ORIGIN_NOT_ALLOWED" } }] });
+        sendJson(res, 403, {
+          errors: [{ message: `origin ${JSON.stringify(origin)} is not allowed (CORS_ORIGINS)`, extensions: { code: "ORIGIN_NOT_ALLOWED" } }],
+        });
         return true;
       }
       res.setHeader("access-control-allow-origin", any ? "*" : origin);

@@ -25,7 +25,11 @@ export interface Readiness {
 export type ModelCheck =
   | { status: "ok" }
   | { status: "unreachable" | "error"; /** As /ready words it. */ message: string }
-  | { status: "notPulled"; message: string; /** The models Ollama lacks, OLLAMA_MODEL's first, each with the agents that run it. */ missing: { model: string; agents: string[] }[] };
+  | {
+      status: "notPulled";
+      message: string;
+      /** The models Ollama lacks, OLLAMA_MODEL's first, each with the agents that run it. */ missing: { model: string; agents: string[] }[];
+    };
 
 export async function checkModel(probe: ModelProbe): Promise<ModelCheck> {
   try {

@@ -50,7 +50,9 @@ function encode(file: StaticFile, encoding: Encoding): Promise<Buffer> {
   if (!body) {
     body =
       encoding === "br"
-        ? brotli(file.identity, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: file.brotliQuality, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: file.identity.length } })
+        ? brotli(file.identity, {
+            params: { [zlib.constants.BROTLI_PARAM_QUALITY]: file.brotliQuality, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: file.identity.length },
+          })
         : gzip(file.identity, { level: 9 });
     file.encoded.set(encoding, body);
   }

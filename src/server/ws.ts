@@ -89,9 +89,12 @@ export function attachWebSocketServer(options: {
         // ctx.subscriptions already holds this operation's id.
         if (Object.keys(ctx.subscriptions).length > config.wsMaxSubscriptions) {
           return [
-            new GraphQLError(`this connection already has ${config.wsMaxSubscriptions} operations open (WS_MAX_SUBSCRIPTIONS); complete one first or open another connection`, {
-              extensions: { code: "TOO_MANY_SUBSCRIPTIONS" },
-            }),
+            new GraphQLError(
+              `this connection already has ${config.wsMaxSubscriptions} operations open (WS_MAX_SUBSCRIPTIONS); complete one first or open another connection`,
+              {
+                extensions: { code: "TOO_MANY_SUBSCRIPTIONS" },
+              },
+            ),
           ];
         }
         const enveloped = yoga.getEnveloped({ ...ctx, req: ctx.extra.request, socket: ctx.extra.socket, params: payload });

@@ -17,7 +17,13 @@ export function keyRows<R, V>(rows: Iterable<R>, keyOf: (row: R) => string, toVa
 }
 
 /** One value per key: the row's where there is one, else `fallback()`. */
-export function valueRows<R, V>(keys: readonly string[], rows: Iterable<R>, keyOf: (row: R) => string, toValue: (row: R) => V, fallback: () => V): Map<string, V> {
+export function valueRows<R, V>(
+  keys: readonly string[],
+  rows: Iterable<R>,
+  keyOf: (row: R) => string,
+  toValue: (row: R) => V,
+  fallback: () => V,
+): Map<string, V> {
   const result = new Map<string, V>(keys.map((key) => [key, fallback()]));
   for (const row of rows) if (result.has(keyOf(row))) result.set(keyOf(row), toValue(row));
   return result;

@@ -32,7 +32,14 @@ function writeAgentsFile(): { file: string; notesLog: string } {
         type: "chat",
         description: "Asks before it calculates or writes a note.",
         tools: ["calculator"],
-        mcpServers: { notes: { command: process.execPath, args: [path.join(fixtures, "mcp", "stdio-server.mjs")], env: { MCP_FIXTURE_LOG: notesLog, MCP_FIXTURE_NAME: "notes" }, tools: ["note", "echo"] } },
+        mcpServers: {
+          notes: {
+            command: process.execPath,
+            args: [path.join(fixtures, "mcp", "stdio-server.mjs")],
+            env: { MCP_FIXTURE_LOG: notesLog, MCP_FIXTURE_NAME: "notes" },
+            tools: ["note", "echo"],
+          },
+        },
         requireApproval: ["calculator", "note"],
       },
       planner: { type: "graph", description: "Plans, then answers.", module: path.join(fixtures, "graphs", "two-node.ts"), export: "graph" },
@@ -163,7 +170,9 @@ export function describeApiConformance(deployment: Deployment) {
     // A run's events, followed over graphql-ws and SSE at once: what a test asserts
     // of them holds on both transports, for the two streams must be equal.
     const events = async (runId: string) => {
-      const [overWs, overSse] = await Promise.all(TRANSPORTS.map(async ({ client }) => (await collect(client(app.url), EVERY_EVENT, { runId }).done).map((r) => r.runEvents)));
+      const [overWs, overSse] = await Promise.all(
+        TRANSPORTS.map(async ({ client }) => (await collect(client(app.url), EVERY_EVENT, { runId }).done).map((r) => r.runEvents)),
+      );
       expect(overSse, `run ${runId}'s events over SSE`).toEqual(overWs);
       return overWs!;
     };
@@ -181,7 +190,13 @@ export function describeApiConformance(deployment: Deployment) {
       expect(events.at(-1)).toMatchObject({ __typename: "RunStatusEvent", status: "COMPLETED", errorCode: null });
 
       const { conversation } = await gqlOk(app.url, CONVERSATION, { id: conversationId });
-      expect(conversation).toMatchObject({ title: "Please calculate 17 * 3", next: [], resumable: false, activeRun: null, latestRun: { id: runId, status: "COMPLETED" } });
+      expect(conversation).toMatchObject({
+        title: "Please calculate 17 * 3",
+        next: [],
+        resumable: false,
+        activeRun: null,
+        latestRun: { id: runId, status: "COMPLETED" },
+      });
       expect(conversation.messages.map((m: any) => m.role)).toEqual(["USER", "ASSISTANT", "TOOL", "ASSISTANT"]);
       expect(conversation.messages.at(-1).content).toBe("The result is 51.");
       expect(conversation.messageCount).toBe(4);
@@ -192,7 +207,11 @@ export function describeApiConformance(deployment: Deployment) {
       const [run] = correlated.runs.edges.map((e: any) => e.node);
       expect(run.checkpoints.map((c: any) => c.id)).toEqual(checkpoints.map((c: any) => c.id));
       expect(run.messages.map((m: any) => m.role)).toEqual(["USER", "ASSISTANT", "TOOL", "ASSISTANT"]);
-      for (const [id, type] of [[conversationId, "Conversation"], [runId, "Run"], [checkpoints[0].id, "Checkpoint"]]) {
+      for (const [id, type] of [
+        [conversationId, "Conversation"],
+        [runId, "Run"],
+        [checkpoints[0].id, "Checkpoint"],
+      ]) {
         expect((await gqlOk(app.url, NODE, { id })).node).toEqual({ __typename: type, id });
       }
     });
@@ -200,7 +219,12 @@ export function describeApiConformance(deployment: Deployment) {
     it("records a failed step against the failed run, and a resume that completes it", async () => {
       fake.enqueue({ kind: "errorLine", tokens: ["Par", "tial "], error: "the model broke" });
       const { runId, conversationId } = await start("This one fails first.");
-      expect(await waitForRun(app.url, runId)).toMatchObject({ status: "FAILED", errorCode: "MODEL_ERROR", errorMessage: "the model broke", partialOutput: "Partial " });
+      expect(await waitForRun(app.url, runId)).toMatchObject({
+        status: "FAILED",
+        errorCode: "MODEL_ERROR",
+        errorMessage: "the model broke",
+        partialOutput: "Partial ",
+      });
       const failed = (await gqlOk(app.url, CORRELATION, { id: conversationId })).conversation;
       expect(failed).toMatchObject({ next: ["agent"], resumable: true });
       expect(failed.runs.edges[0].node.failedTasks).toEqual([{ node: "agent", message: "the model broke", checkpoint: { id: expect.any(String) } }]);
@@ -211,7 +235,10 @@ export function describeApiConformance(deployment: Deployment) {
       const done = (await gqlOk(app.url, CORRELATION, { id: conversationId })).conversation;
       expect(done).toMatchObject({ next: [], resumable: false });
       const runs = done.runs.edges.map((e: any) => e.node);
-      expect(runs.map((r: any) => [r.kind, r.status, r.errorCode])).toEqual([["START", "FAILED", "MODEL_ERROR"], ["RESUME", "COMPLETED", null]]);
+      expect(runs.map((r: any) => [r.kind, r.status, r.errorCode])).toEqual([
+        ["START", "FAILED", "MODEL_ERROR"],
+        ["RESUME", "COMPLETED", null],
+      ]);
       expect(runs[0].failedTasks).toHaveLength(1);
       expect(runs[1].failedTasks).toEqual([]);
       expect(runs[1].checkpoints).toHaveLength(1);
@@ -257,36 +284,44 @@ export function describeApiConformance(deployment: Deployment) {
         }
         // The cancelling instance counted the thread as it found it: the question, the tool call and its result.
         for (const instance of [app, other]) {
-          expect((await gqlOk(instance.url, CONVERSATION, { id: conversationId })).conversation).toMatchObject({ resumable: true, activeRun: null, messageCount: 3 });
+          expect((await gqlOk(instance.url, CONVERSATION, { id: conversationId })).conversation).toMatchObject({
+            resumable: true,
+            activeRun: null,
+            messageCount: 3,
+          });
         }
       } finally {
         expect(await other.stop()).toBe(0);
       }
     });
 
-    it("counts the thread's messages of a run recovered after its instance was killed, once its lease ran out", { timeout: PROCESS_TEST_TIMEOUT_MS }, async () => {
-      const other = await secondInstance();
-      let runId: string, conversationId: string;
-      try {
-        fake.enqueue({ kind: "silence", tokens: ["Half an "] });
-        ({ runId, conversationId } = await startRun(other.url, "Answer slowly, then die."));
-        await until(async () => {
-          const { run } = await gqlOk(other.url, `query ($id: ID!) { run(id: $id) { status errorMessage } }`, { id: runId });
-          if (run.status !== "RUNNING") throw new Error(`run ended ${JSON.stringify(run)}`);
-          return fake.openChatRequests() > 0;
-        }, "the model request");
-      } finally {
-        other.child.kill("SIGKILL");
-      }
-      expect(await other.exited).toBeNull();
-      // This instance sweeps every RUN_HEARTBEAT_MS and takes the run once the dead one's lease (RUN_LEASE_MS) is over.
-      expect(await waitForRun(app.url, runId)).toMatchObject({ status: "INTERRUPTED", errorCode: "INTERRUPTED" });
-      const { conversation } = await gqlOk(app.url, CONVERSATION, { id: conversationId });
-      expect(conversation).toMatchObject({ messageCount: 1, activeRun: null, latestRun: { id: runId, status: "INTERRUPTED" }, resumable: true });
-      expect(conversation.messages.map((m: any) => m.role)).toEqual(["USER"]);
-      const listed = (await gqlOk(app.url, LIST_COUNTS, {})).conversations.edges.map((e: any) => e.node);
-      expect(listed.find((c: any) => c.id === conversationId)).toEqual({ id: conversationId, messageCount: 1 });
-    });
+    it(
+      "counts the thread's messages of a run recovered after its instance was killed, once its lease ran out",
+      { timeout: PROCESS_TEST_TIMEOUT_MS },
+      async () => {
+        const other = await secondInstance();
+        let runId: string, conversationId: string;
+        try {
+          fake.enqueue({ kind: "silence", tokens: ["Half an "] });
+          ({ runId, conversationId } = await startRun(other.url, "Answer slowly, then die."));
+          await until(async () => {
+            const { run } = await gqlOk(other.url, `query ($id: ID!) { run(id: $id) { status errorMessage } }`, { id: runId });
+            if (run.status !== "RUNNING") throw new Error(`run ended ${JSON.stringify(run)}`);
+            return fake.openChatRequests() > 0;
+          }, "the model request");
+        } finally {
+          other.child.kill("SIGKILL");
+        }
+        expect(await other.exited).toBeNull();
+        // This instance sweeps every RUN_HEARTBEAT_MS and takes the run once the dead one's lease (RUN_LEASE_MS) is over.
+        expect(await waitForRun(app.url, runId)).toMatchObject({ status: "INTERRUPTED", errorCode: "INTERRUPTED" });
+        const { conversation } = await gqlOk(app.url, CONVERSATION, { id: conversationId });
+        expect(conversation).toMatchObject({ messageCount: 1, activeRun: null, latestRun: { id: runId, status: "INTERRUPTED" }, resumable: true });
+        expect(conversation.messages.map((m: any) => m.role)).toEqual(["USER"]);
+        const listed = (await gqlOk(app.url, LIST_COUNTS, {})).conversations.edges.map((e: any) => e.node);
+        expect(listed.find((c: any) => c.id === conversationId)).toEqual({ id: conversationId, messageCount: 1 });
+      },
+    );
 
     it("tells conversationsChanged subscribers of creations, renames and deletions, on both transports", async () => {
       const { runId, conversationId } = await start("Soon renamed.");
@@ -324,7 +359,10 @@ export function describeApiConformance(deployment: Deployment) {
       expect(second.totalCount).toBe(first.totalCount);
 
       const response = await fetch(`${app.url}/api/conversations/${ids[0]}/export?format=jsonl`);
-      const lines = (await response.text()).trim().split("\n").map((l) => JSON.parse(l));
+      const lines = (await response.text())
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l));
       expect(lines.map((l) => l.source)).toEqual(["input", "loop", "loop"]);
       const { conversation } = await gqlOk(app.url, CORRELATION, { id: ids[0] });
       const runId = conversation.runs.edges[0].node.id;
@@ -333,17 +371,35 @@ export function describeApiConformance(deployment: Deployment) {
       fake.setResponder(defaultResponder);
     });
     describe("agents, approvals, interrupts, forks and usage", () => {
-      const noted = () => (fs.existsSync(notesLog) ? fs.readFileSync(notesLog, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l)).filter((e) => e.event === "noted") : []);
+      const noted = () =>
+        fs.existsSync(notesLog)
+          ? fs
+              .readFileSync(notesLog, "utf8")
+              .trim()
+              .split("\n")
+              .filter(Boolean)
+              .map((l) => JSON.parse(l))
+              .filter((e) => e.event === "noted")
+          : [];
       const waitingConversation = async (id: string) => (await gqlOk(app.url, WAITING, { id })).conversation;
 
       it("lists the configured agents with their tools, MCP tools included, and refuses an unknown one", async () => {
         const { agents } = await gqlOk(app.url, AGENTS);
-        expect(agents.map((a: any) => [a.name, a.kind])).toEqual([["default", "CHAT"], ["careful", "CHAT"], ["planner", "GRAPH"], ["interviewer", "GRAPH"]]);
+        expect(agents.map((a: any) => [a.name, a.kind])).toEqual([
+          ["default", "CHAT"],
+          ["careful", "CHAT"],
+          ["planner", "GRAPH"],
+          ["interviewer", "GRAPH"],
+        ]);
         const careful = agents[1];
         expect(careful.description).toBe("Asks before it calculates or writes a note.");
         await until(async () => (await gqlOk(app.url, AGENTS)).agents[1].tools.length === 3, "the MCP server's tools");
         const tools = (await gqlOk(app.url, AGENTS)).agents[1].tools;
-        expect(tools.map((t: any) => [t.name, t.source, t.requiresApproval]).sort()).toEqual([["calculator", "builtin", true], ["echo", "mcp:notes", false], ["note", "mcp:notes", true]]);
+        expect(tools.map((t: any) => [t.name, t.source, t.requiresApproval]).sort()).toEqual([
+          ["calculator", "builtin", true],
+          ["echo", "mcp:notes", false],
+          ["note", "mcp:notes", true],
+        ]);
         expect(tools.find((t: any) => t.name === "note").inputSchema).toMatchObject({ type: "object", properties: { text: { type: "string" } } });
         expect(agents[2].tools).toEqual([]);
         const refused = (await gqlOk(app.url, START_AGENT, { message: "hi", agent: "nobody" })).startRun;
@@ -372,7 +428,14 @@ export function describeApiConformance(deployment: Deployment) {
 
       it("pauses for approval of two tool calls in one step, refuses wrong answers typed, and runs each approved or edited call once", async () => {
         fake.enqueue(
-          { kind: "toolCalls", calls: [{ name: "calculator", args: { expression: "6 * 7" } }, { name: "note", args: { text: "draft" } }, { name: "echo", args: { text: "no approval needed" } }] },
+          {
+            kind: "toolCalls",
+            calls: [
+              { name: "calculator", args: { expression: "6 * 7" } },
+              { name: "note", args: { text: "draft" } },
+              { name: "echo", args: { text: "no approval needed" } },
+            ],
+          },
           { kind: "text", tokens: ["All ", "done."] },
         );
         const before = noted().length;
@@ -385,7 +448,10 @@ export function describeApiConformance(deployment: Deployment) {
         expect(first.indexOf(interruptEvent)).toBe(first.length - 2);
         const asked = interruptEvent.interrupt;
         expect(asked).toMatchObject({ node: "approve", state: "PENDING", run: { id: startRun.run.id }, value: { type: "tool_approval" } });
-        expect(asked.value.toolCalls.map((c: any) => [c.name, c.args])).toEqual([["calculator", { expression: "6 * 7" }], ["note", { text: "draft" }]]);
+        expect(asked.value.toolCalls.map((c: any) => [c.name, c.args])).toEqual([
+          ["calculator", { expression: "6 * 7" }],
+          ["note", { text: "draft" }],
+        ]);
         expect(first.filter((e) => e.__typename === "ToolResultEvent")).toEqual([]);
         expect(noted().length).toBe(before);
 
@@ -393,15 +459,31 @@ export function describeApiConformance(deployment: Deployment) {
         expect(waiting).toMatchObject({ next: ["approve"], resumable: false });
         // The event says when it was asked as the stored interrupt does, on every deployment (through Redis too).
         expect(asked.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-        expect(waiting.pendingInterrupts).toEqual([{ id: asked.id, node: "approve", value: asked.value, state: "PENDING", createdAt: asked.createdAt, run: { id: startRun.run.id, status: "WAITING" } }]);
+        expect(waiting.pendingInterrupts).toEqual([
+          { id: asked.id, node: "approve", value: asked.value, state: "PENDING", createdAt: asked.createdAt, run: { id: startRun.run.id, status: "WAITING" } },
+        ]);
         // Nothing to cancel, no plain resume, no answers to the wrong question or half an answer.
         expect((await gqlOk(app.url, CANCEL_RUN, { runId: startRun.run.id })).cancelRun).toMatchObject({ __typename: "RunNotActiveError" });
-        expect((await gqlOk(app.url, ANSWER, { conversationId })).resumeRun).toMatchObject({ __typename: "InterruptMismatchError", code: "INTERRUPT_MISMATCH", pendingInterruptIds: [asked.id] });
+        expect((await gqlOk(app.url, ANSWER, { conversationId })).resumeRun).toMatchObject({
+          __typename: "InterruptMismatchError",
+          code: "INTERRUPT_MISMATCH",
+          pendingInterruptIds: [asked.id],
+        });
         const [calc, note] = asked.value.toolCalls;
-        const answer = { toolCalls: [{ id: calc.id, decision: "approve" }, { id: note.id, decision: "edit", args: { text: "final" } }] };
-        expect((await gqlOk(app.url, ANSWER, { conversationId, responses: [{ interruptId: "not-pending", value: answer }] })).resumeRun.__typename).toBe("InterruptMismatchError");
+        const answer = {
+          toolCalls: [
+            { id: calc.id, decision: "approve" },
+            { id: note.id, decision: "edit", args: { text: "final" } },
+          ],
+        };
+        expect((await gqlOk(app.url, ANSWER, { conversationId, responses: [{ interruptId: "not-pending", value: answer }] })).resumeRun.__typename).toBe(
+          "InterruptMismatchError",
+        );
         const half = { toolCalls: [{ id: calc.id, decision: "approve" }] };
-        expect((await gqlOk(app.url, ANSWER, { conversationId, responses: [{ interruptId: asked.id, value: half }] })).resumeRun).toMatchObject({ __typename: "ValidationError", field: "responses" });
+        expect((await gqlOk(app.url, ANSWER, { conversationId, responses: [{ interruptId: asked.id, value: half }] })).resumeRun).toMatchObject({
+          __typename: "ValidationError",
+          field: "responses",
+        });
         expect((await waitingConversation(conversationId)).runs.edges).toHaveLength(1);
         // The refusals added nothing to the waiting run's stream either.
         expect(await events(startRun.run.id)).toEqual(first);
@@ -411,13 +493,24 @@ export function describeApiConformance(deployment: Deployment) {
         const second = await events(resumeRun.run.id);
         expect(second.at(-1)).toMatchObject({ status: "COMPLETED" });
         const results = second.filter((e) => e.__typename === "ToolResultEvent");
-        expect(results.map((r) => [r.name, r.content, r.isError]).sort()).toEqual([["calculator", "42", false], ["echo", "no approval needed", false], ["note", "noted: final", false]]);
-        expect(noted().slice(before).map((e) => e.text)).toEqual(["final"]);
+        expect(results.map((r) => [r.name, r.content, r.isError]).sort()).toEqual([
+          ["calculator", "42", false],
+          ["echo", "no approval needed", false],
+          ["note", "noted: final", false],
+        ]);
+        expect(
+          noted()
+            .slice(before)
+            .map((e) => e.text),
+        ).toEqual(["final"]);
 
         const done = await waitingConversation(conversationId);
         expect(done).toMatchObject({ next: [], pendingInterrupts: [] });
         const [waitingRun, resumed] = done.runs.edges.map((e: any) => e.node);
-        expect(waitingRun).toMatchObject({ status: "WAITING", interrupts: [{ id: asked.id, state: "ANSWERED", answer, answeredBy: { id: resumeRun.run.id } }] });
+        expect(waitingRun).toMatchObject({
+          status: "WAITING",
+          interrupts: [{ id: asked.id, state: "ANSWERED", answer, answeredBy: { id: resumeRun.run.id } }],
+        });
         // The resume's writes land under the checkpoint the first run waited at.
         expect(resumed.startCheckpoint.id).toBe(waitingRun.checkpoints.at(-1).id);
         expect(resumed.messages.map((m: any) => m.role)).toEqual(["TOOL", "TOOL", "TOOL", "ASSISTANT"]);
@@ -468,7 +561,10 @@ export function describeApiConformance(deployment: Deployment) {
         const { startRun } = await gqlOk(app.url, START_AGENT, { message: "the weather", agent: "interviewer" });
         const asked = (await events(startRun.run.id)).find((e) => e.__typename === "InterruptEvent").interrupt;
         expect(asked).toMatchObject({ node: "ask", value: { question: 'Who should answer "the weather"?' } });
-        const { resumeRun } = await gqlOk(app.url, ANSWER, { conversationId: startRun.conversation.id, responses: [{ interruptId: asked.id, value: { name: "Ada" } }] });
+        const { resumeRun } = await gqlOk(app.url, ANSWER, {
+          conversationId: startRun.conversation.id,
+          responses: [{ interruptId: asked.id, value: { name: "Ada" } }],
+        });
         expect((await events(resumeRun.run.id)).at(-1)).toMatchObject({ status: "COMPLETED" });
         const done = await waitingConversation(startRun.conversation.id);
         expect(done.messages.at(-1)).toMatchObject({ role: "ASSISTANT", content: "Ada will answer: the weather" });
@@ -483,7 +579,11 @@ export function describeApiConformance(deployment: Deployment) {
         const forkPoint = sourceCheckpoints.at(-1);
 
         const { forkConversation } = await gqlOk(app.url, FORK, { checkpointId: forkPoint });
-        expect(forkConversation).toMatchObject({ __typename: "ForkConversationSuccess", run: null, conversation: { title: "Fork me. (fork)", agentName: "default", forkedFrom: { conversation: { id: conversationId }, checkpoint: { id: forkPoint } } } });
+        expect(forkConversation).toMatchObject({
+          __typename: "ForkConversationSuccess",
+          run: null,
+          conversation: { title: "Fork me. (fork)", agentName: "default", forkedFrom: { conversation: { id: conversationId }, checkpoint: { id: forkPoint } } },
+        });
         const forkId = forkConversation.conversation.id;
         const fork = await waitingConversation(forkId);
         expect(fork).toMatchObject({ next: ["agent"], resumable: true, messageCount: source.messages.length });
@@ -528,7 +628,9 @@ export function describeApiConformance(deployment: Deployment) {
         expect(await waitForRun(app.url, withMessage.run.id)).toMatchObject({ status: "COMPLETED" });
         expect((await gqlOk(app.url, DELETE, { id: conversationId })).deleteConversation.__typename).toBe("DeleteConversationSuccess");
         expect((await gqlOk(app.url, FORK, { checkpointId: forkPoint })).forkConversation).toMatchObject({ __typename: "NotFoundError" });
-        const orphan = (await gqlOk(app.url, `query($id: ID!) { conversation(id: $id) { forkedFrom { conversation { id } } messages { content } } }`, { id: forkId })).conversation;
+        const orphan = (
+          await gqlOk(app.url, `query($id: ID!) { conversation(id: $id) { forkedFrom { conversation { id } } messages { content } } }`, { id: forkId })
+        ).conversation;
         expect(orphan.forkedFrom).toBeNull();
         expect(orphan.messages.at(-1).content).toBe("Echo: Fork me.");
       });
@@ -536,7 +638,10 @@ export function describeApiConformance(deployment: Deployment) {
       it("counts the model calls a failed run finished in its usage, and sums them with its resume's", async () => {
         const calls = fake.requests.length;
         // The model asks for a tool and gets its result, then dies on its next call.
-        fake.enqueue({ kind: "toolCalls", calls: [{ name: "calculator", args: { expression: "2 + 3" } }] }, { kind: "errorLine", tokens: ["The "], error: "the model died" });
+        fake.enqueue(
+          { kind: "toolCalls", calls: [{ name: "calculator", args: { expression: "2 + 3" } }] },
+          { kind: "errorLine", tokens: ["The "], error: "the model died" },
+        );
         const { runId, conversationId } = await start("Add two and three.");
         expect(await waitForRun(app.url, runId)).toMatchObject({ status: "FAILED", errorCode: "MODEL_ERROR", partialOutput: "The " });
         const { resumeRun } = await gqlOk(app.url, RESUME_RUN, { conversationId });
@@ -546,7 +651,12 @@ export function describeApiConformance(deployment: Deployment) {
         expect(died!.reported).toBeUndefined();
 
         const conversation = await waitingConversation(conversationId);
-        expect(conversation.messages.map((m: any) => [m.role, m.content])).toEqual([["USER", "Add two and three."], ["ASSISTANT", ""], ["TOOL", "5"], ["ASSISTANT", "The result is 5."]]);
+        expect(conversation.messages.map((m: any) => [m.role, m.content])).toEqual([
+          ["USER", "Add two and three."],
+          ["ASSISTANT", ""],
+          ["TOOL", "5"],
+          ["ASSISTANT", "The result is 5."],
+        ]);
         const [failed, resumed] = conversation.runs.edges.map((e: any) => e.node);
         expect([failed.status, resumed.status]).toEqual(["FAILED", "COMPLETED"]);
         // The call that broke counts nothing; the finished one what Ollama reported, its nanoseconds in milliseconds.

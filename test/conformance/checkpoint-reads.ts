@@ -51,9 +51,22 @@ export function describeCheckpointReadsConformance(backend: StorageBackend) {
       const threads = [randomUUID(), randomUUID()];
       for (const [t, threadId] of threads.entries()) {
         // A conversation row, so the thread's checkpoints are the API's.
-        await runs.startRun({ id: randomUUID(), conversationId: threadId, kind: "start", input: "x", startedAt: new Date(), startMark: mintMark(), ownerId: "o", startCheckpointId: null }, newConversation("t"));
+        await runs.startRun(
+          {
+            id: randomUUID(),
+            conversationId: threadId,
+            kind: "start",
+            input: "x",
+            startedAt: new Date(),
+            startMark: mintMark(),
+            ownerId: "o",
+            startCheckpointId: null,
+          },
+          newConversation("t"),
+        );
         const config = { configurable: { thread_id: threadId } };
-        for (let turn = 0; turn < 2 + t; turn++) await graph.invoke({ messages: [new HumanMessage({ id: `q-${t}-${turn}`, content: `question ${turn}` })] }, config);
+        for (let turn = 0; turn < 2 + t; turn++)
+          await graph.invoke({ messages: [new HumanMessage({ id: `q-${t}-${turn}`, content: `question ${turn}` })] }, config);
         failNext = true;
         await expect(graph.invoke({ messages: [new HumanMessage({ id: `q-${t}-fail`, content: "this fails" })] }, config)).rejects.toThrow(/failed/);
         await graph.invoke(null, config);
@@ -85,7 +98,9 @@ export function describeCheckpointReadsConformance(backend: StorageBackend) {
         const read = threads.get(threadId)!;
         expect(read.checkpoints).toEqual(tuples.map((t) => asRecord(threadId, t)));
         expect(new Set(read.checkpoints.map((c) => c.source))).toEqual(new Set(["input", "loop", "update"]));
-        const errors = tuples.flatMap((t) => (t.pendingWrites ?? []).filter(([, channel]) => channel === ERROR_CHANNEL).map(([taskId, , value]) => ({ checkpointId: idOf(t), taskId, value })));
+        const errors = tuples.flatMap((t) =>
+          (t.pendingWrites ?? []).filter(([, channel]) => channel === ERROR_CHANNEL).map(([taskId, , value]) => ({ checkpointId: idOf(t), taskId, value })),
+        );
         expect(errors).toHaveLength(1);
         expect(read.errorWrites.map((w) => ({ checkpointId: w.checkpointId, taskId: w.taskId, channel: w.channel }))).toEqual(
           errors.map((e) => ({ checkpointId: e.checkpointId, taskId: e.taskId, channel: ERROR_CHANNEL })),
@@ -101,7 +116,10 @@ export function describeCheckpointReadsConformance(backend: StorageBackend) {
       for (const { threadId, tuples } of truths) {
         for (const tuple of tuples) {
           const expected = (tuple.pendingWrites ?? []).map(([taskId, channel]) => `${taskId} ${channel}`).sort();
-          const read = writes.filter((w) => w.threadId === threadId && w.checkpointId === idOf(tuple)).map((w) => `${w.taskId} ${w.channel}`).sort();
+          const read = writes
+            .filter((w) => w.threadId === threadId && w.checkpointId === idOf(tuple))
+            .map((w) => `${w.taskId} ${w.channel}`)
+            .sort();
           expect(read, idOf(tuple)).toEqual(expected);
         }
       }
@@ -155,7 +173,8 @@ export function describeCheckpointReadsConformance(backend: StorageBackend) {
 
     it("names each thread's head as LangGraph's saver reads the latest: the greatest root checkpoint id, whatever the order of writing", async () => {
       const { saver, checkpointReads } = opened.storage;
-      const latestOf = async (threadId: string) => String((await saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } }))?.config.configurable?.checkpoint_id);
+      const latestOf = async (threadId: string) =>
+        String((await saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } }))?.config.configurable?.checkpoint_id);
       const unknown = randomUUID();
       const heads = await checkpointReads.heads([...truths.map((t) => t.threadId), orphanThread, unknown]);
       for (const { threadId, tuples } of truths) {
@@ -171,7 +190,12 @@ export function describeCheckpointReadsConformance(backend: StorageBackend) {
       // subgraph's namespace: the head is still the greatest id of the root namespace.
       const threadId = randomUUID();
       const put = (id: string, checkpointNs = "") =>
-        saver.put({ configurable: { thread_id: threadId, checkpoint_ns: checkpointNs } }, { ...emptyCheckpoint(), id }, { source: "loop", step: 0, parents: {} }, {});
+        saver.put(
+          { configurable: { thread_id: threadId, checkpoint_ns: checkpointNs } },
+          { ...emptyCheckpoint(), id },
+          { source: "loop", step: 0, parents: {} },
+          {},
+        );
       const [early, middle, late, later] = [mintMark(), mintMark(), mintMark(), mintMark()];
       await put(middle!);
       expect((await checkpointReads.heads([threadId])).get(threadId)).toBe(middle);
@@ -180,7 +204,10 @@ export function describeCheckpointReadsConformance(backend: StorageBackend) {
       expect((await checkpointReads.heads([threadId])).get(threadId)).toBe(middle);
       expect(await latestOf(threadId)).toBe(middle);
       await put(late!);
-      expect(Object.fromEntries(await checkpointReads.heads([threadId, truths[0]!.threadId]))).toEqual({ [threadId]: late, [truths[0]!.threadId]: idOf(truths[0]!.tuples.at(-1)!) });
+      expect(Object.fromEntries(await checkpointReads.heads([threadId, truths[0]!.threadId]))).toEqual({
+        [threadId]: late,
+        [truths[0]!.threadId]: idOf(truths[0]!.tuples.at(-1)!),
+      });
       expect(await latestOf(threadId)).toBe(late);
     });
 

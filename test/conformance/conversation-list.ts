@@ -22,7 +22,16 @@ export function describeConversationListConformance(backend: StorageBackend) {
       for (let i = 0; i < 60; i++) {
         const conversationId = randomUUID();
         const { run } = await runs.startRun(
-          { id: randomUUID(), conversationId, kind: "start", input: `m${i}`, startedAt: new Date(base - i * 1000), startMark: `s${i}`, ownerId: "o", startCheckpointId: null },
+          {
+            id: randomUUID(),
+            conversationId,
+            kind: "start",
+            input: `m${i}`,
+            startedAt: new Date(base - i * 1000),
+            startMark: `s${i}`,
+            ownerId: "o",
+            startCheckpointId: null,
+          },
           newConversation(`conversation ${i}`),
         );
         await runs.finishRun(run.id, {
@@ -60,7 +69,10 @@ export function describeConversationListConformance(backend: StorageBackend) {
         }
       }
       for (const query of queries) {
-        expect((await opened.storage.conversationList.page(query)).map((c) => c.id), JSON.stringify(query)).toEqual(referencePage(ordered, query).map((c) => c.id));
+        expect(
+          (await opened.storage.conversationList.page(query)).map((c) => c.id),
+          JSON.stringify(query),
+        ).toEqual(referencePage(ordered, query).map((c) => c.id));
       }
     });
 
@@ -72,7 +84,16 @@ export function describeConversationListConformance(backend: StorageBackend) {
       expect(await opened.storage.conversationList.count()).toBe(60);
       const conversationId = randomUUID();
       await opened.storage.runs.startRun(
-        { id: randomUUID(), conversationId, kind: "start", input: "x", startedAt: new Date(base + 10_000), startMark: "s", ownerId: "o", startCheckpointId: null },
+        {
+          id: randomUUID(),
+          conversationId,
+          kind: "start",
+          input: "x",
+          startedAt: new Date(base + 10_000),
+          startMark: "s",
+          ownerId: "o",
+          startCheckpointId: null,
+        },
         newConversation("newest"),
       );
       expect(await opened.storage.conversationList.count()).toBe(61);

@@ -22,7 +22,8 @@ function marks(count: number, next: () => number): string[] {
   const pool: string[] = [mintMark(), mintMark()];
   while (pool.length < count) {
     const r = next();
-    if (r < 0.1 && pool.length) pool.push(pool[Math.floor(next() * pool.length)]!); // an equal mark
+    if (r < 0.1 && pool.length)
+      pool.push(pool[Math.floor(next() * pool.length)]!); // an equal mark
     else pool.push(v6({ msecs: base + Math.floor(next() * 4), nsecs: Math.floor(next() * 10_000), clockseq: Math.floor(next() * 4), node }));
   }
   return pool;

@@ -145,8 +145,15 @@ export function describeEventBusConformance(name: string, backend: EventBusBacke
         const createdAt = new Date("2026-12-01T10:00:00.123Z");
         const published = [
           // As the run service publishes a run that paused on an interrupt.
-          run.publish({ type: "interrupt", interrupt: { id: "i-1", node: "approve", value: { question: "ok?", askedAt: "2026-12-01T09:59:59.000Z" }, runId, conversationId, createdAt } }),
-          run.publish({ type: "custom", name: "dates", data: { when: createdAt, list: [new Date(0), { deeper: [createdAt] }], text: "2026-12-01T10:00:00.123Z" } }),
+          run.publish({
+            type: "interrupt",
+            interrupt: { id: "i-1", node: "approve", value: { question: "ok?", askedAt: "2026-12-01T09:59:59.000Z" }, runId, conversationId, createdAt },
+          }),
+          run.publish({
+            type: "custom",
+            name: "dates",
+            data: { when: createdAt, list: [new Date(0), { deeper: [createdAt] }], text: "2026-12-01T10:00:00.123Z" },
+          }),
           run.publish({ type: "status", status: "waiting", errorCode: null, errorMessage: null }),
         ];
         const replayed = (await drain((await b.subscribeRun(runId))!)).slice(1);
@@ -218,53 +225,59 @@ export function describeEventBusConformance(name: string, backend: EventBusBacke
         expect(seqs(await drain(sub))).toEqual([1, 2, 3]);
       }));
 
-    it("no gap and no duplicate for many subscribers joining at random moments while a run publishes thousands of events unawaited", () =>
-      withPair({}, async ({ a, b }) => {
-        const seed = Number(process.env.EVENT_BUS_SEED ?? Date.now() % 1_000_000);
-        // EVENT_BUS_SEED=<seed> replays a failing interleaving's choices.
-        onTestFailed(() => console.error(`event bus interleaving: seed ${seed}`));
-        const next = random(seed);
-        const { runId, conversationId } = ids();
-        const run = a.openRun(runId, conversationId);
-        const total = 3000;
-        // 40 subscribers join at random points of the run (several at once, at times).
-        const joinAt = Array.from({ length: 40 }, () => 1 + Math.floor(next() * (total - 2))).sort((x, y) => x - y);
-        const followers: { after: number; on: string; events: Promise<RunEvent[]> }[] = [];
-        run.publish(running);
-        let published = 1;
-        // From here on the log exists for every instance (before it, B may answer null).
-        await run.flushed();
-        while (published < total - 1) {
-          // A burst of publishes in one go, then a turn of the event loop in which
-          // replies, deliveries and new subscribers interleave with them.
-          const burst = 1 + Math.floor(next() * 60);
-          for (let i = 0; i < burst && published < total - 1; i++) {
-            run.publish(token(`t${published + 1}`));
-            published += 1;
+    it(
+      "no gap and no duplicate for many subscribers joining at random moments while a run publishes thousands of events unawaited",
+      () =>
+        withPair({}, async ({ a, b }) => {
+          const seed = Number(process.env.EVENT_BUS_SEED ?? Date.now() % 1_000_000);
+          // EVENT_BUS_SEED=<seed> replays a failing interleaving's choices.
+          onTestFailed(() => console.error(`event bus interleaving: seed ${seed}`));
+          const next = random(seed);
+          const { runId, conversationId } = ids();
+          const run = a.openRun(runId, conversationId);
+          const total = 3000;
+          // 40 subscribers join at random points of the run (several at once, at times).
+          const joinAt = Array.from({ length: 40 }, () => 1 + Math.floor(next() * (total - 2))).sort((x, y) => x - y);
+          const followers: { after: number; on: string; events: Promise<RunEvent[]> }[] = [];
+          run.publish(running);
+          let published = 1;
+          // From here on the log exists for every instance (before it, B may answer null).
+          await run.flushed();
+          while (published < total - 1) {
+            // A burst of publishes in one go, then a turn of the event loop in which
+            // replies, deliveries and new subscribers interleave with them.
+            const burst = 1 + Math.floor(next() * 60);
+            for (let i = 0; i < burst && published < total - 1; i++) {
+              run.publish(token(`t${published + 1}`));
+              published += 1;
+            }
+            while (joinAt.length && joinAt[0]! <= published) {
+              joinAt.shift();
+              const pick = next();
+              const after = pick < 0.25 ? 0 : pick < 0.5 ? Math.floor(next() * published) : pick < 0.8 ? published : published + 1 + Math.floor(next() * 20);
+              const on = next() < 0.5 ? "a" : "b";
+              const bus = on === "a" ? a : b;
+              followers.push({ after, on, events: bus.subscribeRun(runId, after).then((sub) => drain(sub!, `subscriber after ${after} on ${on}`, 20_000)) });
+            }
+            await turn();
           }
-          while (joinAt.length && joinAt[0]! <= published) {
-            joinAt.shift();
-            const pick = next();
-            const after = pick < 0.25 ? 0 : pick < 0.5 ? Math.floor(next() * published) : pick < 0.8 ? published : published + 1 + Math.floor(next() * 20);
-            const on = next() < 0.5 ? "a" : "b";
-            const bus = on === "a" ? a : b;
-            followers.push({ after, on, events: bus.subscribeRun(runId, after).then((sub) => drain(sub!, `subscriber after ${after} on ${on}`, 20_000)) });
+          const last = run.publish(completed);
+          expect(last.seq).toBe(total);
+          await within(run.flushed(), "flushed");
+          expect(followers.length).toBe(40);
+          for (const { after, on, events } of followers) {
+            const got = seqs(await events);
+            const want = range(after + 1, total);
+            if (got.length !== want.length || got.some((s, i) => s !== want[i])) {
+              throw new Error(
+                `seed ${seed}: subscriber after ${after} on ${on} got ${got.length} events, first ${got.slice(0, 5)}, expected ${want.length} from ${after + 1}`,
+              );
+            }
           }
-          await turn();
-        }
-        const last = run.publish(completed);
-        expect(last.seq).toBe(total);
-        await within(run.flushed(), "flushed");
-        expect(followers.length).toBe(40);
-        for (const { after, on, events } of followers) {
-          const got = seqs(await events);
-          const want = range(after + 1, total);
-          if (got.length !== want.length || got.some((s, i) => s !== want[i])) {
-            throw new Error(`seed ${seed}: subscriber after ${after} on ${on} got ${got.length} events, first ${got.slice(0, 5)}, expected ${want.length} from ${after + 1}`);
-          }
-        }
-        expect(a.stats().runSubscribers + b.stats().runSubscribers).toBe(0);
-      }), 30_000);
+          expect(a.stats().runSubscribers + b.stats().runSubscribers).toBe(0);
+        }),
+      30_000,
+    );
 
     it("reports events no longer retained as one replayGap event, then the rest", () =>
       withPair({ retention: 5 }, async ({ a, b }) => {
@@ -331,7 +344,12 @@ export function describeEventBusConformance(name: string, backend: EventBusBacke
         await run.flushed();
         const onA = (await a.subscribeRun(runId))!;
         const onB = (await b.subscribeRun(runId, 1))!;
-        const interrupted: RunEventBody = { type: "status", status: "interrupted", errorCode: "INTERRUPTED", errorMessage: "the process running this run stopped" };
+        const interrupted: RunEventBody = {
+          type: "status",
+          status: "interrupted",
+          errorCode: "INTERRUPTED",
+          errorMessage: "the process running this run stopped",
+        };
         // The instance that executed the run is gone: another one ends its log.
         const ended = await b.endAbandonedRun(runId, conversationId, interrupted);
         expect(ended).toMatchObject({ ...interrupted, seq: 3, runId, conversationId });
@@ -516,7 +534,16 @@ export function describeEventBusConformance(name: string, backend: EventBusBacke
             kind: "deleted",
             conversationId,
             at: new Date(at.getTime() + 2),
-            snapshot: { id: conversationId, title: "Hello", createdAt: at, updatedAt: new Date(at.getTime() + 1), messageCount: 4, agent: "planner", forkedFromConversationId: null, forkedFromCheckpointId: null },
+            snapshot: {
+              id: conversationId,
+              title: "Hello",
+              createdAt: at,
+              updatedAt: new Date(at.getTime() + 1),
+              messageCount: 4,
+              agent: "planner",
+              forkedFromConversationId: null,
+              forkedFromCheckpointId: null,
+            },
           },
         ];
         await a.publishConversationChange(changes[0]!);

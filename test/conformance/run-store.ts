@@ -19,7 +19,12 @@ import { threadMessageCounts } from "../../src/runs/message-counts.ts";
 async function writeThread(saver: BaseCheckpointSaver, threadId: string, checkpointId: string, count: number): Promise<void> {
   const messages = Array.from({ length: count }, (_, i) => new HumanMessage({ content: `m${i}`, id: `m${i}` }));
   const checkpoint = { ...emptyCheckpoint(), id: checkpointId, channel_values: { messages }, channel_versions: { messages: checkpointId } };
-  await saver.put({ configurable: { thread_id: threadId, checkpoint_ns: "" } }, checkpoint, { source: "loop", step: count, parents: {} }, { messages: checkpointId });
+  await saver.put(
+    { configurable: { thread_id: threadId, checkpoint_ns: "" } },
+    checkpoint,
+    { source: "loop", step: count, parents: {} },
+    { messages: checkpointId },
+  );
 }
 
 /**
@@ -29,18 +34,28 @@ async function writeThread(saver: BaseCheckpointSaver, threadId: string, checkpo
  * checkpoint and no run is active, what the thread says (messageCount).
  */
 async function expectDerivedFieldsTrue(store: RunStore, reads: CheckpointReads, ids: string[]): Promise<void> {
-  const [conversations, runsOf, active, latest, heads] = await Promise.all([store.conversations(ids), store.runsOf(ids), store.activeRuns(ids), store.latestRuns(ids), reads.heads(ids)]);
+  const [conversations, runsOf, active, latest, heads] = await Promise.all([
+    store.conversations(ids),
+    store.runsOf(ids),
+    store.activeRuns(ids),
+    store.latestRuns(ids),
+    reads.heads(ids),
+  ]);
   const counts = await threadMessageCounts(reads, [...heads.keys()]);
   const problems: string[] = [];
   for (const [id, conversation] of conversations) {
     const runs = runsOf.get(id) ?? [];
     const running = runs.filter((r) => r.status === "running");
-    if ((active.get(id)?.id ?? null) !== (running[0]?.id ?? null) || running.length > 1) problems.push(`${id}: activeRun ${active.get(id)?.id}, running ${running.map((r) => r.id)}`);
+    if ((active.get(id)?.id ?? null) !== (running[0]?.id ?? null) || running.length > 1)
+      problems.push(`${id}: activeRun ${active.get(id)?.id}, running ${running.map((r) => r.id)}`);
     const byStart = [...runs].sort((a, b) => a.startedAt.getTime() - b.startedAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    if ((latest.get(id)?.id ?? null) !== (byStart.at(-1)?.id ?? null)) problems.push(`${id}: latestRun ${latest.get(id)?.id}, last started ${byStart.at(-1)?.id}`);
+    if ((latest.get(id)?.id ?? null) !== (byStart.at(-1)?.id ?? null))
+      problems.push(`${id}: latestRun ${latest.get(id)?.id}, last started ${byStart.at(-1)?.id}`);
     const lastChange = Math.max(0, ...runs.flatMap((r) => [r.startedAt.getTime(), r.finishedAt?.getTime() ?? 0]));
-    if (conversation.updatedAt.getTime() < lastChange) problems.push(`${id}: updatedAt ${conversation.updatedAt.toISOString()} before ${new Date(lastChange).toISOString()}`);
-    if (heads.has(id) && running.length === 0 && conversation.messageCount !== counts.get(id)) problems.push(`${id}: messageCount ${conversation.messageCount}, thread ${counts.get(id)}`);
+    if (conversation.updatedAt.getTime() < lastChange)
+      problems.push(`${id}: updatedAt ${conversation.updatedAt.toISOString()} before ${new Date(lastChange).toISOString()}`);
+    if (heads.has(id) && running.length === 0 && conversation.messageCount !== counts.get(id))
+      problems.push(`${id}: messageCount ${conversation.messageCount}, thread ${counts.get(id)}`);
   }
   expect(problems).toEqual([]);
 }
@@ -54,17 +69,20 @@ export function describeRunStoreConformance(backend: StorageBackend) {
     const at = (ms: number) => new Date(Date.UTC(2026, 10, 30, 14, 2, 0, ms));
     // The conversations a scenario wrote to, for the invariant checked after it.
     const touched = new Set<string>();
-    const newRun = (conversationId: string, overrides: Partial<NewRun> = {}): NewRun => (touched.add(conversationId), {
-      id: randomUUID(),
-      conversationId,
-      kind: "start",
-      input: "hello",
-      startedAt: at(0),
-      startMark: "0001",
-      ownerId: "owner-a",
-      startCheckpointId: null,
-      ...overrides,
-    });
+    const newRun = (conversationId: string, overrides: Partial<NewRun> = {}): NewRun => (
+      touched.add(conversationId),
+      {
+        id: randomUUID(),
+        conversationId,
+        kind: "start",
+        input: "hello",
+        startedAt: at(0),
+        startMark: "0001",
+        ownerId: "owner-a",
+        startCheckpointId: null,
+        ...overrides,
+      }
+    );
     const outcome = (overrides: Partial<RunOutcome> = {}): RunOutcome => ({
       status: "completed",
       errorCode: null,
@@ -107,13 +125,24 @@ export function describeRunStoreConformance(backend: StorageBackend) {
         const forkedFrom = { conversationId: source, checkpointId: "1f0c0000-0000-6000-8000-000000000001" };
         const quiet = randomUUID();
         const created = await store.createConversation(quiet, newConversation("Source (fork)", { agent: "planner", forkedFrom, messageCount: 3 }), at(700));
-        expect(created).toMatchObject({ id: quiet, title: "Source (fork)", agent: "planner", messageCount: 3, forkedFromConversationId: source, forkedFromCheckpointId: forkedFrom.checkpointId });
+        expect(created).toMatchObject({
+          id: quiet,
+          title: "Source (fork)",
+          agent: "planner",
+          messageCount: 3,
+          forkedFromConversationId: source,
+          forkedFromCheckpointId: forkedFrom.checkpointId,
+        });
         expect(created.createdAt.getTime()).toBe(at(700).getTime());
         expect(await store.getConversation(quiet)).toEqual(created);
         const busy = randomUUID();
         const started = await store.startRun(newRun(busy, { startedAt: at(800) }), newConversation("Source (fork)", { forkedFrom, messageCount: 2 }));
         expect(started.conversation).toMatchObject({ id: busy, messageCount: 2, forkedFromConversationId: source });
-        expect(await store.createConversation(randomUUID(), newConversation("plain"), at(900))).toMatchObject({ messageCount: 0, forkedFromConversationId: null, forkedFromCheckpointId: null });
+        expect(await store.createConversation(randomUUID(), newConversation("plain"), at(900))).toMatchObject({
+          messageCount: 0,
+          forkedFromConversationId: null,
+          forkedFromCheckpointId: null,
+        });
         await store.deleteConversation(source);
         expect(await store.getConversation(quiet)).toMatchObject({ messageCount: 3, forkedFromConversationId: null });
       }));
@@ -136,7 +165,14 @@ export function describeRunStoreConformance(backend: StorageBackend) {
         const id = randomUUID();
         const { run } = await store.startRun(newRun(id), newConversation("t"));
         const finished = await store.finishRun(run.id, outcome({ status: "failed", errorCode: "MODEL_ERROR", errorMessage: "boom", partialOutput: "par" }));
-        expect(finished).toMatchObject({ status: "failed", errorCode: "MODEL_ERROR", errorMessage: "boom", partialOutput: "par", endMark: "0002", lastEventSeq: 7 });
+        expect(finished).toMatchObject({
+          status: "failed",
+          errorCode: "MODEL_ERROR",
+          errorMessage: "boom",
+          partialOutput: "par",
+          endMark: "0002",
+          lastEventSeq: 7,
+        });
         expect(finished?.finishedAt?.getTime()).toBe(at(500).getTime());
         const conversation = await store.getConversation(id);
         expect(conversation).toMatchObject({ messageCount: 2 });
@@ -232,10 +268,19 @@ export function describeRunStoreConformance(backend: StorageBackend) {
         // Still running: nothing changes.
         await store.completeEndedElsewhere(run.id, { lastEventSeq: 3, partialOutput: "x", endMark: "0009" });
         expect(await store.getRun(run.id)).toMatchObject({ lastEventSeq: 0, partialOutput: null, endMark: null });
-        await store.finishRun(run.id, outcome({ status: "cancelled", errorCode: "CANCELLED", errorMessage: "cancelled", partialOutput: null, endMark: "0005", lastEventSeq: 1 }));
+        await store.finishRun(
+          run.id,
+          outcome({ status: "cancelled", errorCode: "CANCELLED", errorMessage: "cancelled", partialOutput: null, endMark: "0005", lastEventSeq: 1 }),
+        );
         await store.completeEndedElsewhere(run.id, { lastEventSeq: 12, partialOutput: "streamed", endMark: "0004" });
         // The seq is replaced, the text kept if none was recorded, the window end only moved later.
-        expect(await store.getRun(run.id)).toMatchObject({ status: "cancelled", errorCode: "CANCELLED", lastEventSeq: 12, partialOutput: "streamed", endMark: "0005" });
+        expect(await store.getRun(run.id)).toMatchObject({
+          status: "cancelled",
+          errorCode: "CANCELLED",
+          lastEventSeq: 12,
+          partialOutput: "streamed",
+          endMark: "0005",
+        });
         await store.completeEndedElsewhere(run.id, { lastEventSeq: 13, partialOutput: "other", endMark: "0010" });
         expect(await store.getRun(run.id)).toMatchObject({ lastEventSeq: 13, partialOutput: "streamed", endMark: "0010" });
         expect(await store.notRunning([])).toEqual([]);
@@ -284,7 +329,10 @@ export function describeRunStoreConformance(backend: StorageBackend) {
         const written = new Map<string, RunRecord[]>(conversations.map((id) => [id, []]));
         for (const [c, conversationId] of conversations.entries()) {
           for (let i = 0; i < 12; i++) {
-            const { run } = await store.startRun(newRun(conversationId, { startedAt: at(1000 + c * 10 + (i % 4)), startMark: `m${c}-${i}` }), i === 0 ? newConversation("t") : undefined);
+            const { run } = await store.startRun(
+              newRun(conversationId, { startedAt: at(1000 + c * 10 + (i % 4)), startMark: `m${c}-${i}` }),
+              i === 0 ? newConversation("t") : undefined,
+            );
             await store.finishRun(run.id, outcome({ finishedAt: at(2000 + i), endMark: `e${c}-${i}` }));
             written.get(conversationId)!.push((await store.getRun(run.id))!);
           }
@@ -305,7 +353,10 @@ export function describeRunStoreConformance(backend: StorageBackend) {
           for (const conversationId of conversations) {
             const list = lists.get(conversationId)!;
             const expected = query.cursor !== undefined && !list.some((r) => r.id === query.cursor) ? [] : referencePage(list, query);
-            expect(pages.get(conversationId)?.map((r) => r.id), JSON.stringify({ conversationId, query })).toEqual(expected.map((r) => r.id));
+            expect(
+              pages.get(conversationId)?.map((r) => r.id),
+              JSON.stringify({ conversationId, query }),
+            ).toEqual(expected.map((r) => r.id));
           }
         }
         expect((await store.runPages([], { skip: 0, take: 5 })).size).toBe(0);
@@ -320,7 +371,10 @@ export function describeRunStoreConformance(backend: StorageBackend) {
         expect((await store.getRun(first.run.id))?.usage).toBeNull();
         // A failed run's usage counts too: its model calls were made.
         const failedUsage = { inputTokens: 11, outputTokens: 3, modelCalls: 1, timeToFirstTokenMs: 42, modelDurationMs: 250 };
-        const failed = await store.finishRun(first.run.id, outcome({ status: "failed", errorCode: "MODEL_ERROR", errorMessage: "x", usage: failedUsage, finishedAt: at(20) }));
+        const failed = await store.finishRun(
+          first.run.id,
+          outcome({ status: "failed", errorCode: "MODEL_ERROR", errorMessage: "x", usage: failedUsage, finishedAt: at(20) }),
+        );
         expect(failed?.usage).toEqual(failedUsage);
         const second = await store.startRun(newRun(a, { startedAt: at(30), startMark: "0030", kind: "resume", input: null }));
         // A run that streamed no token has no time to first token.
@@ -330,7 +384,10 @@ export function describeRunStoreConformance(backend: StorageBackend) {
         // Still running: nothing to add yet.
         await store.startRun(newRun(a, { startedAt: at(40), startMark: "0040" }));
         const onB = await store.startRun(newRun(b, { startedAt: at(50), startMark: "0050" }), newConversation("b"));
-        await store.finishRun(onB.run.id, outcome({ usage: { inputTokens: 7, outputTokens: 5, modelCalls: 1, timeToFirstTokenMs: 3, modelDurationMs: 60 }, finishedAt: at(60) }));
+        await store.finishRun(
+          onB.run.id,
+          outcome({ usage: { inputTokens: 7, outputTokens: 5, modelCalls: 1, timeToFirstTokenMs: 3, modelDurationMs: 60 }, finishedAt: at(60) }),
+        );
         expect((await store.runs([first.run.id])).get(first.run.id)?.usage).toEqual(failedUsage);
 
         const usage = await store.usageOf([a, b, none]);
@@ -353,14 +410,35 @@ export function describeRunStoreConformance(backend: StorageBackend) {
         await store.finishRun(elsewhere.id, outcome());
         const waiting = await store.finishRun(
           asking.id,
-          outcome({ status: "waiting", finishedAt: at(20), endMark: "0020", messageCount: 3, interrupts: [{ id: "int-1", node: "approve", value: approval }, { id: "int-2", node: "ask", value: "What is your name?" }] }),
+          outcome({
+            status: "waiting",
+            finishedAt: at(20),
+            endMark: "0020",
+            messageCount: 3,
+            interrupts: [
+              { id: "int-1", node: "approve", value: approval },
+              { id: "int-2", node: "ask", value: "What is your name?" },
+            ],
+          }),
         );
         expect(waiting).toMatchObject({ status: "waiting", errorCode: null });
         const raised = (interruptId: string, node: string, value: unknown) => ({
-          id: interruptId, runId: asking.id, conversationId: id, node, value, createdAt: at(20), answeredByRunId: null, answer: null, answeredAt: null,
+          id: interruptId,
+          runId: asking.id,
+          conversationId: id,
+          node,
+          value,
+          createdAt: at(20),
+          answeredByRunId: null,
+          answer: null,
+          answeredAt: null,
         });
         expect(await store.interruptsOf([id, other, none])).toEqual(
-          new Map([[id, [raised("int-1", "approve", approval), raised("int-2", "ask", "What is your name?")]], [other, []], [none, []]]),
+          new Map([
+            [id, [raised("int-1", "approve", approval), raised("int-2", "ask", "What is your name?")]],
+            [other, []],
+            [none, []],
+          ]),
         );
         // A second finish is refused and records nothing more.
         expect(await store.finishRun(asking.id, outcome({ status: "waiting", interrupts: [{ id: "int-3", node: "ask", value: 1 }] }))).toBeNull();
@@ -368,18 +446,31 @@ export function describeRunStoreConformance(backend: StorageBackend) {
 
         // A resume refused because a run is active answers nothing.
         const { run: busy } = await store.startRun(newRun(id, { startedAt: at(27), startMark: "0027" }));
-        await expect(store.startRun(newRun(id, { startedAt: at(28), kind: "resume", input: null, answers: [{ interruptId: "int-1", value: "no" }] }))).rejects.toBeInstanceOf(
-          RunInProgressError,
-        );
+        await expect(
+          store.startRun(newRun(id, { startedAt: at(28), kind: "resume", input: null, answers: [{ interruptId: "int-1", value: "no" }] })),
+        ).rejects.toBeInstanceOf(RunInProgressError);
         expect((await store.interruptsOf([id])).get(id)?.every((i) => i.answeredByRunId === null)).toBe(true);
         // A finish that keeps the stored message count (null) leaves the waiting run's count.
-        await store.finishRun(busy.id, outcome({ status: "cancelled", errorCode: "CANCELLED", errorMessage: "cancelled", messageCount: null, finishedAt: at(29) }));
+        await store.finishRun(
+          busy.id,
+          outcome({ status: "cancelled", errorCode: "CANCELLED", errorMessage: "cancelled", messageCount: null, finishedAt: at(29) }),
+        );
         expect((await store.getConversation(id))?.messageCount).toBe(3);
 
         // The resume answers both; an id that is not raised is ignored.
         const decision = { toolCalls: [{ id: "call-1", decision: "edit", args: { expression: "6 * 8" } }] };
         const { run: resume } = await store.startRun(
-          newRun(id, { startedAt: at(30), startMark: "0030", kind: "resume", input: null, answers: [{ interruptId: "int-1", value: decision }, { interruptId: "int-2", value: "Ada" }, { interruptId: "int-9", value: 1 }] }),
+          newRun(id, {
+            startedAt: at(30),
+            startMark: "0030",
+            kind: "resume",
+            input: null,
+            answers: [
+              { interruptId: "int-1", value: decision },
+              { interruptId: "int-2", value: "Ada" },
+              { interruptId: "int-9", value: 1 },
+            ],
+          }),
         );
         const answered = (await store.interruptsOf([id])).get(id)!;
         expect(answered).toEqual([
@@ -388,8 +479,13 @@ export function describeRunStoreConformance(backend: StorageBackend) {
         ]);
 
         // The same interrupt raised again by a later run is a row of its own; an answer goes to the unanswered one only.
-        await store.finishRun(resume.id, outcome({ status: "waiting", finishedAt: at(40), endMark: "0040", interrupts: [{ id: "int-2", node: "ask", value: "And your age?" }] }));
-        const { run: again } = await store.startRun(newRun(id, { startedAt: at(50), startMark: "0050", kind: "resume", input: null, answers: [{ interruptId: "int-2", value: 36 }] }));
+        await store.finishRun(
+          resume.id,
+          outcome({ status: "waiting", finishedAt: at(40), endMark: "0040", interrupts: [{ id: "int-2", node: "ask", value: "And your age?" }] }),
+        );
+        const { run: again } = await store.startRun(
+          newRun(id, { startedAt: at(50), startMark: "0050", kind: "resume", input: null, answers: [{ interruptId: "int-2", value: 36 }] }),
+        );
         const all = (await store.interruptsOf([id])).get(id)!;
         expect(all.map((i) => [i.id, i.runId, i.answeredByRunId, i.answer])).toEqual([
           ["int-1", asking.id, resume.id, decision],
@@ -413,7 +509,15 @@ export function describeRunStoreConformance(backend: StorageBackend) {
         await store.finishRun(run.id, outcome({ status: "waiting", finishedAt: at(20), interrupts: raised.map((i) => ({ id: i, node: "ask", value: i })) }));
         expect((await store.interruptsOf([id])).get(id)?.map((i) => i.id)).toEqual(raised);
         // A client may list its responses in any order.
-        await store.startRun(newRun(id, { startedAt: at(30), startMark: "0030", kind: "resume", input: null, answers: ["int-c", "int-a", "int-b"].map((i) => ({ interruptId: i, value: i })) }));
+        await store.startRun(
+          newRun(id, {
+            startedAt: at(30),
+            startMark: "0030",
+            kind: "resume",
+            input: null,
+            answers: ["int-c", "int-a", "int-b"].map((i) => ({ interruptId: i, value: i })),
+          }),
+        );
         expect((await store.interruptsOf([id])).get(id)?.map((i) => i.id)).toEqual(raised);
       }));
 
@@ -424,7 +528,12 @@ export function describeRunStoreConformance(backend: StorageBackend) {
         const { run } = await store.startRun(newRun(id, { startMark: "0003" }), newConversation("t"));
         expect(await store.lastMark(id)).toBe("0003");
         // A checkpoint written by the run, stamped by a clock ahead of the instance that will recover it.
-        await saver.put({ configurable: { thread_id: id, checkpoint_ns: "" } }, { ...emptyCheckpoint(), id: "0007" }, { source: "input", step: -1, parents: {} }, {});
+        await saver.put(
+          { configurable: { thread_id: id, checkpoint_ns: "" } },
+          { ...emptyCheckpoint(), id: "0007" },
+          { source: "input", step: -1, parents: {} },
+          {},
+        );
         expect(await store.lastMark(id)).toBe("0007");
         expect(await store.lastMark(randomUUID())).toBeNull();
         const [interrupted] = await store.interruptRunsOfGoneOwners(["owner-a"], at(900), "0005", "stopped", new Map());

@@ -48,7 +48,10 @@ export function describeTerminalEventConformance(deployment: Deployment) {
       cleanup = selected.cleanup;
       // "careful" pauses for approval before it calculates: a run that ends WAITING.
       const config = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "runledger-terminal-")), "agents.json");
-      fs.writeFileSync(config, JSON.stringify({ agents: { default: { type: "chat" }, careful: { type: "chat", tools: ["calculator"], requireApproval: ["calculator"] } } }));
+      fs.writeFileSync(
+        config,
+        JSON.stringify({ agents: { default: { type: "chat" }, careful: { type: "chat", tools: ["calculator"], requireApproval: ["calculator"] } } }),
+      );
       const env: Record<string, string> = { RUNLEDGER_CONFIG: config, ...selected.env };
       instances = [await startTestApp({ ollamaUrl: fake.url, env })];
       if (env.REDIS_URL) instances.push(await startTestApp({ ollamaUrl: fake.url, env }));

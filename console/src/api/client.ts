@@ -150,7 +150,11 @@ export class Api {
    * Runs a mutation whose result (`field`) is a union of a success type and
    * errors implementing Error, and returns the success or the refusal as answered.
    */
-  async mutate<T, V extends AnyVariables, F extends keyof T & string>(document: Document<T, V>, variables: NoInfer<V>, field: F): Promise<Outcome<Success<T[F]>>> {
+  async mutate<T, V extends AnyVariables, F extends keyof T & string>(
+    document: Document<T, V>,
+    variables: NoInfer<V>,
+    field: F,
+  ): Promise<Outcome<Success<T[F]>>> {
     const result = await this.urql.mutation<Record<string, unknown>>(document, variables).toPromise();
     if (result.error) return { ok: false, refusal: { __typename: "RequestError", code: this.codeOf(result.error), message: this.describe(result.error) } };
     const value = result.data?.[field] as (Success<T[F]> & { __typename?: string; code?: unknown }) | undefined;
@@ -160,7 +164,11 @@ export class Api {
   }
 
   /** Follows a subscription; returns its unsubscribe. Errors arrive in words. */
-  subscribe<T, V extends AnyVariables>(document: Document<T, V>, variables: NoInfer<V>, handlers: { next: (data: T) => void; error?: (message: string) => void }): () => void {
+  subscribe<T, V extends AnyVariables>(
+    document: Document<T, V>,
+    variables: NoInfer<V>,
+    handlers: { next: (data: T) => void; error?: (message: string) => void },
+  ): () => void {
     const { unsubscribe } = this.urql.subscription<T>(document, variables).subscribe((result) => {
       if (result.error) handlers.error?.(this.describe(result.error));
       else if (result.data) handlers.next(result.data);

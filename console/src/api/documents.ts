@@ -64,7 +64,8 @@ export const CONVERSATIONS: Document<Types.ConsoleConversationsQuery, Types.Cons
   ${ROW_FIELDS}
 `;
 
-export const CONVERSATIONS_CHANGED: Document<Types.ConsoleConversationsChangedSubscription, Types.ConsoleConversationsChangedSubscriptionVariables> = /* GraphQL */ `
+export const CONVERSATIONS_CHANGED: Document<Types.ConsoleConversationsChangedSubscription, Types.ConsoleConversationsChangedSubscriptionVariables> =
+  /* GraphQL */ `
   subscription ConsoleConversationsChanged {
     conversationsChanged { ...ConsoleRow }
   }

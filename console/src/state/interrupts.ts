@@ -68,7 +68,8 @@ export function parseArgs(text: string): Checked<Record<string, unknown>> {
   return { ok: true, value: value as Record<string, unknown> };
 }
 
-type CallAnswer = { id: string; decision: "approve" } | { id: string; decision: "reject"; reason?: string } | { id: string; decision: "edit"; args: Record<string, unknown> };
+type CallAnswer =
+  { id: string; decision: "approve" } | { id: string; decision: "reject"; reason?: string } | { id: string; decision: "edit"; args: Record<string, unknown> };
 
 function callAnswer(id: string, draft: CallDraft): Checked<CallAnswer> {
   switch (draft.decision) {

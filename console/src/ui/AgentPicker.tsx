@@ -10,27 +10,27 @@ export function AgentPicker({ agents, selected, onSelect }: { agents: Agent[]; s
       <p class="hint">The conversation keeps the agent it starts with.</p>
       <div class="agent-options">
         {agents.map((agent) => (
-            <label key={agent.name} class={`agent-option${agent.name === selected ? " selected" : ""}`}>
-              <input
-                type="radio"
-                name="agent"
-                value={agent.name}
-                checked={agent.name === selected}
-                onChange={() => onSelect(agent.name)}
-                aria-labelledby={`agent-${agent.name}`}
-                aria-describedby={`agent-${agent.name}-details`}
-              />
-              <span class="agent-body">
-                <span class="agent-title">
-                  <strong id={`agent-${agent.name}`}>{agent.name}</strong> <span class="kind">{agent.kind === "GRAPH" ? "custom graph" : "chat agent"}</span>{" "}
-                  <span class="hint">model {agent.model}</span>
-                </span>
-                <span id={`agent-${agent.name}-details`} class="agent-details">
-                  {agent.description && <span class="agent-description">{agent.description}</span>}
-                  <AgentTools agent={agent} />
-                </span>
+          <label key={agent.name} class={`agent-option${agent.name === selected ? " selected" : ""}`}>
+            <input
+              type="radio"
+              name="agent"
+              value={agent.name}
+              checked={agent.name === selected}
+              onChange={() => onSelect(agent.name)}
+              aria-labelledby={`agent-${agent.name}`}
+              aria-describedby={`agent-${agent.name}-details`}
+            />
+            <span class="agent-body">
+              <span class="agent-title">
+                <strong id={`agent-${agent.name}`}>{agent.name}</strong> <span class="kind">{agent.kind === "GRAPH" ? "custom graph" : "chat agent"}</span>{" "}
+                <span class="hint">model {agent.model}</span>
               </span>
-            </label>
+              <span id={`agent-${agent.name}-details`} class="agent-details">
+                {agent.description && <span class="agent-description">{agent.description}</span>}
+                <AgentTools agent={agent} />
+              </span>
+            </span>
+          </label>
         ))}
       </div>
     </fieldset>

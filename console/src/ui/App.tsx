@@ -103,7 +103,17 @@ function TokenForm({ hadToken, onSubmit }: { hadToken: boolean; onSubmit: (token
   );
 }
 
-function Console({ api, reconnects, status, onForgetToken }: { api: Api; reconnects: number; status: ReturnType<typeof useConnection>["status"]; onForgetToken: (() => void) | null }) {
+function Console({
+  api,
+  reconnects,
+  status,
+  onForgetToken,
+}: {
+  api: Api;
+  reconnects: number;
+  status: ReturnType<typeof useConnection>["status"];
+  onForgetToken: (() => void) | null;
+}) {
   const { list, error, loadMore, loadingMore } = useConversationList(api, reconnects);
   const [selection, setSelection] = useState<Selection>(readSelection);
   // The run a new conversation's first message (or a fork's) started, handed to that conversation's pane.
@@ -135,13 +145,7 @@ function Console({ api, reconnects, status, onForgetToken }: { api: Api; reconne
         )}
       </header>
       <ConversationList list={list} error={error} selectedId={selectedId} onLoadMore={loadMore} loadingMore={loadingMore} />
-      {selection.kind === "new" && (
-        <NewConversationPane
-          api={api}
-          connected={status === "connected"}
-          onStarted={openConversation}
-        />
-      )}
+      {selection.kind === "new" && <NewConversationPane api={api} connected={status === "connected"} onStarted={openConversation} />}
       {selectedId && (
         <ConversationPane
           key={selectedId}

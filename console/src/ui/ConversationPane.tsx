@@ -83,7 +83,10 @@ export function ConversationPane(props: {
     const calls = new Map<string, ToolCall>();
     for (const message of details?.messages ?? []) for (const call of message.toolCalls) calls.set(call.id, call);
     return {
-      approvals: callApprovals(runs.flatMap((r) => r.interrupts), new Set(pending.map((i) => i.id))),
+      approvals: callApprovals(
+        runs.flatMap((r) => r.interrupts),
+        new Set(pending.map((i) => i.id)),
+      ),
       calls,
       runLabel: (runId) => (numbers.has(runId) ? `run #${numbers.get(runId)}` : `run ${shortId(runId)}`),
     };
@@ -129,17 +132,22 @@ export function ConversationPane(props: {
   return (
     <>
       <main class="chat" aria-labelledby="conversation-title">
-        <ConversationHeader
-          api={api}
-          id={id}
-          title={title}
-          details={details}
-          onRenamed={conversation.refetch}
-          report={report}
-        />
+        <ConversationHeader api={api} id={id} title={title} details={details} onRenamed={conversation.refetch} report={report} />
         <Notices notices={conversation.notices} onDismiss={conversation.dismiss} />
-        <PendingWork active={active} resumable={details?.resumable ?? false} next={details?.next ?? []} latest={runs.at(-1) ?? null} onCancel={cancel} onResume={resume} />
-        <Thread earlier={earlierMessages(details, runs)} earlierLabel={copied ? "Copied from the source conversation" : undefined} runs={runs} context={context} />
+        <PendingWork
+          active={active}
+          resumable={details?.resumable ?? false}
+          next={details?.next ?? []}
+          latest={runs.at(-1) ?? null}
+          onCancel={cancel}
+          onResume={resume}
+        />
+        <Thread
+          earlier={earlierMessages(details, runs)}
+          earlierLabel={copied ? "Copied from the source conversation" : undefined}
+          runs={runs}
+          context={context}
+        />
         {pending.length > 0 && (
           <AnswerPanel key={pending.map((i) => i.id).join(" ")} pending={pending} runLabel={context.runLabel} disabled={!connected} onSend={answer} />
         )}
@@ -188,8 +196,8 @@ function ConversationHeader(props: {
       <h2 id="conversation-title">{props.title}</h2>
       {details && (
         <p class="hint">
-          <AgentTag name={details.agentName} agent={details.agent} /> · <span title={details.id}>id {shortId(details.id)}</span> · {plural(details.messageCount, "message")} · started{" "}
-          {formatDateTime(details.createdAt)}
+          <AgentTag name={details.agentName} agent={details.agent} /> · <span title={details.id}>id {shortId(details.id)}</span> ·{" "}
+          {plural(details.messageCount, "message")} · started {formatDateTime(details.createdAt)}
         </p>
       )}
       {details?.forkedFrom && (
@@ -313,7 +321,17 @@ function PendingWork(props: {
   );
 }
 
-function Composer({ disabled, blockedBy, waiting, onSend }: { disabled: boolean; blockedBy: RunView | null; waiting: boolean; onSend: (message: string) => Promise<boolean> }) {
+function Composer({
+  disabled,
+  blockedBy,
+  waiting,
+  onSend,
+}: {
+  disabled: boolean;
+  blockedBy: RunView | null;
+  waiting: boolean;
+  onSend: (message: string) => Promise<boolean>;
+}) {
   const [text, setText] = useState("");
   const [sending, setSending] = useState(false);
   const submit = async () => {
@@ -349,7 +367,11 @@ function Composer({ disabled, blockedBy, waiting, onSend }: { disabled: boolean;
       />
       <div class="composer-foot">
         <span class="hint">
-          {blocked ? `Run #${blockedBy.number} is running: cancel it or wait for it to end.` : waiting ? "A new message goes ahead without answering the question above." : ""}
+          {blocked
+            ? `Run #${blockedBy.number} is running: cancel it or wait for it to end.`
+            : waiting
+              ? "A new message goes ahead without answering the question above."
+              : ""}
         </span>
         <button type="submit" disabled={disabled || blocked || sending || !text.trim()}>
           Send

@@ -16,7 +16,11 @@ export function RunsPanel({ runs, total, onCancel, runLabel }: { runs: RunView[]
         Runs <span class="count">{total}</span>
       </h2>
       {runs.length === 0 && <p class="hint">No runs yet.</p>}
-      {runs.length < total && <p class="hint">The latest {runs.length} of {total} runs.</p>}
+      {runs.length < total && (
+        <p class="hint">
+          The latest {runs.length} of {total} runs.
+        </p>
+      )}
       <ol class="runs" reversed>
         {runs
           .slice()
@@ -161,7 +165,17 @@ export function CheckpointsPanel({ checkpoints, hasEarlier, onFork }: { checkpoi
   );
 }
 
-function CheckpointRows({ checkpoint: c, forking, onForking, onFork }: { checkpoint: CheckpointView; forking: boolean; onForking: (on: boolean) => void; onFork: ForkAction }) {
+function CheckpointRows({
+  checkpoint: c,
+  forking,
+  onForking,
+  onFork,
+}: {
+  checkpoint: CheckpointView;
+  forking: boolean;
+  onForking: (on: boolean) => void;
+  onFork: ForkAction;
+}) {
   return (
     <>
       <tr class={c.failures.length ? "has-failure" : undefined} title={c.id}>
@@ -173,7 +187,13 @@ function CheckpointRows({ checkpoint: c, forking, onForking, onFork }: { checkpo
           <time dateTime={c.createdAt}>{formatTime(c.createdAt)}</time>
         </td>
         <td>
-          <button type="button" class="link" aria-expanded={forking} onClick={() => onForking(!forking)} title="A new conversation whose thread is this one's up to and including this checkpoint">
+          <button
+            type="button"
+            class="link"
+            aria-expanded={forking}
+            onClick={() => onForking(!forking)}
+            title="A new conversation whose thread is this one's up to and including this checkpoint"
+          >
             Fork here
           </button>
         </td>
@@ -211,7 +231,13 @@ function ForkForm({ step, onCancel, onFork }: { step: number; onCancel: () => vo
       }}
     >
       <span>A new conversation from step {step}; this one stays as it is.</span>
-      <input aria-label="First message (optional)" placeholder="First message (optional): starts a run at once" value={message} onInput={(e) => setMessage(e.currentTarget.value)} disabled={busy} />
+      <input
+        aria-label="First message (optional)"
+        placeholder="First message (optional): starts a run at once"
+        value={message}
+        onInput={(e) => setMessage(e.currentTarget.value)}
+        disabled={busy}
+      />
       <div class="actions">
         <button type="submit" disabled={busy}>
           {message.trim() ? "Fork and send" : "Fork"}

@@ -3,7 +3,19 @@
 // words the thread and the runs panel use for questions and answers.
 import { useState } from "preact/hooks";
 import type { Interrupt } from "../api/types.ts";
-import { approvalCalls, decisionsOf, draftAnswer, draftAsJson, initialDraft, parseArgs, parseJson, type CallDraft, type CallOutcome, type Decision, type InterruptDraft } from "../state/interrupts.ts";
+import {
+  approvalCalls,
+  decisionsOf,
+  draftAnswer,
+  draftAsJson,
+  initialDraft,
+  parseArgs,
+  parseJson,
+  type CallDraft,
+  type CallOutcome,
+  type Decision,
+  type InterruptDraft,
+} from "../state/interrupts.ts";
 import { compactJson, formatTime, plural, prettyJson } from "./format.ts";
 
 /** A run's number when the page lists it, else its short id. */
@@ -34,7 +46,12 @@ export function describeAnswer(interrupt: Interrupt): string {
   const calls = approvalCalls(interrupt.value);
   if (!calls) return compactJson(interrupt.answer);
   const decisions = decisionsOf(interrupt);
-  return calls.map((call) => { const outcome = decisions.get(call.id); return outcome ? describeOutcome(call.name, outcome) : `${call.name}: no decision`; }).join("; ");
+  return calls
+    .map((call) => {
+      const outcome = decisions.get(call.id);
+      return outcome ? describeOutcome(call.name, outcome) : `${call.name}: no decision`;
+    })
+    .join("; ");
 }
 
 export function InterruptStateBadge({ state }: { state: string }) {
@@ -51,7 +68,10 @@ export function InterruptRecord({ interrupt, runLabel }: { interrupt: Interrupt;
       {interrupt.state === "ANSWERED" && (
         <div>
           answered by {interrupt.answeredBy ? runLabel(interrupt.answeredBy.id) : "a run no longer listed"}
-          {interrupt.answeredAt && <span class="hint"> at {formatTime(interrupt.answeredAt)}</span>}: <span class="answer-text" title={compactJson(interrupt.answer, 10_000)}>{describeAnswer(interrupt)}</span>
+          {interrupt.answeredAt && <span class="hint"> at {formatTime(interrupt.answeredAt)}</span>}:{" "}
+          <span class="answer-text" title={compactJson(interrupt.answer, 10_000)}>
+            {describeAnswer(interrupt)}
+          </span>
         </div>
       )}
       {interrupt.state === "SUPERSEDED" && <div class="hint">A later message went ahead without answering it.</div>}
@@ -90,7 +110,8 @@ export function AnswerPanel(props: { pending: Interrupt[]; runLabel: RunLabel; d
   return (
     <section class="answer-panel" aria-labelledby="answer-heading">
       <h3 id="answer-heading">
-        {who.charAt(0).toUpperCase() + who.slice(1)} {runs.length === 1 ? "is" : "are"} waiting for {pending.length === 1 ? "an answer" : `${pending.length} answers`}
+        {who.charAt(0).toUpperCase() + who.slice(1)} {runs.length === 1 ? "is" : "are"} waiting for{" "}
+        {pending.length === 1 ? "an answer" : `${pending.length} answers`}
       </h3>
       <form
         aria-label="Answer the waiting run"
@@ -104,7 +125,9 @@ export function AnswerPanel(props: { pending: Interrupt[]; runLabel: RunLabel; d
         ))}
         <div class="composer-foot">
           <span class="hint">
-            {problem && !problem.answer.ok ? `Before sending: ${problem.answer.problem}.` : "The answers go in one resume; a new message instead leaves the question unanswered."}
+            {problem && !problem.answer.ok
+              ? `Before sending: ${problem.answer.problem}.`
+              : "The answers go in one resume; a new message instead leaves the question unanswered."}
           </span>
           <button type="submit" disabled={props.disabled || sending || problem !== undefined}>
             Send {pending.length === 1 ? "answer" : "answers"}
@@ -115,7 +138,15 @@ export function AnswerPanel(props: { pending: Interrupt[]; runLabel: RunLabel; d
   );
 }
 
-function Question({ interrupt, draft, onChange }: { interrupt: Interrupt; draft: InterruptDraft; onChange: (change: (draft: InterruptDraft) => InterruptDraft) => void }) {
+function Question({
+  interrupt,
+  draft,
+  onChange,
+}: {
+  interrupt: Interrupt;
+  draft: InterruptDraft;
+  onChange: (change: (draft: InterruptDraft) => InterruptDraft) => void;
+}) {
   const calls = approvalCalls(interrupt.value);
   const raw = draft.raw ? parseJson(draft.text) : null;
   return (
@@ -145,14 +176,31 @@ function Question({ interrupt, draft, onChange }: { interrupt: Interrupt; draft:
         ))}
       {calls && (
         <label class="raw-toggle">
-          <input type="checkbox" checked={draft.raw} onChange={(e) => { const on = e.currentTarget.checked; onChange((d) => ({ ...d, raw: on, text: on ? draftAsJson(interrupt, d) : d.text })); }} /> Write
-          the answer as JSON
+          <input
+            type="checkbox"
+            checked={draft.raw}
+            onChange={(e) => {
+              const on = e.currentTarget.checked;
+              onChange((d) => ({ ...d, raw: on, text: on ? draftAsJson(interrupt, d) : d.text }));
+            }}
+          />{" "}
+          Write the answer as JSON
         </label>
       )}
       {draft.raw && (
         <label class="json-field">
           Answer (JSON)
-          <textarea aria-label="Answer (JSON)" rows={calls ? 6 : 3} spellcheck={false} value={draft.text} placeholder={calls ? undefined : 'for example {"name": "Ada"}'} onInput={(e) => { const text = e.currentTarget.value; onChange((d) => ({ ...d, text })); }} />
+          <textarea
+            aria-label="Answer (JSON)"
+            rows={calls ? 6 : 3}
+            spellcheck={false}
+            value={draft.text}
+            placeholder={calls ? undefined : 'for example {"name": "Ada"}'}
+            onInput={(e) => {
+              const text = e.currentTarget.value;
+              onChange((d) => ({ ...d, text }));
+            }}
+          />
           {raw && !raw.ok && draft.text.trim() !== "" && <span class="error-text">{raw.problem}</span>}
         </label>
       )}
@@ -166,7 +214,17 @@ const DECISIONS: { value: Decision; label: string }[] = [
   { value: "edit", label: "Edit arguments" },
 ];
 
-function CallFields({ label, call, draft, onChange }: { label: string; call: { id: string; name: string; args: unknown }; draft: CallDraft; onChange: (draft: CallDraft) => void }) {
+function CallFields({
+  label,
+  call,
+  draft,
+  onChange,
+}: {
+  label: string;
+  call: { id: string; name: string; args: unknown };
+  draft: CallDraft;
+  onChange: (draft: CallDraft) => void;
+}) {
   const args = draft.decision === "edit" ? parseArgs(draft.argsText) : null;
   return (
     <fieldset class="call-decision" aria-label={`Decision on ${label}`} title={`tool call ${call.id}`}>
@@ -176,7 +234,14 @@ function CallFields({ label, call, draft, onChange }: { label: string; call: { i
       <div class="decisions">
         {DECISIONS.map(({ value, label: text }) => (
           <label key={value}>
-            <input type="radio" name={`decision-${call.id}`} value={value} checked={draft.decision === value} onChange={() => onChange({ ...draft, decision: value })} /> {text}
+            <input
+              type="radio"
+              name={`decision-${call.id}`}
+              value={value}
+              checked={draft.decision === value}
+              onChange={() => onChange({ ...draft, decision: value })}
+            />{" "}
+            {text}
           </label>
         ))}
       </div>
@@ -189,7 +254,13 @@ function CallFields({ label, call, draft, onChange }: { label: string; call: { i
       {draft.decision === "edit" && (
         <label class="json-field">
           Arguments (JSON)
-          <textarea aria-label="Arguments (JSON)" rows={3} spellcheck={false} value={draft.argsText} onInput={(e) => onChange({ ...draft, argsText: e.currentTarget.value })} />
+          <textarea
+            aria-label="Arguments (JSON)"
+            rows={3}
+            spellcheck={false}
+            value={draft.argsText}
+            onInput={(e) => onChange({ ...draft, argsText: e.currentTarget.value })}
+          />
           {args && !args.ok && <span class="error-text">{args.problem}</span>}
         </label>
       )}

@@ -22,7 +22,17 @@ export interface ThreadContext {
   runLabel: RunLabel;
 }
 
-export function Thread({ earlier, earlierLabel = "Earlier messages", runs, context }: { earlier: Message[]; earlierLabel?: string; runs: RunView[]; context: ThreadContext }) {
+export function Thread({
+  earlier,
+  earlierLabel = "Earlier messages",
+  runs,
+  context,
+}: {
+  earlier: Message[];
+  earlierLabel?: string;
+  runs: RunView[];
+  context: ThreadContext;
+}) {
   const box = useRef<HTMLDivElement>(null);
   // Follow the newest output as it streams, unless the reader has scrolled up to read.
   const following = useRef(true);
@@ -196,12 +206,20 @@ function approvalWords(approval: CallApproval, runLabel: RunLabel): string {
   }
 }
 
-function ToolCard(props: { name: string; args: unknown; result: { content: string; isError: boolean } | null; state: CardState; approval?: CallApproval; runLabel: RunLabel }) {
+function ToolCard(props: {
+  name: string;
+  args: unknown;
+  result: { content: string; isError: boolean } | null;
+  state: CardState;
+  approval?: CallApproval;
+  runLabel: RunLabel;
+}) {
   const { name, args, result, state, approval } = props;
   return (
     <div role="group" aria-label={`Tool call ${name}`} class={`tool-card${approval?.state === "waiting" && !result ? " tool-waiting" : ""}`}>
       <div class="tool-call">
-        <span class="tool-label">tool call</span> <code class="tool-name">{name}</code> <code class="tool-args">{args === null || args === undefined ? "" : formatJson(args)}</code>
+        <span class="tool-label">tool call</span> <code class="tool-name">{name}</code>{" "}
+        <code class="tool-args">{args === null || args === undefined ? "" : formatJson(args)}</code>
       </div>
       {state === "approval" && approval ? (
         <div class="tool-approval">
@@ -236,7 +254,13 @@ function Messages({ messages, context, nodes }: { messages: Message[]; context: 
           const call = m.toolCallId ? context.calls.get(m.toolCallId) : undefined;
           return (
             <li key={m.id} class="message message-tool">
-              <ToolCard name={call?.name ?? m.name ?? "tool"} args={call?.args ?? null} result={{ content: m.content, isError: rejected(m.toolCallId) }} state="done" runLabel={context.runLabel} />
+              <ToolCard
+                name={call?.name ?? m.name ?? "tool"}
+                args={call?.args ?? null}
+                result={{ content: m.content, isError: rejected(m.toolCallId) }}
+                state="done"
+                runLabel={context.runLabel}
+              />
             </li>
           );
         }

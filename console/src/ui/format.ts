@@ -52,7 +52,13 @@ export function plural(count: number, one: string, many = `${one}s`): string {
 }
 
 /** Tokens, model calls and model time, in one line; time to first token when the run has one. */
-export function formatUsage(usage: { inputTokens: number; outputTokens: number; modelCalls: number; modelDurationMs: number; timeToFirstTokenMs?: number | null }): string {
+export function formatUsage(usage: {
+  inputTokens: number;
+  outputTokens: number;
+  modelCalls: number;
+  modelDurationMs: number;
+  timeToFirstTokenMs?: number | null;
+}): string {
   const parts = [`${usage.inputTokens} in / ${usage.outputTokens} out tokens`, plural(usage.modelCalls, "model call")];
   if (usage.timeToFirstTokenMs != null) parts.push(`first token ${formatDuration(usage.timeToFirstTokenMs)}`);
   parts.push(`model time ${formatDuration(usage.modelDurationMs)}`);

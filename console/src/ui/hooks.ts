@@ -74,13 +74,17 @@ export function useConversationList(api: Api, reconnects: number) {
 
   useEffect(
     () =>
-      api.subscribe(CONVERSATIONS_CHANGED, {}, {
-        next: ({ conversationsChanged: row }) => {
-          noticedMeanwhile.current?.add(row.id);
-          setList((state) => applyNotice(state, row));
+      api.subscribe(
+        CONVERSATIONS_CHANGED,
+        {},
+        {
+          next: ({ conversationsChanged: row }) => {
+            noticedMeanwhile.current?.add(row.id);
+            setList((state) => applyNotice(state, row));
+          },
+          error: (message) => setError(`Live list updates stopped: ${message}`),
         },
-        error: (message) => setError(`Live list updates stopped: ${message}`),
-      }),
+      ),
     [api],
   );
 
@@ -175,25 +179,29 @@ export function useConversation(api: Api, id: string, row: ConversationRow | und
       if (following.current.has(runId)) return;
       const known = liveRef.current.get(runId);
       if (known && isEnded(known.status)) return;
-      const stop = api.subscribe(RUN_EVENTS, { runId, after: known?.lastSeq ?? 0 }, {
-        next: ({ runEvents: event }) => {
-          setLive((previous) => {
-            const run = previous.get(runId) ?? emptyLiveRun(runId);
-            const next = applyEvent(run, event);
-            return next === run ? previous : new Map(previous).set(runId, next);
-          });
-          if (event.__typename === "RunStatusEvent" && isEnded(event.status)) {
-            following.current.get(runId)?.();
+      const stop = api.subscribe(
+        RUN_EVENTS,
+        { runId, after: known?.lastSeq ?? 0 },
+        {
+          next: ({ runEvents: event }) => {
+            setLive((previous) => {
+              const run = previous.get(runId) ?? emptyLiveRun(runId);
+              const next = applyEvent(run, event);
+              return next === run ? previous : new Map(previous).set(runId, next);
+            });
+            if (event.__typename === "RunStatusEvent" && isEnded(event.status)) {
+              following.current.get(runId)?.();
+              following.current.delete(runId);
+              refetch();
+            }
+          },
+          error: (message) => {
             following.current.delete(runId);
+            notify(`Live events of a run stopped: ${message}`);
             refetch();
-          }
+          },
         },
-        error: (message) => {
-          following.current.delete(runId);
-          notify(`Live events of a run stopped: ${message}`);
-          refetch();
-        },
-      });
+      );
       following.current.set(runId, stop);
     },
     [api, notify, refetch],

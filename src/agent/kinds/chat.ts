@@ -56,7 +56,10 @@ export const chatKind: AgentKind<ChatAgentDefinition, z.infer<typeof schema>> = 
     reader.unique(tools, [...at, "tools"]);
     tools.forEach((tool, i) => {
       if (!BUILTIN_TOOL_NAMES.includes(tool)) {
-        reader.fail([...at, "tools", i], `"${tool}" is not a built-in tool (built-in tools: ${BUILTIN_TOOL_NAMES.join(", ")}; MCP tools come from "mcpServers")`);
+        reader.fail(
+          [...at, "tools", i],
+          `"${tool}" is not a built-in tool (built-in tools: ${BUILTIN_TOOL_NAMES.join(", ")}; MCP tools come from "mcpServers")`,
+        );
       }
     });
 

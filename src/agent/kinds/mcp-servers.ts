@@ -93,7 +93,8 @@ function readServer(name: string, server: ServerShape, at: JsonPath, reader: Def
     origin: reader.origin(at),
   };
   if (server.tools !== undefined) {
-    if (server.tools.length === 0) reader.fail([...at, "tools"], `an empty allow-list lets no tool through; list tool names, or leave "tools" out for all of them`);
+    if (server.tools.length === 0)
+      reader.fail([...at, "tools"], `an empty allow-list lets no tool through; list tool names, or leave "tools" out for all of them`);
     reader.unique(server.tools, [...at, "tools"]);
     server.tools.forEach((tool, i) => reader.nonEmpty(tool, [...at, "tools", i]));
   }

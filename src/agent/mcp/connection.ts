@@ -188,7 +188,10 @@ export class McpServerConnection {
     let timer: NodeJS.Timeout | undefined;
     try {
       const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`it did not start and list its tools within ${this.#timings.startTimeoutMs} ms`)), this.#timings.startTimeoutMs);
+        timer = setTimeout(
+          () => reject(new Error(`it did not start and list its tools within ${this.#timings.startTimeoutMs} ms`)),
+          this.#timings.startTimeoutMs,
+        );
       });
       await Promise.race([client.connect(transport, { timeout: this.#timings.startTimeoutMs }), timeout]);
       const tools = await Promise.race([this.#list(client), timeout]);
@@ -223,7 +226,10 @@ export class McpServerConnection {
         // Once per process: a server that logs to stdout does it on every call.
         if (warnedStdout) return;
         warnedStdout = true;
-        this.#log.warn("MCP server wrote something other than JSON-RPC to stdout (stdout is for MCP messages only; logs belong on stderr); such lines are skipped", { ...this.#fields(), error: errorText(error) });
+        this.#log.warn(
+          "MCP server wrote something other than JSON-RPC to stdout (stdout is for MCP messages only; logs belong on stderr); such lines are skipped",
+          { ...this.#fields(), error: errorText(error) },
+        );
       },
     });
   }
@@ -291,7 +297,12 @@ export class McpServerConnection {
     this.#failures += 1;
     this.#retryAt = new Date(Date.now() + delay);
     this.#setState("down");
-    this.#log.warn(message, { ...this.#fields(), error: this.#lastError, retryInMs: delay, ...(this.#stderrTail.length ? { stderr: this.#stderrTail.join("\n") } : {}) });
+    this.#log.warn(message, {
+      ...this.#fields(),
+      error: this.#lastError,
+      retryInMs: delay,
+      ...(this.#stderrTail.length ? { stderr: this.#stderrTail.join("\n") } : {}),
+    });
     this.#retryTimer = setTimeout(() => {
       this.#restarts += 1;
       void this.#connect();

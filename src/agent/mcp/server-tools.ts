@@ -26,7 +26,12 @@ export interface ListOptions {
 }
 
 /** The server's tools listed on `client`, the allow-list of `server` applied; their calls go to `calls`. */
-export async function listServerTools(client: Client, server: Pick<McpServerDefinition, "name" | "tools">, calls: ToolCalls, options: ListOptions): Promise<DynamicStructuredTool[]> {
+export async function listServerTools(
+  client: Client,
+  server: Pick<McpServerDefinition, "name" | "tools">,
+  calls: ToolCalls,
+  options: ListOptions,
+): Promise<DynamicStructuredTool[]> {
   let offered: string[] = [];
   // mcp-adapters needs something shaped like an SDK client: listing goes to the client being
   // connected, calls to whichever connection is current when they happen.
@@ -36,13 +41,16 @@ export async function listServerTools(client: Client, server: Pick<McpServerDefi
       offered = [...offered, ...result.tools.map((t) => t.name)];
       return result;
     },
-    callTool: (params: CallToolRequest["params"], _schema: unknown, requestOptions?: RequestOptions) => calls.callTool(params, requestOptions) as Promise<CallToolResult>,
-    readResource: (params: ReadResourceRequest["params"], requestOptions?: RequestOptions) => calls.readResource(params, requestOptions) as Promise<ReadResourceResult>,
+    callTool: (params: CallToolRequest["params"], _schema: unknown, requestOptions?: RequestOptions) =>
+      calls.callTool(params, requestOptions) as Promise<CallToolResult>,
+    readResource: (params: ReadResourceRequest["params"], requestOptions?: RequestOptions) =>
+      calls.readResource(params, requestOptions) as Promise<ReadResourceResult>,
   };
   const loaded = await loadMcpTools(server.name, facade as unknown as Client, { throwOnLoadError: false });
   for (const tool of loaded) stopOnAbort(tool);
   const unusable = offered.filter((name) => !loaded.some((t) => t.name === name));
-  if (unusable.length) options.log.warn("MCP server offers tools whose input schema could not be used; they are left out", { ...options.fields, tools: unusable });
+  if (unusable.length)
+    options.log.warn("MCP server offers tools whose input schema could not be used; they are left out", { ...options.fields, tools: unusable });
   const allow = server.tools;
   if (!allow) return loaded;
   const missing = allow.filter((name) => !offered.includes(name));

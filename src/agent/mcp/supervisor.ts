@@ -83,7 +83,10 @@ export class McpSupervisor implements McpToolSource {
   start(): Promise<void> {
     this.#started ??= Promise.all([...this.#agents.values()].flatMap((a) => a.connections.map((c) => c.start()))).then(() => {
       const down = this.status().filter((s) => s.state !== "ready");
-      if (down.length) this.#log.warn("some MCP servers are not available; their agents run without their tools until they come up", { servers: down.map((s) => `${s.agent}/${s.server}`) });
+      if (down.length)
+        this.#log.warn("some MCP servers are not available; their agents run without their tools until they come up", {
+          servers: down.map((s) => `${s.agent}/${s.server}`),
+        });
     });
     return this.#started;
   }

@@ -17,7 +17,11 @@ const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true });
 
 function parseContentType(header: string | null): { type: string; charset: string | undefined } {
   const [type = "", ...params] = (header ?? "").split(";").map((part) => part.trim());
-  const charset = params.find((p) => p.toLowerCase().startsWith("charset="))?.slice("charset=".length).replace(/"/g, "").toLowerCase();
+  const charset = params
+    .find((p) => p.toLowerCase().startsWith("charset="))
+    ?.slice("charset=".length)
+    .replace(/"/g, "")
+    .toLowerCase();
   return { type: type.toLowerCase(), charset };
 }
 
@@ -55,10 +59,17 @@ export function useJsonBodiesOnly({ maxBytes }: RequestBodyOptions): Plugin {
       // Node's HTTP parser has already refused a Content-Length that is not one integer (400).
       const contentLength = request.headers.get("content-length");
       if (contentLength !== null && Number(contentLength) > maxBytes) throw tooLarge();
-      const refuse = (status: number, code: string, message: string) => fetchAPI.Response.json({ errors: [{ message, extensions: { code } }] }, { status, headers: status === 415 ? { accept: ACCEPTED.join(", ") } : {} });
+      const refuse = (status: number, code: string, message: string) =>
+        fetchAPI.Response.json({ errors: [{ message, extensions: { code } }] }, { status, headers: status === 415 ? { accept: ACCEPTED.join(", ") } : {} });
       const { type, charset } = parseContentType(request.headers.get("content-type"));
       if (!ACCEPTED.includes(type)) {
-        setRequestParser(() => refuse(415, "UNSUPPORTED_MEDIA_TYPE", `POST bodies must be application/json (or application/graphql), got ${JSON.stringify(type || "no content-type")}`));
+        setRequestParser(() =>
+          refuse(
+            415,
+            "UNSUPPORTED_MEDIA_TYPE",
+            `POST bodies must be application/json (or application/graphql), got ${JSON.stringify(type || "no content-type")}`,
+          ),
+        );
         return;
       }
       if (charset !== undefined && charset !== "utf-8" && charset !== "utf8") {

@@ -94,7 +94,8 @@ export function pageSizeViolation(args: Pick<ExecutionArgs, "schema" | "document
         extensions: { code: "VALIDATION", http: { spec: true, status: 400 } },
       });
     }
-    if (value > max) return limitError(`${node.name.value} of ${field} must be at most ${max}, got ${value}; page with after/before.`, "MAX_PAGE_SIZE", max, [node]);
+    if (value > max)
+      return limitError(`${node.name.value} of ${field} must be at most ${max}, got ${value}; page with after/before.`, "MAX_PAGE_SIZE", max, [node]);
   }
   return null;
 }

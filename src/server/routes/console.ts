@@ -80,7 +80,9 @@ export function consoleRoute(options: ConsoleRouteOptions = {}): (req: IncomingM
       served = await load();
     } catch (error) {
       options.logger?.error("console files could not be loaded", { error });
-      res.writeHead(500, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" }).end("the console could not be loaded; see the server log\n");
+      res
+        .writeHead(500, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" })
+        .end("the console could not be loaded; see the server log\n");
       return true;
     }
     const found = served.get(pathname);

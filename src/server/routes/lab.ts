@@ -21,7 +21,16 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { RunEvent } from "../../domain/events.ts";
 import type { ConversationRecord, RunRecord } from "../../domain/records.ts";
-import { ApiError, InterruptMismatchError, NothingToResumeError, NotFoundError, RunInProgressError, ShuttingDownError, ValidationError, requireUuid } from "../../domain/errors.ts";
+import {
+  ApiError,
+  InterruptMismatchError,
+  NothingToResumeError,
+  NotFoundError,
+  RunInProgressError,
+  ShuttingDownError,
+  ValidationError,
+  requireUuid,
+} from "../../domain/errors.ts";
 import { ReadScope, type ReadSources } from "../../read/scope.ts";
 import { followRun } from "../../read/event-streams.ts";
 import { toApiMessages } from "../../read/messages.ts";
@@ -241,9 +250,15 @@ export function labRoute(options: LabRouteOptions): (req: IncomingMessage, res: 
     if (!Number.isInteger(limit) || limit < 1 || limit > LIST_MAX) throw new LabError(400, "BAD_REQUEST", `limit must be an integer from 1 to ${LIST_MAX}`);
     const after = url.searchParams.get("after");
     const scope = new ReadScope(sources);
-    const page = await scope.conversationPage(after === null ? { skip: 0, take: limit } : { cursor: conversationIdParam(after, "after"), skip: 1, take: limit });
+    const page = await scope.conversationPage(
+      after === null ? { skip: 0, take: limit } : { cursor: conversationIdParam(after, "after"), skip: 1, take: limit },
+    );
     const latest = await Promise.all(page.map((c) => scope.latestRun(c.id)));
-    sendJson(res, 200, page.map((c, i) => conversationJson(c, latest[i]!)));
+    sendJson(
+      res,
+      200,
+      page.map((c, i) => conversationJson(c, latest[i]!)),
+    );
   }
 
   async function showConversation(res: ServerResponse, rawId: string): Promise<void> {

@@ -142,14 +142,22 @@ export class PostgresCheckpointReads implements CheckpointReads {
   async writes(checkpoints: readonly { threadId: string; checkpointId: string }[]): Promise<CheckpointWriteRecord[]> {
     if (checkpoints.length === 0) return [];
     const wanted = new Set(checkpoints.map((c) => `${c.threadId} ${c.checkpointId}`));
-    const { rows } = await this.pool.query<WriteRow>({ name: "runledger_cp_writes", text: SQL.writes, values: [[...new Set(checkpoints.map((c) => c.checkpointId))]] });
+    const { rows } = await this.pool.query<WriteRow>({
+      name: "runledger_cp_writes",
+      text: SQL.writes,
+      values: [[...new Set(checkpoints.map((c) => c.checkpointId))]],
+    });
     return rows.filter((r) => wanted.has(`${r.thread_id} ${r.checkpoint_id}`)).map(toWrite);
   }
 
   async contents(checkpoints: readonly { threadId: string; checkpointId: string }[]): Promise<CheckpointContentRecord[]> {
     if (checkpoints.length === 0) return [];
     const wanted = new Set(checkpoints.map((c) => `${c.threadId} ${c.checkpointId}`));
-    const { rows } = await this.pool.query<ContentRow>({ name: "runledger_cp_contents", text: SQL.contents, values: [[...new Set(checkpoints.map((c) => c.checkpointId))]] });
+    const { rows } = await this.pool.query<ContentRow>({
+      name: "runledger_cp_contents",
+      text: SQL.contents,
+      values: [[...new Set(checkpoints.map((c) => c.checkpointId))]],
+    });
     const result: CheckpointContentRecord[] = [];
     for (const row of rows) {
       if (!wanted.has(`${row.thread_id} ${row.checkpoint_id}`)) continue;

@@ -358,7 +358,15 @@ export class RedisEventBus implements EventBus {
     if (event.seq < cursor.next) return;
     if (event.seq > cursor.next) {
       const toSeq = event.seq - 1;
-      into.push({ type: "replayGap", fromSeq: cursor.next, toSeq, seq: toSeq, runId: event.runId, conversationId: event.conversationId, at: this.#options.now() });
+      into.push({
+        type: "replayGap",
+        fromSeq: cursor.next,
+        toSeq,
+        seq: toSeq,
+        runId: event.runId,
+        conversationId: event.conversationId,
+        at: this.#options.now(),
+      });
     }
     into.push(event);
     cursor.next = event.seq + 1;
@@ -367,12 +375,7 @@ export class RedisEventBus implements EventBus {
   async #snapshot(key: string, after: number): Promise<Snapshot> {
     // After this instance's queued publishes, so it reads its own writes.
     this.#pipeline.flush();
-    const replies = await this.#command
-      .multi()
-      .exists(key)
-      .xrevrange(key, "+", "-", "COUNT", 1)
-      .xrange(key, `(0-${after}`, "+")
-      .exec();
+    const replies = await this.#command.multi().exists(key).xrevrange(key, "+", "-", "COUNT", 1).xrange(key, `(0-${after}`, "+").exec();
     if (!replies) throw new Error("the replay read was aborted");
     for (const [error] of replies) if (error) throw error;
     const [exists, last, entries] = replies.map(([, result]) => result) as [number, StreamEntry[], StreamEntry[]];
@@ -393,7 +396,11 @@ export class RedisEventBus implements EventBus {
         new Redis(this.#url, this.#connectionOptions(`reader-${this.#readerCount}`, { maxRetriesPerRequest: null })),
         `${this.#prefix}wake:${this.#instanceId}:${this.#readerCount++}`,
         (f, entries) => this.#onEntries(f, entries),
-        (wakeKey) => this.#pipeline.writeForReplies([["xadd", wakeKey, "MAXLEN", 1, "*", "w", ""], ["pexpire", wakeKey, 60_000]]),
+        (wakeKey) =>
+          this.#pipeline.writeForReplies([
+            ["xadd", wakeKey, "MAXLEN", 1, "*", "w", ""],
+            ["pexpire", wakeKey, 60_000],
+          ]),
         (error) => this.#options.onError?.(error),
         Math.max(1, Math.min(MAX_READ_COUNT, Math.floor(this.#options.subscriberQueueLimit / 2))),
       );

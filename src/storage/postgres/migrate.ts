@@ -66,7 +66,9 @@ export async function migratePostgres(pool: PostgresPool, saver: RunledgerPostgr
     // LangGraph's own tables, under the same lock (its set-up takes none).
     await saver.setup();
     // Run windows are ranges of checkpoint ids compared byte by byte: an index in that order serves them.
-    await client.query(`CREATE INDEX IF NOT EXISTS "checkpoints_thread_id_checkpoint_id_c_idx" ON checkpoints (thread_id, checkpoint_ns, (checkpoint_id COLLATE "C"))`);
+    await client.query(
+      `CREATE INDEX IF NOT EXISTS "checkpoints_thread_id_checkpoint_id_c_idx" ON checkpoints (thread_id, checkpoint_ns, (checkpoint_id COLLATE "C"))`,
+    );
   } finally {
     await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]).catch(() => {});
     client.release();

@@ -120,12 +120,30 @@ export class PostgresRunStore implements RunStore {
       return await inTransaction(this.#pool, async (client) => {
         if (newConversation) {
           const { title, agent, forkedFrom } = newConversation;
-          await this.#query(client, "insertConversation", [run.conversationId, title, run.startedAt, agent, forkedFrom?.conversationId ?? null, forkedFrom?.checkpointId ?? null, newConversation.messageCount ?? 0]);
-        }
-        else if ((await client.query({ name: "runledger_touchConversation", text: SQL.touchConversation, values: [run.startedAt, run.conversationId] })).rowCount === 0) {
+          await this.#query(client, "insertConversation", [
+            run.conversationId,
+            title,
+            run.startedAt,
+            agent,
+            forkedFrom?.conversationId ?? null,
+            forkedFrom?.checkpointId ?? null,
+            newConversation.messageCount ?? 0,
+          ]);
+        } else if (
+          (await client.query({ name: "runledger_touchConversation", text: SQL.touchConversation, values: [run.startedAt, run.conversationId] })).rowCount === 0
+        ) {
           throw new NotFoundError("Conversation", run.conversationId);
         }
-        const [row] = await this.#query<RunRow>(client, "insertRun", [run.id, run.conversationId, run.kind, run.input, run.startedAt, run.startMark, run.ownerId, run.startCheckpointId]);
+        const [row] = await this.#query<RunRow>(client, "insertRun", [
+          run.id,
+          run.conversationId,
+          run.kind,
+          run.input,
+          run.startedAt,
+          run.startMark,
+          run.ownerId,
+          run.startCheckpointId,
+        ]);
         for (const { interruptId, value } of run.answers ?? []) {
           await this.#query(client, "answerInterrupt", [run.id, JSON.stringify(value ?? null), run.startedAt, run.conversationId, interruptId]);
         }
@@ -145,11 +163,23 @@ export class PostgresRunStore implements RunStore {
     return inTransaction(this.#pool, async (client) => {
       const { status, errorCode, errorMessage, partialOutput, finishedAt, endMark, lastEventSeq, usage } = outcome;
       const [row] = await this.#query<RunRow>(client, "finishRun", [
-        status, errorCode, errorMessage, partialOutput, finishedAt, endMark, lastEventSeq, runId,
-        usage.inputTokens, usage.outputTokens, usage.modelCalls, usage.timeToFirstTokenMs, usage.modelDurationMs,
+        status,
+        errorCode,
+        errorMessage,
+        partialOutput,
+        finishedAt,
+        endMark,
+        lastEventSeq,
+        runId,
+        usage.inputTokens,
+        usage.outputTokens,
+        usage.modelCalls,
+        usage.timeToFirstTokenMs,
+        usage.modelDurationMs,
       ]);
       if (!row) return null;
-      for (const i of outcome.interrupts) await this.#query(client, "insertInterrupt", [runId, i.id, row.conversation_id, i.node, JSON.stringify(i.value ?? null), finishedAt]);
+      for (const i of outcome.interrupts)
+        await this.#query(client, "insertInterrupt", [runId, i.id, row.conversation_id, i.node, JSON.stringify(i.value ?? null), finishedAt]);
       await this.#query(client, "finishConversation", [finishedAt, outcome.messageCount, row.conversation_id]);
       return toRunRecord(row);
     });
@@ -157,7 +187,15 @@ export class PostgresRunStore implements RunStore {
 
   async createConversation(id: string, conversation: NewConversation, at: Date): Promise<ConversationRecord> {
     const { title, agent, forkedFrom, messageCount = 0 } = conversation;
-    const [row] = await this.#query<ConversationRow>(this.#pool, "createConversation", [id, title, at, agent, forkedFrom?.conversationId ?? null, forkedFrom?.checkpointId ?? null, messageCount]);
+    const [row] = await this.#query<ConversationRow>(this.#pool, "createConversation", [
+      id,
+      title,
+      at,
+      agent,
+      forkedFrom?.conversationId ?? null,
+      forkedFrom?.checkpointId ?? null,
+      messageCount,
+    ]);
     return toConversationRecord(row!);
   }
 
@@ -190,8 +228,16 @@ export class PostgresRunStore implements RunStore {
     const { usage } = facts;
     await inTransaction(this.#pool, async (client) => {
       await this.#query(client, "completeEndedElsewhere", [
-        facts.lastEventSeq, facts.partialOutput, facts.endMark, runId,
-        usage !== undefined, usage?.inputTokens ?? null, usage?.outputTokens ?? null, usage?.modelCalls ?? null, usage?.timeToFirstTokenMs ?? null, usage?.modelDurationMs ?? null,
+        facts.lastEventSeq,
+        facts.partialOutput,
+        facts.endMark,
+        runId,
+        usage !== undefined,
+        usage?.inputTokens ?? null,
+        usage?.outputTokens ?? null,
+        usage?.modelCalls ?? null,
+        usage?.timeToFirstTokenMs ?? null,
+        usage?.modelDurationMs ?? null,
       ]);
       if (facts.messageCount != null) await this.#query(client, "setMessageCountOfRun", [facts.messageCount, runId]);
     });
@@ -224,7 +270,13 @@ export class PostgresRunStore implements RunStore {
     return (await this.#query<RunRow>(this.#pool, "orphans", [goneOwnerIds])).map(toRunRecord);
   }
 
-  interruptRunsOfGoneOwners(goneOwnerIds: string[], at: Date, endMark: string, message: string, messageCounts: ReadonlyMap<string, number>): Promise<RunRecord[]> {
+  interruptRunsOfGoneOwners(
+    goneOwnerIds: string[],
+    at: Date,
+    endMark: string,
+    message: string,
+    messageCounts: ReadonlyMap<string, number>,
+  ): Promise<RunRecord[]> {
     return inTransaction(this.#pool, async (client) => {
       const rows = await this.#query<RunRow>(client, "interruptOrphans", [message, at, endMark, goneOwnerIds]);
       for (const conversationId of new Set(rows.map((r) => r.conversation_id))) {
@@ -309,6 +361,12 @@ export class PostgresRunStore implements RunStore {
 
   async runCounts(conversationIds: readonly string[]): Promise<Map<string, number>> {
     const rows = conversationIds.length ? await this.#query<{ conversation_id: string; n: number }>(this.#pool, "runCounts", [conversationIds]) : [];
-    return valueRows(conversationIds, rows, (row) => row.conversation_id, (row) => row.n, () => 0);
+    return valueRows(
+      conversationIds,
+      rows,
+      (row) => row.conversation_id,
+      (row) => row.n,
+      () => 0,
+    );
   }
 }

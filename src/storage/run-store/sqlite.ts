@@ -181,10 +181,20 @@ export class SqliteRunStore implements RunStore {
       return await this.#write(() => {
         if (newConversation) {
           const { title, agent, forkedFrom } = newConversation;
-          w.insertConversation.run(run.conversationId, title, startedAt, startedAt, newConversation.messageCount ?? 0, agent, forkedFrom?.conversationId ?? null, forkedFrom?.checkpointId ?? null);
+          w.insertConversation.run(
+            run.conversationId,
+            title,
+            startedAt,
+            startedAt,
+            newConversation.messageCount ?? 0,
+            agent,
+            forkedFrom?.conversationId ?? null,
+            forkedFrom?.checkpointId ?? null,
+          );
         } else if (w.touchConversation.run(startedAt, run.conversationId).changes === 0) throw new NotFoundError("Conversation", run.conversationId);
         w.insertRun.run(run.id, run.conversationId, run.kind, run.input, startedAt, run.startMark, run.ownerId, run.startCheckpointId);
-        for (const { interruptId, value } of run.answers ?? []) w.answerInterrupt.run(run.id, JSON.stringify(value ?? null), startedAt, run.conversationId, interruptId);
+        for (const { interruptId, value } of run.answers ?? [])
+          w.answerInterrupt.run(run.id, JSON.stringify(value ?? null), startedAt, run.conversationId, interruptId);
         return { run: toRunRecord(w.getRun.get(run.id)!), conversation: toConversationRecord(w.getConversation.get(run.conversationId)!) };
       });
     } catch (error) {
@@ -214,7 +224,16 @@ export class SqliteRunStore implements RunStore {
     const w = this.#w;
     const when = formatSqliteDate(at);
     return this.#write(() => {
-      w.insertConversation.run(id, conversation.title, when, when, conversation.messageCount ?? 0, conversation.agent, conversation.forkedFrom?.conversationId ?? null, conversation.forkedFrom?.checkpointId ?? null);
+      w.insertConversation.run(
+        id,
+        conversation.title,
+        when,
+        when,
+        conversation.messageCount ?? 0,
+        conversation.agent,
+        conversation.forkedFrom?.conversationId ?? null,
+        conversation.forkedFrom?.checkpointId ?? null,
+      );
       return toConversationRecord(w.getConversation.get(id)!);
     });
   }
@@ -282,14 +301,21 @@ export class SqliteRunStore implements RunStore {
     return this.#r.orphans.all(JSON.stringify(goneOwnerIds)).map(toRunRecord);
   }
 
-  interruptRunsOfGoneOwners(goneOwnerIds: string[], at: Date, endMark: string, message: string, messageCounts: ReadonlyMap<string, number>): Promise<RunRecord[]> {
+  interruptRunsOfGoneOwners(
+    goneOwnerIds: string[],
+    at: Date,
+    endMark: string,
+    message: string,
+    messageCounts: ReadonlyMap<string, number>,
+  ): Promise<RunRecord[]> {
     const w = this.#w;
     const finishedAt = formatSqliteDate(at);
     const gone = JSON.stringify(goneOwnerIds);
     return this.#write(() => {
       const orphans = w.orphans.all(gone);
       for (const run of orphans) w.interruptRun.run(message, finishedAt, endMark, run.id);
-      for (const conversationId of new Set(orphans.map((r) => r.conversation_id))) w.finishConversation.run(finishedAt, messageCounts.get(conversationId) ?? null, conversationId);
+      for (const conversationId of new Set(orphans.map((r) => r.conversation_id)))
+        w.finishConversation.run(finishedAt, messageCounts.get(conversationId) ?? null, conversationId);
       if (goneOwnerIds.length) w.deleteOwners.run(gone);
       return orphans.length ? w.runsByIds.all(JSON.stringify(orphans.map((r) => r.id))).map(toRunRecord) : [];
     });
@@ -375,6 +401,12 @@ export class SqliteRunStore implements RunStore {
 
   async runCounts(conversationIds: readonly string[]): Promise<Map<string, number>> {
     const rows = conversationIds.length ? this.#r.runCounts.all(JSON.stringify(conversationIds)) : [];
-    return valueRows(conversationIds, rows, (row) => row.conversation_id, (row) => row.n, () => 0);
+    return valueRows(
+      conversationIds,
+      rows,
+      (row) => row.conversation_id,
+      (row) => row.n,
+      () => 0,
+    );
   }
 }

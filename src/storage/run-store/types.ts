@@ -3,7 +3,17 @@
 // goes through it (batched per operation by src/read/scope.ts). Backends:
 // sqlite.ts and postgres.ts; test/conformance/run-store.ts holds every backend
 // to the same rules.
-import type { ConversationRecord, InterruptRecord, NewConversation, NewRun, OwnerRecord, RunOutcome, RunRecord, RunUsage, Usage } from "../../domain/records.ts";
+import type {
+  ConversationRecord,
+  InterruptRecord,
+  NewConversation,
+  NewRun,
+  OwnerRecord,
+  RunOutcome,
+  RunRecord,
+  RunUsage,
+  Usage,
+} from "../../domain/records.ts";
 
 /** What completeEndedElsewhere adds to a run another process ended. */
 export interface EndedElsewhereFacts {
@@ -64,7 +74,13 @@ export interface RunStore {
    * in `messageCounts` (kept when a conversation is not listed). Returns the runs
    * it changed.
    */
-  interruptRunsOfGoneOwners(goneOwnerIds: string[], at: Date, endMark: string, message: string, messageCounts: ReadonlyMap<string, number>): Promise<RunRecord[]>;
+  interruptRunsOfGoneOwners(
+    goneOwnerIds: string[],
+    at: Date,
+    endMark: string,
+    message: string,
+    messageCounts: ReadonlyMap<string, number>,
+  ): Promise<RunRecord[]>;
   /** Sets conversations' messageCount (a thread counted after its run was recorded). */
   recordMessageCounts(messageCounts: ReadonlyMap<string, number>): Promise<void>;
 
