@@ -1,0 +1,40 @@
+// Who is calling: the principal every read and write is scoped to. It comes from
+// a verified JWT, an API key, API_TOKEN, or, with no authentication configured on
+// a loopback address, the one local developer.
+
+export type PrincipalRole = "user" | "admin";
+
+export interface Principal {
+  /** The id conversations record as their owner: a JWT's user claim, an API key's user, "admin" for API_TOKEN, "local" with no auth. */
+  id: string;
+  /** Admins see and act on every conversation; users only on their own. */
+  role: PrincipalRole;
+  /** How the caller proved it. */
+  source: "jwt" | "api-key" | "api-token" | "local";
+  /** When the credential stops being valid (a JWT's exp); null when it does not expire. A WebSocket is closed with 4401 then. */
+  expiresAt: Date | null;
+  /** The JWT's claims the configuration passes on to agents (AUTH_AGENT_CLAIMS); empty for other sources. */
+  claims: Record<string, unknown>;
+}
+
+/** The principal of a server with no authentication configured, on loopback: one local developer, who sees everything. */
+export const LOCAL_PRINCIPAL: Principal = Object.freeze({
+  id: "local",
+  role: "admin",
+  source: "local",
+  expiresAt: null,
+  claims: Object.freeze({}),
+}) as Principal;
+
+/** The principal API_TOKEN stands for: an admin (as the token has always opened everything). */
+export const API_TOKEN_PRINCIPAL: Principal = Object.freeze({
+  id: "admin",
+  role: "admin",
+  source: "api-token",
+  expiresAt: null,
+  claims: Object.freeze({}),
+}) as Principal;
+
+export function isAdmin(principal: Principal): boolean {
+  return principal.role === "admin";
+}
