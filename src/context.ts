@@ -9,6 +9,7 @@ import type { ConversationList } from "./storage/conversation-list/types.ts";
 import type { CheckpointReads } from "./storage/checkpoint-reads/types.ts";
 import type { EventBus } from "./storage/event-bus/types.ts";
 import { readScopes, type ReadScope } from "./read/scope.ts";
+import type { Principal } from "./domain/principal.ts";
 
 export interface Services {
   runs: RunService;
@@ -22,13 +23,19 @@ export interface Services {
 }
 
 export interface Context extends Services {
+  /** Who sent the operation: every read and write is scoped to it. */
+  principal: Principal;
   /** The reads of one execution (batched, cached): pass `info.rootValue` (the operation, or one subscription event). */
   reads(execution: unknown): ReadScope;
 }
 
-export function createContext(services: Services): Context {
+export function createContext(services: Services, principal: Principal): Context {
   return {
     ...services,
-    reads: readScopes({ runs: services.store, conversationList: services.conversationList, checkpointReads: services.checkpointReads, states: services.agent }),
+    principal,
+    reads: readScopes(
+      { runs: services.store, conversationList: services.conversationList, checkpointReads: services.checkpointReads, states: services.agent },
+      principal,
+    ),
   };
 }

@@ -8,7 +8,8 @@ import { startServerProcess } from "../testkit/processes.ts";
 import { snapshotDatabase } from "../testkit/db-snapshot.ts";
 import { openRawSocket, operationResult, sseRequest, subscribe } from "../testkit/protocol.ts";
 import { START_RUN } from "../testkit/documents.ts";
-import { createTokenCheck } from "../src/server/auth.ts";
+import { createTokenAuthenticator, UnauthenticatedError } from "../src/server/auth.ts";
+import { API_TOKEN_PRINCIPAL, LOCAL_PRINCIPAL } from "../src/domain/principal.ts";
 import { loadConfig } from "../src/config.ts";
 import type { App } from "../src/app.ts";
 
@@ -119,10 +120,10 @@ describe("with API_TOKEN set", () => {
   ];
 
   for (const [name, payload] of wrongInit) {
-    it(`a WebSocket whose connection_init has ${name}: closed with 4403`, async () => {
+    it(`a WebSocket whose connection_init has ${name}: closed with 4401`, async () => {
       const socket = await openRawSocket(app.url);
       socket.send({ type: "connection_init", ...(payload === true ? {} : { payload }) });
-      expect(await socket.closed).toEqual({ code: 4403, reason: "Forbidden" });
+      expect(await socket.closed).toEqual({ code: 4401, reason: "Unauthorized" });
       expect(socket.messages).toEqual([]);
     });
   }
@@ -135,21 +136,24 @@ describe("with API_TOKEN set", () => {
 
     const headerOnly = await openRawSocket(app.url, { headers: { authorization: BEARER } });
     headerOnly.send({ type: "connection_init" });
-    expect((await headerOnly.closed).code).toBe(4403);
+    expect((await headerOnly.closed).code).toBe(4401);
   });
 });
 
 describe("the token check", () => {
-  it("accepts exactly `Bearer <token>`", () => {
-    const check = createTokenCheck(TOKEN);
-    expect(check(BEARER)).toBe(true);
-    for (const header of [undefined, null, "", TOKEN, `bearer ${TOKEN}`, `Bearer ${TOKEN} `, `Bearer ${TOKEN.slice(0, -1)}`, `Bearer ${TOKEN}${TOKEN}`]) {
-      expect(check(header)).toBe(false);
+  it("accepts exactly `Bearer <token>`, as an admin", async () => {
+    const authenticator = createTokenAuthenticator(TOKEN);
+    expect(authenticator.required).toBe(true);
+    expect(await authenticator.authenticate(BEARER)).toBe(API_TOKEN_PRINCIPAL);
+    for (const header of [undefined, "", TOKEN, `bearer ${TOKEN}`, `Bearer ${TOKEN} `, `Bearer ${TOKEN.slice(0, -1)}`, `Bearer ${TOKEN}${TOKEN}`]) {
+      await expect(authenticator.authenticate(header)).rejects.toBeInstanceOf(UnauthenticatedError);
     }
   });
 
-  it("lets everything through when no token is configured", () => {
-    expect(createTokenCheck(undefined)(undefined)).toBe(true);
+  it("is the local developer when no token is configured", async () => {
+    const authenticator = createTokenAuthenticator(undefined);
+    expect(authenticator.required).toBe(false);
+    expect(await authenticator.authenticate(undefined)).toBe(LOCAL_PRINCIPAL);
   });
 });
 

@@ -416,7 +416,7 @@ const WS_CASES: Case[] = [
   },
   {
     name: "WS: connection_init without the token",
-    run: async () => expect((await (await ws(() => [{ type: "connection_init" }], { init: false })).closed).code).toBe(4403),
+    run: async () => expect((await (await ws(() => [{ type: "connection_init" }], { init: false })).closed).code).toBe(4401),
   },
   {
     name: "WS: a second connection_init",

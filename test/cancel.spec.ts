@@ -13,6 +13,7 @@ import { loadConfig } from "../src/config.ts";
 import { createLogger } from "../src/logger.ts";
 import { startApp, type App } from "../src/app.ts";
 import { builtinTools } from "../src/agent/tools.ts";
+import { LOCAL_PRINCIPAL } from "../src/domain/principal.ts";
 
 /**
  * A tool that takes as long as it is told and honors the abort signal LangGraph
@@ -199,7 +200,7 @@ describe("a cancel racing the run's own finish", () => {
     const cancelVia = async (via: Trigger["via"], runId: string): Promise<any> => {
       if (via === "api") return (await gqlOk(app.url, CANCEL_RUN, { runId })).cancelRun;
       try {
-        const run = await app.services.runs.cancelRun({ runId });
+        const run = await app.services.runs.cancelRun({ runId }, LOCAL_PRINCIPAL);
         return { __typename: "CancelRunSuccess", run: { status: run.status.toUpperCase() } };
       } catch (error) {
         if ((error as Error).name !== "RunNotActiveError") throw error;

@@ -8,6 +8,7 @@ import { startTestApp } from "../testkit/app.ts";
 import { countSqlStatements } from "../testkit/sql-statements.ts";
 import { gql, gqlOk } from "../testkit/graphql.ts";
 import { SINGLE_READS_PER_THREAD } from "../src/read/scope.ts";
+import { LOCAL_PRINCIPAL } from "../src/domain/principal.ts";
 
 let fake: FakeOllama;
 let app: Awaited<ReturnType<typeof startTestApp>>;
@@ -20,12 +21,12 @@ beforeAll(async () => {
   app = await startTestApp({ ollamaUrl: fake.url, env: { RUN_HEARTBEAT_MS: "600000", RUN_LEASE_MS: "1200000", EVENT_GRACE_MS: "0" } });
   const runs = app.services.runs;
   for (let i = 0; i < 100; i += 1) {
-    const { run, conversation } = await runs.startRun({ conversationId: conversationId ?? null, message: `message ${i}` });
+    const { run, conversation } = await runs.startRun({ conversationId: conversationId ?? null, message: `message ${i}` }, LOCAL_PRINCIPAL);
     conversationId = conversation.id;
     await runs.whenFinished(run.id);
   }
   for (let i = 0; i < 6; i += 1) {
-    const { run, conversation } = await runs.startRun({ message: `another conversation ${i}` });
+    const { run, conversation } = await runs.startRun({ message: `another conversation ${i}` }, LOCAL_PRINCIPAL);
     otherConversations.push(conversation.id);
     await runs.whenFinished(run.id);
   }

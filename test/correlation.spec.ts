@@ -18,6 +18,7 @@ import { startTestApp } from "../testkit/app.ts";
 import { collect, gql, gqlOk, startRun, wsClient } from "../testkit/graphql.ts";
 import { RESUME_RUN, START_AGENT_RUN } from "../testkit/documents.ts";
 import type { App } from "../src/app.ts";
+import { LOCAL_PRINCIPAL } from "../src/domain/principal.ts";
 
 const NODE = Uint8Array.from([1, 2, 3, 4, 5, 6]);
 
@@ -267,7 +268,7 @@ describe("the correlation against what each run really saved", () => {
     // Back to back: each run starts the moment the previous one is recorded.
     const backToBack: string[] = [];
     for (let i = 0; i < 6; i += 1) {
-      const { run } = await app.services.runs.startRun({ conversationId, message: i % 2 ? `calculate ${i} + ${i}` : `quick ${i}` });
+      const { run } = await app.services.runs.startRun({ conversationId, message: i % 2 ? `calculate ${i} + ${i}` : `quick ${i}` }, LOCAL_PRINCIPAL);
       backToBack.push(run.id);
       await app.services.runs.whenFinished(run.id);
     }

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultResponder, splitTokens, startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
 import { closedPort, PROCESS_TEST_TIMEOUT_MS, startTestApp, tempDatabaseUrl } from "../testkit/app.ts";
 import { startServerProcess, type ServerProcess } from "../testkit/processes.ts";
+import { API_TOKEN_PRINCIPAL } from "../src/domain/principal.ts";
 
 interface SseEvent {
   id?: string;
@@ -270,7 +271,7 @@ describe("the lab's routes", () => {
     const C = stalled.json.conversation;
     expect(await postChat(B, { message: "another", conversation: C }, auth)).toEqual(refusal(409, "SESSION_IN_PROGRESS"));
     expect(await postChat(B, { resume: true, conversation: C }, auth)).toEqual(refusal(409, "SESSION_IN_PROGRESS"));
-    await app.services.runs.cancelRun({ runId: stalled.json.run });
+    await app.services.runs.cancelRun({ runId: stalled.json.run }, API_TOKEN_PRINCIPAL);
 
     const answered = await postChat(B, { message: "hello" }, auth);
     await app.services.runs.whenFinished(answered.json.run);

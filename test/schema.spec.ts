@@ -69,6 +69,7 @@ describe("schema.graphql", () => {
       Message: "LangChain's message id",
       ToolCall: "the model's tool call id",
       Interrupt: "LangGraph's interrupt id, which resumeRun's responses name",
+      Principal: "the caller's own id, which conversations record as their owner",
     };
     const offenders: string[] = [];
     for (const type of Object.values(schema.getTypeMap())) {

@@ -1,6 +1,6 @@
-// Fan-out executes each event once per distinct operation, not once per
-// subscriber, and never with a subscriber's context (the precondition that makes
-// sharing safe: nothing per subscriber can reach a resolver).
+// Fan-out executes each event once per distinct operation and principal, not
+// once per subscriber, and never with a subscriber's context (the precondition
+// that makes sharing safe: nothing per subscriber but who it is can reach a resolver).
 import { describe, expect, it } from "vitest";
 import { createSchema, createYoga } from "graphql-yoga";
 import { useSharedSubscriptionResults } from "../src/server/plugins/shared-subscription-results.ts";
@@ -49,11 +49,11 @@ function setup(plugins: ReturnType<typeof useSharedSubscriptionResults>[]) {
   });
   const yoga = createYoga({ schema, plugins });
   let subscribers = 0;
-  const subscribe = async (prefix: string) => {
+  const subscribe = async (prefix: string, principal = "alice") => {
     const { parse, subscribe, contextFactory, schema: s } = yoga.getEnveloped({});
     const document = parse(`subscription($p: String!) { events { n label(prefix: $p) } }`);
     // Each subscriber's context carries something of its own, as a request's would.
-    const contextValue = { ...(await contextFactory()), subscriber: (subscribers += 1) };
+    const contextValue = { ...(await contextFactory()), subscriber: (subscribers += 1), principal: { id: principal, role: "user" } };
     const result = await subscribe({ schema: s, document, variableValues: { p: prefix }, contextValue });
     return (result as AsyncIterableIterator<{ data: { events: { n: number; label: string } } }>)[Symbol.asyncIterator]();
   };
@@ -64,10 +64,10 @@ function setup(plugins: ReturnType<typeof useSharedSubscriptionResults>[]) {
   return { subscribe, publish, listeners, resolvedCount: () => resolved, contextsSeen };
 }
 
-async function run(shared: boolean) {
-  const t = setup(shared ? [useSharedSubscriptionResults({ sharedContext: () => ({ shared: true }) })] : []);
+async function run(shared: boolean, otherPrincipal = "alice") {
+  const t = setup(shared ? [useSharedSubscriptionResults({ sharedContext: (principal) => ({ shared: true, principal: principal.id }) })] : []);
   const same = await Promise.all([t.subscribe("a:"), t.subscribe("a:"), t.subscribe("a:")]);
-  const other = await t.subscribe("b:");
+  const other = await t.subscribe(otherPrincipal === "alice" ? "b:" : "a:", otherPrincipal);
   const firsts = [...same, other].map((it) => it.next());
   await new Promise((r) => setTimeout(r, 10));
   t.publish({ n: 1 });
@@ -98,9 +98,17 @@ describe("useSharedSubscriptionResults", () => {
   it("runs the shared execution with a context of its own, never a subscriber's", async () => {
     const shared = await run(true);
     expect(shared.contextsSeen).toHaveLength(2);
-    for (const context of shared.contextsSeen) expect(context).toEqual({ shared: true });
+    for (const context of shared.contextsSeen) expect(context).toEqual({ shared: true, principal: "alice" });
     // The same resolvers without sharing do see each subscriber's own context: the check above can fail.
     const plain = await run(false);
     expect(plain.contextsSeen.map((c) => c.subscriber).sort()).toEqual([1, 2, 3, 4]);
+  });
+
+  it("never shares an execution between principals: the same operation of another principal runs with that principal's context", async () => {
+    const shared = await run(true, "bob");
+    // Four "a:" subscribers: three of alice's share one execution, bob's has its own.
+    expect(shared.results.map((r) => r.label)).toEqual(["a:1", "a:1", "a:1", "a:1"]);
+    expect(shared.resolved).toBe(2);
+    expect(shared.contextsSeen.map((c) => c.principal).sort()).toEqual(["alice", "bob"]);
   });
 });

@@ -38,3 +38,13 @@ export const API_TOKEN_PRINCIPAL: Principal = Object.freeze({
 export function isAdmin(principal: Principal): boolean {
   return principal.role === "admin";
 }
+
+/**
+ * Whether the principal may see and act on a conversation: an admin, every one;
+ * a user, their own. Rows from before owners were recorded (owner null) are
+ * admins' only. Everything else (its runs, checkpoints, events) follows the
+ * conversation; one that cannot be seen answers as one that does not exist.
+ */
+export function canSee(principal: Principal, conversation: { owner: string | null }): boolean {
+  return principal.role === "admin" || (conversation.owner !== null && conversation.owner === principal.id);
+}

@@ -36,6 +36,8 @@ export interface ConversationRecord {
   forkedFromConversationId: string | null;
   /** The source's checkpoint the fork copied its thread up to (kept when the source is deleted). */
   forkedFromCheckpointId: string | null;
+  /** The principal that created it (src/domain/principal.ts); null for rows from before owners were recorded. */
+  owner: string | null;
 }
 
 /** What model calls cost, as Ollama reported it at the end of each call. */
@@ -126,6 +128,8 @@ export interface NewRun {
 export interface NewConversation {
   title: string;
   agent: string;
+  /** The creating principal's id. */
+  owner: string | null;
   forkedFrom?: { conversationId: string; checkpointId: string };
   /** The messages its thread already holds: a fork's copied history; 0 when omitted. */
   messageCount?: number;

@@ -3,6 +3,11 @@
 // is one query or mutation, or one event of a subscription, so a long
 // subscription never reads stale caches. The export route uses a scope too.
 //
+// A scope reads for one principal: a conversation it may not see (another user's)
+// is missing here, and with it every run, checkpoint and event of it, since each
+// is reached through its conversation or checked against it. The services check
+// the same rule (canSee) for every write.
+//
 // The correlation is drawn here once per conversation asked for: its
 // checkpoints and failed tasks are read first, then its runs. In that order the
 // two reads agree without a shared transaction: a checkpoint is written after
@@ -15,7 +20,8 @@ import { DEFAULT_AGENT } from "../agent/definitions.ts";
 import { ValidationError, isUuid } from "../domain/errors.ts";
 import { attributeFailures, correlate, runAt } from "../correlation/index.ts";
 import type { RunStore } from "../storage/run-store/types.ts";
-import type { ConversationList } from "../storage/conversation-list/types.ts";
+import type { ConversationList, ListFilter } from "../storage/conversation-list/types.ts";
+import { canSee, isAdmin, type Principal } from "../domain/principal.ts";
 import type { CheckpointContentRecord, CheckpointReads, ThreadCheckpoints } from "../storage/checkpoint-reads/types.ts";
 import type { PageQuery } from "../storage/page.ts";
 import type { CheckpointState, ThreadState } from "../agent/runtime.ts";
@@ -150,11 +156,15 @@ export class ReadScope {
   /** Checkpoints whose run is known from that run's own window. */
   readonly #runOfCheckpoint = new Map<string, RunRecord>();
 
-  constructor(sources: ReadSources) {
+  readonly principal: Principal;
+
+  constructor(sources: ReadSources, principal: Principal) {
     this.#sources = sources;
+    this.principal = principal;
     const { runs, checkpointReads } = sources;
-    this.#conversations = new DataLoader(async (ids) => byKey(ids, await runs.conversations(ids), null));
-    this.#runs = new DataLoader(async (ids) => byKey(ids, await runs.runs(ids), null));
+    this.#conversations = new DataLoader(async (ids) => byKey(ids, await runs.conversations(ids), null).map((c) => (c && canSee(principal, c) ? c : null)));
+    // A run, and a checkpoint below, of a conversation this principal may not see, is missing.
+    this.#runs = new DataLoader(async (ids) => this.#visible(byKey(ids, await runs.runs(ids), null), (run) => run.conversationId));
     this.#activeRuns = new DataLoader(async (ids) => byKey(ids, await runs.activeRuns(ids), null));
     this.#latestRuns = new DataLoader(async (ids) => byKey(ids, await runs.latestRuns(ids), null));
     this.#runCounts = new DataLoader(async (ids) => byKey(ids, await runs.runCounts(ids), 0));
@@ -169,7 +179,7 @@ export class ReadScope {
     });
     this.#checkpoints = new DataLoader(async (ids) => {
       const found = new Map((await checkpointReads.checkpointsByIds(ids)).map((c) => [c.id, c]));
-      return byKey(ids, found, null);
+      return this.#visible(byKey(ids, found, null), (checkpoint) => checkpoint.threadId);
     });
     this.#runCheckpoints = new DataLoader(
       async (runsAsked) => {
@@ -190,6 +200,13 @@ export class ReadScope {
       return byKey(keys, found, null);
     });
     this.#states = new DataLoader(async (keys) => this.#readStates(keys));
+  }
+
+  /** Keeps the records whose conversation this principal may see; the others become null. */
+  async #visible<T>(records: (T | null)[], conversationOf: (record: T) => string): Promise<(T | null)[]> {
+    const conversations = await this.#conversations.loadMany(records.flatMap((r) => (r ? [conversationOf(r)] : [])));
+    const visible = new Set(conversations.flatMap((c) => (c && !(c instanceof Error) ? [c.id] : [])));
+    return records.map((r) => (r && visible.has(conversationOf(r)) ? r : null));
   }
 
   // Conversations and runs.
@@ -225,12 +242,21 @@ export class ReadScope {
     return loader.load(conversationId);
   }
 
-  conversationPage(page: PageQuery): Promise<ConversationRecord[]> {
-    return this.#sources.conversationList.page(page);
+  /**
+   * A page of the conversations this principal may see: a user's own; an
+   * admin's, everyone's or one owner's (`owner`). A user's `owner` must be their own.
+   */
+  conversationPage(page: PageQuery, owner?: string | null): Promise<ConversationRecord[]> {
+    return this.#sources.conversationList.page(page, this.#listFilter(owner));
   }
 
-  conversationCount(): Promise<number> {
-    return this.#sources.conversationList.count();
+  conversationCount(owner?: string | null): Promise<number> {
+    return this.#sources.conversationList.count(this.#listFilter(owner));
+  }
+
+  #listFilter(owner: string | null | undefined): ListFilter {
+    if (isAdmin(this.principal)) return owner == null ? {} : { owner };
+    return { owner: this.principal.id };
   }
 
   /** The thread's latest state (messages, next, pending interrupts), read once per execution. */
@@ -397,10 +423,10 @@ export class ReadScope {
  * execution at a time (a query, or its subscription's events in turn), so only
  * the current scope is kept: an event's caches go with it.
  */
-export function readScopes(sources: ReadSources): (execution: unknown) => ReadScope {
+export function readScopes(sources: ReadSources, principal: Principal): (execution: unknown) => ReadScope {
   let current: { execution: unknown; scope: ReadScope } | undefined;
   return (execution) => {
-    if (!current || current.execution !== execution) current = { execution, scope: new ReadScope(sources) };
+    if (!current || current.execution !== execution) current = { execution, scope: new ReadScope(sources, principal) };
     return current.scope;
   };
 }

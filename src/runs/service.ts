@@ -27,6 +27,7 @@ import type { EventBus, RunPublisher } from "../storage/event-bus/types.ts";
 import type { Logger } from "../logger.ts";
 import { classifyFailure, RunAbortReason, type Classified } from "./classify.ts";
 import { threadMessageCounts } from "./message-counts.ts";
+import { canSee, type Principal } from "../domain/principal.ts";
 import { announceConversationChange } from "./conversation-notices.ts";
 
 export interface RunServiceOptions {
@@ -121,11 +122,17 @@ export class RunService {
     return name;
   }
 
-  async startRun(input: {
-    conversationId?: string | null;
-    message: string;
-    agent?: string | null;
-  }): Promise<{ run: RunRecord; conversation: ConversationRecord }> {
+  /** The conversation, when the principal may see it; NotFoundError otherwise, exactly as for one that does not exist. */
+  async #visibleConversation(id: string, principal: Principal): Promise<ConversationRecord> {
+    const conversation = await this.options.store.getConversation(id);
+    if (!conversation || !canSee(principal, conversation)) throw new NotFoundError("Conversation", id);
+    return conversation;
+  }
+
+  async startRun(
+    input: { conversationId?: string | null; message: string; agent?: string | null },
+    principal: Principal,
+  ): Promise<{ run: RunRecord; conversation: ConversationRecord }> {
     const message = this.validateMessage(input.message);
     if (input.conversationId != null) requireUuid(input.conversationId, "conversationId");
     this.#requireAccepting();
@@ -135,12 +142,12 @@ export class RunService {
       const result = await this.options.store.startRun(this.#newRun(conversationId, "start", message, mintMark(), null), {
         title: titleFromMessage(message),
         agent,
+        owner: principal.id,
       });
       await this.#launch(result.run, agent, { kind: "message", text: message }, "created");
       return result;
     }
-    const conversation = await this.options.store.getConversation(input.conversationId);
-    if (!conversation) throw new NotFoundError("Conversation", input.conversationId);
+    const conversation = await this.#visibleConversation(input.conversationId, principal);
     const agent = this.#requireAgent(input.agent ?? conversation.agent, conversation);
     const [startMark, head] = await this.#startPoint(conversation.id);
     const result = await this.options.store.startRun(this.#newRun(conversation.id, "start", message, startMark, head));
@@ -155,11 +162,10 @@ export class RunService {
    * other (InterruptMismatchError); answers to tool approvals are checked
    * against what each asks (ValidationError).
    */
-  async resumeRun(input: { conversationId: string; responses?: InterruptResponse[] | null }): Promise<RunRecord> {
+  async resumeRun(input: { conversationId: string; responses?: InterruptResponse[] | null }, principal: Principal): Promise<RunRecord> {
     requireUuid(input.conversationId, "conversationId");
     this.#requireAccepting();
-    const conversation = await this.options.store.getConversation(input.conversationId);
-    if (!conversation) throw new NotFoundError("Conversation", input.conversationId);
+    const conversation = await this.#visibleConversation(input.conversationId, principal);
     const agent = this.#requireAgent(conversation.agent, conversation);
     const active = await this.options.store.activeRun(conversation.id);
     if (active) throw new RunInProgressError(conversation.id, active.id);
@@ -223,19 +229,29 @@ export class RunService {
    * including `checkpointId`; with a message, a run starts on it at once. The
    * source is untouched.
    */
-  async forkConversation(input: { checkpointId: string; message?: string | null }): Promise<{ conversation: ConversationRecord; run: RunRecord | null }> {
+  async forkConversation(
+    input: { checkpointId: string; message?: string | null },
+    principal: Principal,
+  ): Promise<{ conversation: ConversationRecord; run: RunRecord | null }> {
     requireUuid(input.checkpointId, "checkpointId");
     const message = input.message == null ? null : this.validateMessage(input.message);
     this.#requireAccepting();
     const [checkpoint] = await this.options.checkpointReads.checkpointsByIds([input.checkpointId.toLowerCase()]);
     if (!checkpoint) throw new NotFoundError("Checkpoint", input.checkpointId);
     const source = await this.options.store.getConversation(checkpoint.threadId);
-    if (!source) throw new NotFoundError("Checkpoint", input.checkpointId);
+    // Another user's checkpoint is one that does not exist; the fork belongs to whoever forks.
+    if (!source || !canSee(principal, source)) throw new NotFoundError("Checkpoint", input.checkpointId);
     const agent = this.#requireAgent(source.agent, source);
     const conversationId = randomUUID();
     // The copy first: a crash before the row leaves an unreferenced thread, never a conversation without its history.
     const { head, messageCount } = await this.options.agent.copyThread(source.id, checkpoint.id, conversationId, agent);
-    const fork = { title: forkTitle(source.title), agent, forkedFrom: { conversationId: source.id, checkpointId: checkpoint.id }, messageCount };
+    const fork = {
+      title: forkTitle(source.title),
+      agent,
+      forkedFrom: { conversationId: source.id, checkpointId: checkpoint.id },
+      messageCount,
+      owner: principal.id,
+    };
     if (message === null) {
       const conversation = await this.options.store.createConversation(conversationId, fork, this.#now());
       this.#announce({ conversationId, kind: "created", at: this.#now() });
@@ -246,16 +262,18 @@ export class RunService {
     return result;
   }
 
-  async cancelRun(input: { runId: string }): Promise<RunRecord> {
+  async cancelRun(input: { runId: string }, principal: Principal): Promise<RunRecord> {
     requireUuid(input.runId, "runId");
+    const run = await this.options.store.getRun(input.runId);
+    // Another user's run is one that does not exist.
+    if (!run || !canSee(principal, (await this.options.store.getConversation(run.conversationId)) ?? { owner: null }))
+      throw new NotFoundError("Run", input.runId);
     const active = this.#active.get(input.runId);
     if (active) {
       active.controller.abort(new RunAbortReason("cancel"));
       const finished = await active.finished;
       return finished ?? (await this.options.store.getRun(input.runId))!;
     }
-    const run = await this.options.store.getRun(input.runId);
-    if (!run) throw new NotFoundError("Run", input.runId);
     if (run.status !== "running") throw new RunNotActiveError(run.id, run.status);
     // Owned by another process: record the cancel and ask the owner to stop the
     // work (it also sees the row is no longer running on its next heartbeat).

@@ -3,6 +3,7 @@
 import { GraphQLError } from "graphql";
 import type { ConversationRecord, RunRecord } from "../domain/records.ts";
 import { ValidationError, NotFoundError, RunInProgressError } from "../domain/errors.ts";
+import { isAdmin, type Principal } from "../domain/principal.ts";
 import { toApiMessages } from "../read/messages.ts";
 import { builder } from "./builder.ts";
 import { Agent, Checkpoint, Conversation, Interrupt, Message, Node, Run } from "./refs.ts";
@@ -18,6 +19,11 @@ Conversation.implement({
     createdAt: t.expose("createdAt", { type: "DateTime" }),
     updatedAt: t.expose("updatedAt", { type: "DateTime" }),
     messageCount: t.exposeInt("messageCount", { description: "Messages in the thread after the latest finished run." }),
+    owner: t.exposeString("owner", {
+      nullable: true,
+      description:
+        "The id of the principal that created it (a fork: whoever forked). Users see only their own; admins every owner. Null for conversations from before owners were recorded, which only admins see.",
+    }),
     agentName: t.exposeString("agent", { description: "The agent every run of the conversation runs (it keeps the one it started with)." }),
     agent: t.field({
       type: Agent,
@@ -139,6 +145,15 @@ const ForkOrigin = builder.objectRef<{ conversationId: string; checkpointId: str
 /** A page of a conversation's runs; totalCount is read only when asked for. */
 type RunPage = Connection<unknown> & { conversationId: string };
 
+/** Stands for "nobody's": a user who asks for another owner's list gets an empty one, as for an owner with none. */
+const NO_ONE = "\u0000";
+
+/** Whose list `conversations(owner:)` reads: a user's own (another owner's is nobody's); an admin's choice. */
+function listOwner(principal: Principal, owner: string | null | undefined): string | null {
+  if (owner == null) return null;
+  return isAdmin(principal) || owner === principal.id ? owner : NO_ONE;
+}
+
 builder.queryField("conversation", (t) =>
   t.field({
     type: Conversation,
@@ -152,15 +167,29 @@ builder.queryField("conversations", (t) =>
   t.connection(
     {
       type: Conversation,
-      description: "Newest updatedAt first.",
+      description: "Newest updatedAt first: the caller's own conversations; an admin's, everyone's, or one owner's with `owner`.",
+      args: {
+        owner: t.arg.string({
+          description: "Only this principal's conversations. Admins only: a user's list is always their own (another owner lists nothing).",
+        }),
+      },
       resolve: async (_root, args, ctx, info) => {
         const query = pageQuery(args);
-        return toConnection(await ctx.reads(info.rootValue).conversationPage(query), args, query);
+        const owner = listOwner(ctx.principal, args.owner);
+        const page = owner === NO_ONE ? [] : await ctx.reads(info.rootValue).conversationPage(query, owner);
+        return Object.assign(toConnection(page, args, query), { owner });
       },
     },
     {
       name: "ConversationConnection",
-      fields: (c) => ({ totalCount: c.int({ resolve: (_page, _args, ctx, info) => ctx.reads(info.rootValue).conversationCount() }) }),
+      fields: (c) => ({
+        totalCount: c.int({
+          resolve: (page, _args, ctx, info) => {
+            const { owner } = page as { owner?: string | null };
+            return owner === NO_ONE ? 0 : ctx.reads(info.rootValue).conversationCount(owner);
+          },
+        }),
+      }),
     },
     { name: "ConversationEdge" },
   ),
@@ -180,7 +209,7 @@ builder.mutationField("renameConversation", (t) =>
     args: { input: t.arg({ type: RenameConversationInput, required: true }) },
     errors: { types: [ValidationError, NotFoundError], directResult: true, union: { name: "RenameConversationResult" } },
     resolve: async (_root, { input }, ctx) => ({
-      conversation: await ctx.conversations.rename(String(input.conversationId), input.title),
+      conversation: await ctx.conversations.rename(String(input.conversationId), input.title, ctx.principal),
     }),
   }),
 );
@@ -199,7 +228,7 @@ builder.mutationField("deleteConversation", (t) =>
     description: "Deletes the conversation, its runs and its LangGraph thread (checkpoints and writes). Refused while a run is active.",
     args: { input: t.arg({ type: DeleteConversationInput, required: true }) },
     errors: { types: [ValidationError, NotFoundError, RunInProgressError], directResult: true, union: { name: "DeleteConversationResult" } },
-    resolve: async (_root, { input }, ctx) => ({ conversationId: (await ctx.conversations.delete(String(input.conversationId))).id }),
+    resolve: async (_root, { input }, ctx) => ({ conversationId: (await ctx.conversations.delete(String(input.conversationId), ctx.principal)).id }),
   }),
 );
 
@@ -223,6 +252,6 @@ builder.mutationField("forkConversation", (t) =>
     description: "A new conversation (same agent) whose thread is a copy of the source's up to and including the checkpoint; the source is untouched.",
     args: { input: t.arg({ type: ForkConversationInput, required: true }) },
     errors: { types: [ValidationError, NotFoundError], directResult: true, union: { name: "ForkConversationResult" } },
-    resolve: (_root, { input }, ctx) => ctx.runs.forkConversation({ checkpointId: String(input.checkpointId), message: input.message }),
+    resolve: (_root, { input }, ctx) => ctx.runs.forkConversation({ checkpointId: String(input.checkpointId), message: input.message }, ctx.principal),
   }),
 );

@@ -2,6 +2,7 @@
 // tell their observers, live.
 import { GraphQLError } from "graphql";
 import type { ConversationChange, RunEvent } from "../domain/events.ts";
+import { canSee } from "../domain/principal.ts";
 import { requireUuid, ValidationError } from "../domain/errors.ts";
 import { SubscriberOverflowError } from "../storage/event-bus/subscriber.ts";
 import { followRun, mapStream } from "../read/event-streams.ts";
@@ -157,7 +158,8 @@ builder.subscriptionField("runEvents", (t) =>
       } catch (error) {
         throw new GraphQLError((error as Error).message, { extensions: { code: "VALIDATION" } });
       }
-      const run = await ctx.store.getRun(runId);
+      // Through the caller's read scope: another user's run is one that does not exist.
+      const run = await ctx.reads(Symbol("subscribe")).run(runId);
       if (!run) throw new GraphQLError(`Run ${JSON.stringify(runId)} does not exist`, { extensions: { code: "NOT_FOUND" } });
       const events = followRun(ctx.bus, runId, after, { lookup: (id) => ctx.store.getRun(id), pollMs: STORED_RUN_POLL_MS });
       return mapStream<RunEvent, RunEvent | CutOff>(events, (event) => event, cutOffWhenTooSlow);
@@ -179,7 +181,7 @@ builder.subscriptionField("conversationEvents", (t) =>
       } catch (error) {
         throw new GraphQLError((error as Error).message, { extensions: { code: "VALIDATION" } });
       }
-      if (!(await ctx.store.getConversation(id))) {
+      if (!(await ctx.reads(Symbol("subscribe")).conversation(id))) {
         throw new GraphQLError(`Conversation ${JSON.stringify(id)} does not exist`, { extensions: { code: "NOT_FOUND" } });
       }
       return mapStream<RunEvent, RunEvent | CutOff>(await ctx.bus.subscribeConversation(id), (event) => event, cutOffWhenTooSlow);
@@ -201,10 +203,12 @@ builder.subscriptionField("conversationsChanged", (t) =>
       mapStream<ConversationChange, ConversationShape | CutOff>(
         await ctx.bus.subscribeConversationChanges(),
         async (change) => {
+          // Only the caller's own conversations (an admin's: every one): another user's changes never reach this stream.
           // Its runs, thread and checkpoints went with it, so every field that reads them answers empty.
-          if (change.kind === "deleted") return { ...change.snapshot, deleted: true };
+          if (change.kind === "deleted") return canSee(ctx.principal, change.snapshot) ? { ...change.snapshot, deleted: true } : undefined;
           // Null when deleted since: its deletion notice follows.
-          return (await ctx.store.getConversation(change.conversationId)) ?? undefined;
+          const conversation = await ctx.store.getConversation(change.conversationId);
+          return conversation && canSee(ctx.principal, conversation) ? conversation : undefined;
         },
         cutOffWhenTooSlow,
       ),

@@ -8,6 +8,7 @@ import "./errors.ts";
 import "./node.ts";
 import "./message.ts";
 import "./usage.ts";
+import "./principal.ts";
 import "./agent.ts";
 import "./interrupt.ts";
 import "./conversation.ts";

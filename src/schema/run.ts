@@ -99,7 +99,10 @@ builder.mutationField("startRun", (t) =>
     args: { input: t.arg({ type: StartRunInput, required: true }) },
     errors: { types: [ValidationError, NotFoundError, RunInProgressError], directResult: true, union: { name: "StartRunResult" } },
     resolve: (_root, { input }, ctx) =>
-      ctx.runs.startRun({ conversationId: input.conversationId == null ? null : String(input.conversationId), message: input.message, agent: input.agent }),
+      ctx.runs.startRun(
+        { conversationId: input.conversationId == null ? null : String(input.conversationId), message: input.message, agent: input.agent },
+        ctx.principal,
+      ),
   }),
 );
 
@@ -139,10 +142,13 @@ builder.mutationField("resumeRun", (t) =>
       union: { name: "ResumeRunResult" },
     },
     resolve: async (_root, { input }, ctx) => ({
-      run: await ctx.runs.resumeRun({
-        conversationId: String(input.conversationId),
-        responses: input.responses?.map((r) => ({ interruptId: String(r.interruptId), value: r.value ?? null })),
-      }),
+      run: await ctx.runs.resumeRun(
+        {
+          conversationId: String(input.conversationId),
+          responses: input.responses?.map((r) => ({ interruptId: String(r.interruptId), value: r.value ?? null })),
+        },
+        ctx.principal,
+      ),
     }),
   }),
 );
@@ -161,6 +167,6 @@ builder.mutationField("cancelRun", (t) =>
     description: "Stops a running run at once; its pending step stays resumable.",
     args: { input: t.arg({ type: CancelRunInput, required: true }) },
     errors: { types: [ValidationError, NotFoundError, RunNotActiveError], directResult: true, union: { name: "CancelRunResult" } },
-    resolve: async (_root, { input }, ctx) => ({ run: await ctx.runs.cancelRun({ runId: String(input.runId) }) }),
+    resolve: async (_root, { input }, ctx) => ({ run: await ctx.runs.cancelRun({ runId: String(input.runId) }, ctx.principal) }),
   }),
 );

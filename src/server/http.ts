@@ -7,7 +7,7 @@ import type { AddressInfo } from "node:net";
 import { ConfigError, type Config } from "../config.ts";
 import type { Logger } from "../logger.ts";
 import type { Services } from "../context.ts";
-import { createTokenCheck } from "./auth.ts";
+import { createTokenAuthenticator, setPrincipal, UnauthenticatedError, type Authenticator } from "./auth.ts";
 import { createCorsPolicy } from "./cors.ts";
 import { closeWhenStalled } from "./write-stall.ts";
 import { sendJson } from "./send.ts";
@@ -26,6 +26,8 @@ export interface HttpServerOptions {
   readiness: ReadinessProbe;
   /** Plain-HTTP routes tried before GraphQL; each returns true when it answered. */
   routes?: Route[];
+  /** Who is calling (API_TOKEN alone when not given). */
+  authenticator?: Authenticator;
 }
 
 export interface HttpServer {
@@ -43,8 +45,8 @@ function isOpen(req: http.IncomingMessage, path: string): boolean {
   return isGraphiQLRequest(req, path);
 }
 
-export async function startHttpServer({ config, services, logger, readiness, routes = [] }: HttpServerOptions): Promise<HttpServer> {
-  const authorized = createTokenCheck(config.apiToken);
+export async function startHttpServer({ config, services, logger, readiness, routes = [], ...options }: HttpServerOptions): Promise<HttpServer> {
+  const authenticator: Authenticator = options.authenticator ?? createTokenAuthenticator(config.apiToken);
   const cors = createCorsPolicy(config.corsOrigins, { logger });
   const yoga = createYogaServer({ config, services, logger, readiness });
   const graphiql = graphiqlRoute(async () => yoga.fetch("http://localhost/graphql", { headers: { accept: "text/html" } }));
@@ -53,9 +55,14 @@ export async function startHttpServer({ config, services, logger, readiness, rou
     try {
       if (cors.handle(req, res)) return;
       const path = (req.url ?? "/").split("?")[0]!;
-      if (!isOpen(req, path) && !authorized(req.headers.authorization)) {
-        res.setHeader("www-authenticate", 'Bearer realm="runledger"');
-        return sendJson(res, 401, { errors: [{ message: "missing or wrong bearer token", extensions: { code: "UNAUTHENTICATED" } }] });
+      if (!isOpen(req, path)) {
+        try {
+          setPrincipal(req, await authenticator.authenticate(req.headers.authorization));
+        } catch (error) {
+          if (!(error instanceof UnauthenticatedError)) throw error;
+          res.setHeader("www-authenticate", 'Bearer realm="runledger"');
+          return sendJson(res, 401, { errors: [{ message: error.message, extensions: { code: "UNAUTHENTICATED" } }] });
+        }
       }
       closeWhenStalled(res, config.writeStallTimeoutMs);
       for (const route of routes) if (await route(req, res)) return;
@@ -73,7 +80,7 @@ export async function startHttpServer({ config, services, logger, readiness, rou
   });
   // Attached once listening: the WebSocket server re-emits the server's errors,
   // and a port in use would otherwise surface as its "internal error" with a stack.
-  const webSockets = attachWebSocketServer({ server, yoga, config, cors, authorized });
+  const webSockets = attachWebSocketServer({ server, yoga, config, cors, authenticator });
   const address = server.address() as AddressInfo;
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;

@@ -1,8 +1,8 @@
 // GraphQL over WebSocket (graphql-ws, the graphql-transport-ws protocol) on the
 // HTTP server's /graphql. Each operation runs through yoga's envelop, so the
 // operation limits, masking and shared results apply as over HTTP. Protocol
-// breaches close the socket with graphql-ws's own codes; CLOSE_FORBIDDEN for a
-// connection_init without the token, CLOSE_GOING_AWAY on shutdown. Subscriptions
+// breaches close the socket with graphql-ws's own codes; CLOSE_UNAUTHORIZED for a
+// connection_init without a valid credential, CLOSE_GOING_AWAY on shutdown. Subscriptions
 // whose field is marked for it run once per distinct operation and are sent to
 // every socket that asked (ws-broadcast.ts).
 import type http from "node:http";
@@ -15,9 +15,11 @@ import type { CorsPolicy } from "./cors.ts";
 import { formatForWebSocket } from "./plugins/masking.ts";
 import { BROADCAST_EXTENSION, createBroadcast, type BroadcastMode } from "./ws-broadcast.ts";
 import { SubscriberOverflowError } from "../storage/event-bus/subscriber.ts";
+import { setPrincipal, UnauthenticatedError, principalOf, type Authenticator } from "./auth.ts";
+import type { Principal } from "../domain/principal.ts";
 
-/** WebSocket close code for a connection_init without the right token. */
-export const CLOSE_FORBIDDEN = 4403;
+/** WebSocket close code for a connection_init without a valid credential (UNAUTHENTICATED). */
+export const CLOSE_UNAUTHORIZED = 4401;
 /** WebSocket close code sent to clients when the server shuts down. */
 export const CLOSE_GOING_AWAY = 1001;
 /** On shutdown, how long WebSocket operations may take to send their last events before the sockets close. */
@@ -41,9 +43,9 @@ export function attachWebSocketServer(options: {
   yoga: Yoga;
   config: Config;
   cors: CorsPolicy;
-  authorized: (header: string | undefined) => boolean;
+  authenticator: Authenticator;
 }): WebSocketEndpoint {
-  const { server, yoga, config, cors, authorized } = options;
+  const { server, yoga, config, cors, authenticator } = options;
   const wsServer = new WebSocketServer({
     server,
     path: "/graphql",
@@ -70,8 +72,17 @@ export function attachWebSocketServer(options: {
       connectionInitWaitTimeout: config.limits.wsInitTimeoutMs,
       onNext: (_ctx, _id, _payload, _args, result) => (result.errors ? { ...result, errors: result.errors.map(formatForWebSocket) } : undefined),
       onError: (_ctx, _id, _payload, errors) => errors.map(formatForWebSocket),
-      onConnect: (ctx) => {
-        if (!authorized((ctx.connectionParams as { authorization?: string } | undefined)?.authorization)) return false;
+      onConnect: async (ctx) => {
+        let principal: Principal;
+        try {
+          principal = await authenticator.authenticate((ctx.connectionParams as { authorization?: string } | undefined)?.authorization);
+        } catch (error) {
+          if (!(error instanceof UnauthenticatedError)) throw error;
+          ctx.extra.socket.close(CLOSE_UNAUTHORIZED, "Unauthorized");
+          return false;
+        }
+        // The socket's operations run as whoever opened it: the context reads it from the upgrade request.
+        setPrincipal(ctx.extra.request, principal);
         connections.add(ctx);
         return true;
       },
@@ -116,8 +127,14 @@ export function attachWebSocketServer(options: {
           contextValue: await enveloped.contextFactory(),
           rootValue: { execute: enveloped.execute, subscribe: enveloped.subscribe },
         };
-        // Operations with the same text and variables share one stream.
-        senders.set(args, { socket: ctx.extra.socket, id, key: JSON.stringify([payload.query, payload.operationName ?? null, payload.variables ?? null]) });
+        // Operations with the same text and variables, sent by the same principal, share one stream:
+        // what a stream may carry is decided once, for whoever subscribed.
+        const who = principalOf(ctx.extra.request);
+        senders.set(args, {
+          socket: ctx.extra.socket,
+          id,
+          key: JSON.stringify([who.role, who.id, payload.query, payload.operationName ?? null, payload.variables ?? null]),
+        });
         return args;
       },
     },

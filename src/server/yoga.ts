@@ -6,7 +6,9 @@ import { createYoga, type YogaServerInstance } from "graphql-yoga";
 import type { Config } from "../config.ts";
 import type { Logger } from "../logger.ts";
 import { schema } from "../schema/index.ts";
+import type { IncomingMessage } from "node:http";
 import { createContext, type Context, type Services } from "../context.ts";
+import { principalOf } from "./auth.ts";
 import { GRAPHIQL_OPTIONS, renderGraphiQLInWorker } from "./graphiql.ts";
 import { useReadiness, type ReadinessProbe } from "./readiness.ts";
 import { useJsonBodiesOnly } from "./plugins/content-type.ts";
@@ -25,7 +27,8 @@ export function createYogaServer(options: { config: Config; services: Services; 
   return createYoga<Record<string, unknown>, Context>({
     schema,
     graphqlEndpoint: "/graphql",
-    context: () => createContext(services),
+    // Who sent the operation: http.ts authenticated the request (over WebSocket, its upgrade request).
+    context: (initial) => createContext(services, principalOf((initial as { req?: IncomingMessage }).req)),
     graphiql: GRAPHIQL_OPTIONS,
     // GraphiQL's scripts and styles inlined in the page: it works without access to
     // a CDN. Rendered in a worker; http.ts serves the page compressed (graphiql.ts).
@@ -47,7 +50,7 @@ export function createYogaServer(options: { config: Config; services: Services; 
       ...useOperationLimits(limits),
       usePageSizeLimit(limits.pageSize),
       useWellFormedStrings(),
-      useSharedSubscriptionResults({ sharedContext: () => createContext(services) }),
+      useSharedSubscriptionResults({ sharedContext: (principal) => createContext(services, principal) }),
       ...(limits.hideSuggestions ? [useHiddenSuggestions()] : []),
     ],
     logging: {

@@ -537,6 +537,7 @@ export function describeEventBusConformance(name: string, backend: EventBusBacke
             snapshot: {
               id: conversationId,
               title: "Hello",
+              owner: "alice",
               createdAt: at,
               updatedAt: new Date(at.getTime() + 1),
               messageCount: 4,

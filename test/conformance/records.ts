@@ -5,7 +5,7 @@ export const NO_USAGE: RunUsage = { inputTokens: 0, outputTokens: 0, modelCalls:
 
 /** A new conversation of the default agent. */
 export function conversation(title: string, overrides: Partial<NewConversation> = {}): NewConversation {
-  return { title, agent: "default", ...overrides };
+  return { title, agent: "default", owner: "alice", ...overrides };
 }
 
 /** What a completed run's outcome adds beyond status and marks. */

@@ -4,20 +4,28 @@
 // (event, operation) pair once and hands the result to all of them; serializing
 // and sending stay per subscriber.
 //
-// The precondition: an event's result depends only on the event, the document
-// and the variables, never on who subscribed. runledger has one principal (the
-// API token is all or nothing) and nothing per subscriber reaches a resolver:
-// the shared execution runs with a context of its own (`sharedContext`), never
-// a subscriber's, so no resolver can read per-subscriber state even by mistake
-// (test/shared-subscription-results.spec.ts checks both).
+// The precondition: an event's result depends only on the event, the document,
+// the variables and who subscribed (what a principal may see), never on anything
+// else of the subscriber's. So results are shared per principal: the shared
+// execution runs with a context of its own (`sharedContext`, built for the
+// subscriber's principal), never a subscriber's, so no resolver can read other
+// per-subscriber state even by mistake (test/shared-subscription-results.spec.ts).
 import { createSourceEventStream, execute, type DocumentNode, type ExecutionArgs, type ExecutionResult } from "graphql";
 import type { Plugin } from "graphql-yoga";
+import type { Principal } from "../../domain/principal.ts";
+
+/** The principal the subscriber's context carries (src/context.ts). */
+function principalOfContext(context: unknown): Principal {
+  const principal = (context as { principal?: Principal } | null)?.principal;
+  if (!principal) throw new Error("a subscription's context carries no principal");
+  return principal;
+}
 
 type Result = ExecutionResult | Promise<ExecutionResult>;
 
 export interface SharedSubscriptionResultsOptions {
-  /** The context an event's shared execution runs with: built from the services only, once per event and operation. */
-  sharedContext: () => unknown;
+  /** The context an event's shared execution runs with: built from the services and the principal only, once per event, operation and principal. */
+  sharedContext: (principal: Principal) => unknown;
 }
 
 export function useSharedSubscriptionResults({ sharedContext }: SharedSubscriptionResultsOptions): Plugin {
@@ -32,11 +40,13 @@ export function useSharedSubscriptionResults({ sharedContext }: SharedSubscripti
       id = nextDocumentId++;
       documentIds.set(args.document, id);
     }
-    return `${id}\u0000${args.operationName ?? ""}\u0000${JSON.stringify(args.variableValues ?? {})}`;
+    const { role, id: who } = principalOfContext(args.contextValue);
+    return `${id}\u0000${args.operationName ?? ""}\u0000${JSON.stringify(args.variableValues ?? {})}\u0000${role}\u0000${who}`;
   };
 
   const executeShared = (args: ExecutionArgs, key: string, event: unknown): Result => {
-    if (event === null || typeof event !== "object") return execute({ ...args, rootValue: event, contextValue: sharedContext() });
+    if (event === null || typeof event !== "object")
+      return execute({ ...args, rootValue: event, contextValue: sharedContext(principalOfContext(args.contextValue)) });
     let results = resultsByEvent.get(event);
     if (!results) {
       results = new Map();
@@ -44,7 +54,7 @@ export function useSharedSubscriptionResults({ sharedContext }: SharedSubscripti
     }
     let result = results.get(key);
     if (!result) {
-      result = execute({ ...args, rootValue: event, contextValue: sharedContext() });
+      result = execute({ ...args, rootValue: event, contextValue: sharedContext(principalOfContext(args.contextValue)) });
       results.set(key, result);
     }
     return result;

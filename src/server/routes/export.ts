@@ -8,6 +8,7 @@ import { requireUuid, ValidationError } from "../../domain/errors.ts";
 import { ReadScope, type ReadSources } from "../../read/scope.ts";
 import { exportCheckpointLines, exportMarkdown } from "../../read/conversation-export.ts";
 import { sendRefusal } from "../send.ts";
+import { principalOf } from "../auth.ts";
 
 const EXPORT_PATH = /^\/api\/conversations\/([^/]+)\/export$/;
 export const EXPORT_FORMATS = ["jsonl", "markdown"] as const;
@@ -40,7 +41,8 @@ export function exportRoute(sources: ReadSources): (req: IncomingMessage, res: S
       sendRefusal(res, 400, "BAD_REQUEST", `format must be one of ${EXPORT_FORMATS.join(", ")}, got ${JSON.stringify(format.slice(0, 40))}`);
       return true;
     }
-    const scope = new ReadScope(sources);
+    // Another user's conversation is missing here: 404, as for one that does not exist.
+    const scope = new ReadScope(sources, principalOf(req));
     const conversation = await scope.conversation(id.toLowerCase());
     if (!conversation) {
       sendRefusal(res, 404, "NOT_FOUND", `Conversation ${JSON.stringify(id)} does not exist`);

@@ -16,8 +16,9 @@
 //   GET  /api/conversations/:id      {conversation, messages: [{id, role, content}], resumable,
 //                                    pendingInterrupts: [{id, node, value}]}
 //
-// Reads go through a read scope, writes through the run service; the server checks
-// API_TOKEN and CORS before any route.
+// Reads go through a read scope, writes through the run service, both as the
+// caller's principal (another user's conversation answers 404 NOT_FOUND, as a
+// missing one); the server authenticates and checks CORS before any route.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { RunEvent } from "../../domain/events.ts";
 import type { ConversationRecord, RunRecord } from "../../domain/records.ts";
@@ -39,6 +40,7 @@ import type { EventBus } from "../../storage/event-bus/types.ts";
 import { SubscriberOverflowError } from "../../storage/event-bus/subscriber.ts";
 import type { Logger } from "../../logger.ts";
 import { sendJson } from "../send.ts";
+import { principalOf } from "../auth.ts";
 
 export interface LabRouteOptions {
   runs: RunService;
@@ -183,7 +185,7 @@ export function labRoute(options: LabRouteOptions): (req: IncomingMessage, res: 
     const body = await readJsonBody(req, maxBodyBytes);
     if (body.resume === true) {
       if (body.message !== undefined) throw new LabError(400, "BAD_REQUEST", "send either a message or resume: true, not both");
-      const run = await runs.resumeRun({ conversationId: conversationIdParam(body.conversation), responses: responsesParam(body.responses) });
+      const run = await runs.resumeRun({ conversationId: conversationIdParam(body.conversation), responses: responsesParam(body.responses) }, principalOf(req));
       sendJson(res, 200, { conversation: run.conversationId, run: run.id });
       return;
     }
@@ -191,13 +193,13 @@ export function labRoute(options: LabRouteOptions): (req: IncomingMessage, res: 
     if (body.responses !== undefined) throw new LabError(400, "BAD_REQUEST", "responses answer a waiting conversation: send them with resume: true");
     if (typeof body.message !== "string") throw new LabError(400, "BAD_REQUEST", "message must be a string (or send resume: true)");
     const conversationId = body.conversation === undefined || body.conversation === null ? null : conversationIdParam(body.conversation);
-    const { run, conversation } = await runs.startRun({ conversationId, message: body.message });
+    const { run, conversation } = await runs.startRun({ conversationId, message: body.message }, principalOf(req));
     sendJson(res, 200, { conversation: conversation.id, run: run.id });
   }
 
   async function streamChat(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     const conversationId = conversationIdParam(url.searchParams.get("conversation") ?? undefined);
-    const scope = new ReadScope(sources);
+    const scope = new ReadScope(sources, principalOf(req));
     const conversation = await scope.conversation(conversationId);
     if (!conversation) throw new NotFoundError("Conversation", conversationId);
     const active = await scope.activeRun(conversationId);
@@ -244,12 +246,12 @@ export function labRoute(options: LabRouteOptions): (req: IncomingMessage, res: 
     }
   }
 
-  async function listConversations(res: ServerResponse, url: URL): Promise<void> {
+  async function listConversations(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     const limitParam = url.searchParams.get("limit");
     const limit = limitParam === null ? LIST_DEFAULT : Number(limitParam);
     if (!Number.isInteger(limit) || limit < 1 || limit > LIST_MAX) throw new LabError(400, "BAD_REQUEST", `limit must be an integer from 1 to ${LIST_MAX}`);
     const after = url.searchParams.get("after");
-    const scope = new ReadScope(sources);
+    const scope = new ReadScope(sources, principalOf(req));
     const page = await scope.conversationPage(
       after === null ? { skip: 0, take: limit } : { cursor: conversationIdParam(after, "after"), skip: 1, take: limit },
     );
@@ -261,7 +263,7 @@ export function labRoute(options: LabRouteOptions): (req: IncomingMessage, res: 
     );
   }
 
-  async function showConversation(res: ServerResponse, rawId: string): Promise<void> {
+  async function showConversation(req: IncomingMessage, res: ServerResponse, rawId: string): Promise<void> {
     let id: string;
     try {
       id = decodeURIComponent(rawId);
@@ -269,7 +271,7 @@ export function labRoute(options: LabRouteOptions): (req: IncomingMessage, res: 
       throw new LabError(400, "BAD_REQUEST", "the conversation id is not a UUID");
     }
     id = conversationIdParam(id, "id");
-    const scope = new ReadScope(sources);
+    const scope = new ReadScope(sources, principalOf(req));
     const conversation = await scope.conversation(id);
     if (!conversation) throw new NotFoundError("Conversation", id);
     const [latest, active, state] = await Promise.all([scope.latestRun(id), scope.activeRun(id), scope.threadState(id)]);
@@ -295,8 +297,8 @@ export function labRoute(options: LabRouteOptions): (req: IncomingMessage, res: 
         throw new LabError(405, "METHOD_NOT_ALLOWED", `use ${allowed.join(" or ")}`);
       }
       if (route === "chat") await (req.method === "POST" ? postChat(req, res) : streamChat(req, res, url));
-      else if (route === "list") await listConversations(res, url);
-      else await showConversation(res, conversationMatch![1]!);
+      else if (route === "list") await listConversations(req, res, url);
+      else await showConversation(req, res, conversationMatch![1]!);
     } catch (error) {
       const known = refusal(error);
       if (!known || res.headersSent) throw error;

@@ -5,12 +5,17 @@ import type { ConversationRecord } from "../../domain/records.ts";
 import type { SqliteDatabase } from "../sqlite/database.ts";
 import { toConversationRecord, type ConversationRow as Row } from "../sqlite/rows.ts";
 import type { PageQuery } from "../page.ts";
-import type { ConversationList } from "./types.ts";
+import type { ConversationList, ListFilter } from "./types.ts";
 
-const COLUMNS = "c.id, c.title, c.created_at, c.updated_at, c.message_count, c.agent, c.forked_from_conversation_id, c.forked_from_checkpoint_id";
+/** Named parameters of one owner's page (`cursor` is used only by the statements from a cursor). */
+type OwnedParams = { owner: string; limit: number; skip: number; cursor: string | null };
+
+const COLUMNS = "c.id, c.title, c.created_at, c.updated_at, c.message_count, c.agent, c.forked_from_conversation_id, c.forked_from_checkpoint_id, c.owner";
 // The cursor row's sort key; a cursor that names no row matches nothing. Compared as
 // a row value, so the (updated_at, id) index seeks to the cursor rather than scanning up to it.
 const FROM_CURSOR = "FROM conversations c, (SELECT updated_at AS u, id AS i FROM conversations WHERE id = ?) k";
+// One owner's list (the (owner, updated_at, id) index serves it); a cursor of another owner's matches nothing.
+const FROM_OWNED_CURSOR = "FROM conversations c, (SELECT updated_at AS u, id AS i FROM conversations WHERE id = @cursor AND owner = @owner) k";
 
 export class SqliteConversationList implements ConversationList {
   readonly #statements;
@@ -33,15 +38,36 @@ export class SqliteConversationList implements ConversationList {
         `SELECT ${COLUMNS} ${FROM_CURSOR} WHERE (c.updated_at, c.id) >= (k.u, k.i) ORDER BY c.updated_at ASC, c.id ASC LIMIT ? OFFSET ?`,
       ),
       count: db.prepare<[], { n: number }>("SELECT count(*) AS n FROM conversations"),
+      ownedForward: db.prepare<OwnedParams, Row>(
+        `SELECT ${COLUMNS} FROM conversations c WHERE c.owner = @owner ORDER BY c.updated_at DESC, c.id DESC LIMIT @limit OFFSET @skip`,
+      ),
+      ownedBackward: db.prepare<OwnedParams, Row>(
+        `SELECT ${COLUMNS} FROM conversations c WHERE c.owner = @owner ORDER BY c.updated_at ASC, c.id ASC LIMIT @limit OFFSET @skip`,
+      ),
+      ownedForwardFrom: db.prepare<OwnedParams, Row>(
+        `SELECT ${COLUMNS} ${FROM_OWNED_CURSOR} WHERE c.owner = @owner AND (c.updated_at, c.id) <= (k.u, k.i) ORDER BY c.updated_at DESC, c.id DESC LIMIT @limit OFFSET @skip`,
+      ),
+      ownedBackwardFrom: db.prepare<OwnedParams, Row>(
+        `SELECT ${COLUMNS} ${FROM_OWNED_CURSOR} WHERE c.owner = @owner AND (c.updated_at, c.id) >= (k.u, k.i) ORDER BY c.updated_at ASC, c.id ASC LIMIT @limit OFFSET @skip`,
+      ),
+      ownedCount: db.prepare<{ owner: string }, { n: number }>("SELECT count(*) AS n FROM conversations WHERE owner = @owner"),
     };
   }
 
-  async page({ cursor, skip, take }: PageQuery): Promise<ConversationRecord[]> {
+  async page({ cursor, skip, take }: PageQuery, filter: ListFilter = {}): Promise<ConversationRecord[]> {
     if (take === 0) return [];
     const s = this.#statements;
     const limit = Math.abs(take);
-    const rows =
-      take > 0
+    const owned = filter.owner === undefined ? null : { owner: filter.owner, limit, skip, cursor: cursor ?? null };
+    const rows = owned
+      ? take > 0
+        ? cursor !== undefined
+          ? s.ownedForwardFrom.all(owned)
+          : s.ownedForward.all(owned)
+        : cursor !== undefined
+          ? s.ownedBackwardFrom.all(owned)
+          : s.ownedBackward.all(owned)
+      : take > 0
         ? cursor !== undefined
           ? s.forwardFrom.all(cursor, limit, skip)
           : s.forward.all(limit, skip)
@@ -53,7 +79,7 @@ export class SqliteConversationList implements ConversationList {
     return rows.map(toConversationRecord);
   }
 
-  async count(): Promise<number> {
-    return this.#statements.count.get()!.n;
+  async count(filter: ListFilter = {}): Promise<number> {
+    return filter.owner === undefined ? this.#statements.count.get()!.n : this.#statements.ownedCount.get({ owner: filter.owner })!.n;
   }
 }

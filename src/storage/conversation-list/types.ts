@@ -5,7 +5,12 @@
 import type { ConversationRecord } from "../../domain/records.ts";
 import type { PageQuery } from "../page.ts";
 
+/** Whose conversations: with `owner`, only that principal's (a cursor of another's matches nothing); without, everyone's. */
+export interface ListFilter {
+  owner?: string;
+}
+
 export interface ConversationList {
-  page(query: PageQuery): Promise<ConversationRecord[]>;
-  count(): Promise<number>;
+  page(query: PageQuery, filter?: ListFilter): Promise<ConversationRecord[]>;
+  count(filter?: ListFilter): Promise<number>;
 }

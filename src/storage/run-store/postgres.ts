@@ -42,8 +42,8 @@ function pageSql(direction: "ASC" | "DESC", fromCursor: boolean): string {
 }
 
 const SQL = {
-  insertConversation: `INSERT INTO conversations (id, title, created_at, updated_at, message_count, agent, forked_from_conversation_id, forked_from_checkpoint_id)
-    VALUES ($1, $2, $3, $3, $7, $4, $5, $6)`,
+  insertConversation: `INSERT INTO conversations (id, title, created_at, updated_at, message_count, agent, forked_from_conversation_id, forked_from_checkpoint_id, owner)
+    VALUES ($1, $2, $3, $3, $7, $4, $5, $6, $8)`,
   touchConversation: `UPDATE conversations SET updated_at = $1 WHERE id = $2`,
   finishConversation: `UPDATE conversations SET updated_at = $1, message_count = COALESCE($2, message_count) WHERE id = $3`,
   renameConversation: `UPDATE conversations SET title = $1, updated_at = $2 WHERE id = $3 RETURNING ${CONVERSATION_COLUMNS}`,
@@ -91,8 +91,8 @@ const SQL = {
   runCounts: `SELECT conversation_id, count(*)::int AS n FROM runs WHERE conversation_id = ANY($1) GROUP BY conversation_id`,
   usageOf: `SELECT conversation_id, COALESCE(sum(input_tokens), 0)::int AS i, COALESCE(sum(output_tokens), 0)::int AS o, COALESCE(sum(model_calls), 0)::int AS c,
       COALESCE(sum(model_duration_ms), 0)::int AS d FROM runs WHERE conversation_id = ANY($1) GROUP BY conversation_id`,
-  createConversation: `INSERT INTO conversations (id, title, created_at, updated_at, message_count, agent, forked_from_conversation_id, forked_from_checkpoint_id)
-    VALUES ($1, $2, $3, $3, $7, $4, $5, $6) RETURNING ${CONVERSATION_COLUMNS}`,
+  createConversation: `INSERT INTO conversations (id, title, created_at, updated_at, message_count, agent, forked_from_conversation_id, forked_from_checkpoint_id, owner)
+    VALUES ($1, $2, $3, $3, $7, $4, $5, $6, $8) RETURNING ${CONVERSATION_COLUMNS}`,
   pageForward: pageSql("ASC", false),
   pageBackward: pageSql("DESC", false),
   pageForwardFrom: pageSql("ASC", true),
@@ -128,6 +128,7 @@ export class PostgresRunStore implements RunStore {
             forkedFrom?.conversationId ?? null,
             forkedFrom?.checkpointId ?? null,
             newConversation.messageCount ?? 0,
+            newConversation.owner,
           ]);
         } else if (
           (await client.query({ name: "runledger_touchConversation", text: SQL.touchConversation, values: [run.startedAt, run.conversationId] })).rowCount === 0
@@ -186,7 +187,7 @@ export class PostgresRunStore implements RunStore {
   }
 
   async createConversation(id: string, conversation: NewConversation, at: Date): Promise<ConversationRecord> {
-    const { title, agent, forkedFrom, messageCount = 0 } = conversation;
+    const { title, agent, forkedFrom, messageCount = 0, owner } = conversation;
     const [row] = await this.#query<ConversationRow>(this.#pool, "createConversation", [
       id,
       title,
@@ -195,6 +196,7 @@ export class PostgresRunStore implements RunStore {
       forkedFrom?.conversationId ?? null,
       forkedFrom?.checkpointId ?? null,
       messageCount,
+      owner,
     ]);
     return toConversationRecord(row!);
   }

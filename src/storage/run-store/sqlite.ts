@@ -38,9 +38,9 @@ const IN_IDS = "IN (SELECT value FROM json_each(?))";
 
 function writeStatements(db: SqliteDatabase) {
   return {
-    insertConversation: db.prepare<[string, string, string, string, number, string, string | null, string | null]>(
-      `INSERT INTO conversations (id, title, created_at, updated_at, message_count, agent, forked_from_conversation_id, forked_from_checkpoint_id)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    insertConversation: db.prepare<[string, string, string, string, number, string, string | null, string | null, string | null]>(
+      `INSERT INTO conversations (id, title, created_at, updated_at, message_count, agent, forked_from_conversation_id, forked_from_checkpoint_id, owner)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     touchConversation: db.prepare<[string, string]>(`UPDATE conversations SET updated_at = ? WHERE id = ?`),
     finishConversation: db.prepare<[string, number | null, string]>(
@@ -190,6 +190,7 @@ export class SqliteRunStore implements RunStore {
             agent,
             forkedFrom?.conversationId ?? null,
             forkedFrom?.checkpointId ?? null,
+            newConversation.owner,
           );
         } else if (w.touchConversation.run(startedAt, run.conversationId).changes === 0) throw new NotFoundError("Conversation", run.conversationId);
         w.insertRun.run(run.id, run.conversationId, run.kind, run.input, startedAt, run.startMark, run.ownerId, run.startCheckpointId);
@@ -233,6 +234,7 @@ export class SqliteRunStore implements RunStore {
         conversation.agent,
         conversation.forkedFrom?.conversationId ?? null,
         conversation.forkedFrom?.checkpointId ?? null,
+        conversation.owner,
       );
       return toConversationRecord(w.getConversation.get(id)!);
     });
