@@ -136,6 +136,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     ownerId: ownership.id,
     maxMessageChars: config.maxMessageChars,
     maxClockSkewMs: config.maxClockSkewMs,
+    quotas: config.quotas.activeRuns || config.quotas.runsPerMinute ? config.quotas : undefined,
     logger,
   });
   const conversations = new ConversationService(store, bus, logger);

@@ -80,6 +80,17 @@ export interface Config {
   limits: Limits;
   /** `CORS_ORIGINS`: comma-separated origins (`https://app.example.com`) whose pages may call the API; `*` for any. Default: none, no cross-origin access. */
   corsOrigins: string[];
+  /** Per-principal quotas, enforced in the database so they hold across instances. */
+  quotas: Quotas;
+}
+
+export interface Quotas {
+  /** `QUOTA_ACTIVE_RUNS`, default 0 (no limit): runs one principal may have active at once; beyond, QuotaExceededError (REST: 429). */
+  activeRuns: number;
+  /** `QUOTA_RUNS_PER_MINUTE`, default 0 (no limit): runs one principal may start in any 60 seconds (starts, resumes, forks with a message). */
+  runsPerMinute: number;
+  /** `QUOTA_ADMINS`, default false: admins (API_TOKEN, an admin key or claim, the local developer) are held to the quotas too. */
+  admins: boolean;
 }
 
 export interface Limits {
@@ -122,6 +133,14 @@ function intVar(env: Env, name: string, fallback: number, min: number, max = Num
   const value = Number(raw.trim());
   if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+/** `true` or `false` (default false). */
+function booleanVar(env: Env, name: string): boolean {
+  const raw = (env[name] ?? "").trim().toLowerCase();
+  if (raw === "" || raw === "false") return false;
+  if (raw === "true") return true;
+  throw new ConfigError(`${name} must be true or false, got "${env[name]}"`);
 }
 
 function urlVar(env: Env, name: string, fallback: string): string {
@@ -249,6 +268,11 @@ export function loadConfig(env: Env = process.env, readFile: (p: string) => stri
     redisUrl: redisUrlVar(env),
     redisKeyPrefix: prefixVar(env, "REDIS_KEY_PREFIX", "runledger:"),
     maxClockSkewMs: intVar(env, "MAX_CLOCK_SKEW_MS", 1_000, 0, 60_000),
+    quotas: {
+      activeRuns: intVar(env, "QUOTA_ACTIVE_RUNS", 0, 0, 1_000_000),
+      runsPerMinute: intVar(env, "QUOTA_RUNS_PER_MINUTE", 0, 0, 1_000_000),
+      admins: booleanVar(env, "QUOTA_ADMINS"),
+    },
     ollamaHost: urlVar(env, "OLLAMA_HOST", "http://127.0.0.1:11434"),
     ollamaModel: model,
     ollamaThink,

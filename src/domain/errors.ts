@@ -1,7 +1,7 @@
 // Refusals the API returns as typed results (the Error types of the GraphQL
 // contract). Thrown by services before anything is written.
 
-export type ApiErrorCode = "VALIDATION" | "NOT_FOUND" | "RUN_IN_PROGRESS" | "NOTHING_TO_RESUME" | "RUN_NOT_ACTIVE" | "INTERRUPT_MISMATCH";
+export type ApiErrorCode = "VALIDATION" | "NOT_FOUND" | "RUN_IN_PROGRESS" | "NOTHING_TO_RESUME" | "RUN_NOT_ACTIVE" | "INTERRUPT_MISMATCH" | "QUOTA_EXCEEDED";
 
 export abstract class ApiError extends Error {
   abstract readonly code: ApiErrorCode;
@@ -95,5 +95,19 @@ export class ShuttingDownError extends Error {
   readonly code = "SHUTTING_DOWN" as const;
   constructor() {
     super("the server is shutting down and starts no new runs; retry on another instance or once it is back");
+  }
+}
+
+/** A principal at one of its quotas: nothing was written; try again after `retryAfterSeconds`. */
+export class QuotaExceededError extends ApiError {
+  override name = "QuotaExceededError";
+  readonly code = "QUOTA_EXCEEDED" as const;
+  constructor(
+    /** The quota reached, named by its variable: QUOTA_ACTIVE_RUNS or QUOTA_RUNS_PER_MINUTE. */
+    readonly limit: "QUOTA_ACTIVE_RUNS" | "QUOTA_RUNS_PER_MINUTE",
+    readonly retryAfterSeconds: number,
+    message: string,
+  ) {
+    super(message);
   }
 }

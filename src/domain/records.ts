@@ -120,8 +120,23 @@ export interface NewRun {
   startMark: string;
   ownerId: string;
   startCheckpointId: string | null;
+  /** The principal that starts it; quotas count its runs. Absent: no one's. */
+  startedBy?: string | null;
+  /**
+   * The starter's quotas, checked in the same transaction as the insert (so they
+   * hold across instances): QuotaExceededError when it already has `activeRuns`
+   * running, or started `runsPerMinute` runs in the last minute. 0 is no limit;
+   * absent, none is checked.
+   */
+  quota?: RunQuota;
   /** The interrupts this run answers (a resume with responses): recorded as answered by it, in the same transaction. */
   answers?: { interruptId: string; value: unknown }[];
+}
+
+/** Per-principal limits (QUOTA_ACTIVE_RUNS, QUOTA_RUNS_PER_MINUTE); 0 is no limit. */
+export interface RunQuota {
+  activeRuns: number;
+  runsPerMinute: number;
 }
 
 /** What a new conversation starts with. */

@@ -40,6 +40,8 @@ export interface RunServiceOptions {
   /** How far behind this instance's clock may be and a run still start (it waits that long); `MAX_CLOCK_SKEW_MS`. */
   maxClockSkewMs: number;
   logger: Logger;
+  /** Per-principal quotas (QUOTA_ACTIVE_RUNS, QUOTA_RUNS_PER_MINUTE; 0 is no limit), for admins too when `admins` (QUOTA_ADMINS). */
+  quotas?: { activeRuns: number; runsPerMinute: number; admins: boolean };
   now?: () => Date;
 }
 
@@ -139,7 +141,7 @@ export class RunService {
     if (input.conversationId == null) {
       const agent = this.#requireAgent(input.agent ?? DEFAULT_AGENT);
       const conversationId = randomUUID();
-      const result = await this.options.store.startRun(this.#newRun(conversationId, "start", message, mintMark(), null), {
+      const result = await this.options.store.startRun(this.#newRun(conversationId, "start", message, mintMark(), null, principal), {
         title: titleFromMessage(message),
         agent,
         owner: principal.id,
@@ -150,7 +152,7 @@ export class RunService {
     const conversation = await this.#visibleConversation(input.conversationId, principal);
     const agent = this.#requireAgent(input.agent ?? conversation.agent, conversation);
     const [startMark, head] = await this.#startPoint(conversation.id);
-    const result = await this.options.store.startRun(this.#newRun(conversation.id, "start", message, startMark, head));
+    const result = await this.options.store.startRun(this.#newRun(conversation.id, "start", message, startMark, head, principal));
     await this.#launch(result.run, agent, { kind: "message", text: message }, "updated");
     return result;
   }
@@ -174,7 +176,10 @@ export class RunService {
     const answers = this.#checkResponses(conversation.id, thread.interrupts, responses);
     if (!answers && thread.next.length === 0 && thread.interrupts.length === 0) throw new NothingToResumeError(conversation.id);
     const [startMark] = await this.#startPoint(conversation.id);
-    const run: NewRun = { ...this.#newRun(conversation.id, "resume", null, startMark, thread.checkpointId), answers: responses.length ? responses : undefined };
+    const run: NewRun = {
+      ...this.#newRun(conversation.id, "resume", null, startMark, thread.checkpointId, principal),
+      answers: responses.length ? responses : undefined,
+    };
     const { run: started } = await this.options.store.startRun(run);
     await this.#launch(started, agent, answers ? { kind: "answers", answers } : { kind: "continue" }, "updated");
     return started;
@@ -257,7 +262,7 @@ export class RunService {
       this.#announce({ conversationId, kind: "created", at: this.#now() });
       return { conversation, run: null };
     }
-    const result = await this.options.store.startRun(this.#newRun(conversationId, "start", message, mintMark(), head), fork);
+    const result = await this.options.store.startRun(this.#newRun(conversationId, "start", message, mintMark(), head, principal), fork);
     await this.#launch(result.run, agent, { kind: "message", text: message }, "created");
     return result;
   }
@@ -329,8 +334,29 @@ export class RunService {
     clearTimeout(timer);
   }
 
-  #newRun(conversationId: string, kind: NewRun["kind"], input: string | null, startMark: string, startCheckpointId: string | null): NewRun {
-    return { id: randomUUID(), conversationId, kind, input, startedAt: this.#now(), startMark, ownerId: this.options.ownerId, startCheckpointId };
+  #newRun(
+    conversationId: string,
+    kind: NewRun["kind"],
+    input: string | null,
+    startMark: string,
+    startCheckpointId: string | null,
+    principal: Principal,
+  ): NewRun {
+    const { quotas } = this.options;
+    // Admins are exempt unless QUOTA_ADMINS says otherwise.
+    const quota = quotas && (principal.role !== "admin" || quotas.admins) ? { activeRuns: quotas.activeRuns, runsPerMinute: quotas.runsPerMinute } : undefined;
+    return {
+      id: randomUUID(),
+      conversationId,
+      kind,
+      input,
+      startedAt: this.#now(),
+      startMark,
+      ownerId: this.options.ownerId,
+      startCheckpointId,
+      startedBy: principal.id,
+      quota,
+    };
   }
 
   /**

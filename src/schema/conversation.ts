@@ -2,7 +2,7 @@
 // conversation queries and the rename and delete mutations.
 import { GraphQLError } from "graphql";
 import type { ConversationRecord, RunRecord } from "../domain/records.ts";
-import { ValidationError, NotFoundError, RunInProgressError } from "../domain/errors.ts";
+import { ValidationError, NotFoundError, QuotaExceededError, RunInProgressError } from "../domain/errors.ts";
 import { isAdmin, type Principal } from "../domain/principal.ts";
 import { toApiMessages } from "../read/messages.ts";
 import { builder } from "./builder.ts";
@@ -251,7 +251,7 @@ builder.mutationField("forkConversation", (t) =>
     type: ForkConversationSuccess,
     description: "A new conversation (same agent) whose thread is a copy of the source's up to and including the checkpoint; the source is untouched.",
     args: { input: t.arg({ type: ForkConversationInput, required: true }) },
-    errors: { types: [ValidationError, NotFoundError], directResult: true, union: { name: "ForkConversationResult" } },
+    errors: { types: [ValidationError, NotFoundError, QuotaExceededError], directResult: true, union: { name: "ForkConversationResult" } },
     resolve: (_root, { input }, ctx) => ctx.runs.forkConversation({ checkpointId: String(input.checkpointId), message: input.message }, ctx.principal),
   }),
 );

@@ -48,7 +48,7 @@ export const MessageRole = builder.enumType("MessageRole", {
 });
 
 export const ErrorCode = builder.enumType("ErrorCode", {
-  values: ["VALIDATION", "NOT_FOUND", "RUN_IN_PROGRESS", "NOTHING_TO_RESUME", "RUN_NOT_ACTIVE", "INTERRUPT_MISMATCH"] as const,
+  values: ["VALIDATION", "NOT_FOUND", "RUN_IN_PROGRESS", "NOTHING_TO_RESUME", "RUN_NOT_ACTIVE", "INTERRUPT_MISMATCH", "QUOTA_EXCEEDED"] as const,
 });
 
 // One value per kind of agent, from the kinds themselves.

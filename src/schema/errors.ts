@@ -6,6 +6,7 @@ import {
   InterruptMismatchError,
   NotFoundError,
   NothingToResumeError,
+  QuotaExceededError,
   RunInProgressError,
   RunNotActiveError,
   ValidationError,
@@ -76,4 +77,14 @@ builder.objectType(InterruptMismatchError, {
   }),
 });
 
-export { ValidationError, NotFoundError, RunInProgressError, NothingToResumeError, RunNotActiveError, InterruptMismatchError };
+builder.objectType(QuotaExceededError, {
+  name: "QuotaExceededError",
+  description: "The caller is at one of its quotas (runs active at once, or runs started per minute); nothing was written.",
+  interfaces: [ErrorInterface],
+  fields: (t) => ({
+    limit: t.exposeString("limit", { description: "The quota reached, by its variable: QUOTA_ACTIVE_RUNS or QUOTA_RUNS_PER_MINUTE." }),
+    retryAfterSeconds: t.exposeInt("retryAfterSeconds", { description: "When to try again." }),
+  }),
+});
+
+export { ValidationError, NotFoundError, RunInProgressError, NothingToResumeError, RunNotActiveError, InterruptMismatchError, QuotaExceededError };

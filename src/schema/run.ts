@@ -3,7 +3,15 @@
 // resume and cancel mutations.
 import { GraphQLError } from "graphql";
 import type { ConversationRecord, RunRecord } from "../domain/records.ts";
-import { InterruptMismatchError, NotFoundError, NothingToResumeError, RunInProgressError, RunNotActiveError, ValidationError } from "../domain/errors.ts";
+import {
+  InterruptMismatchError,
+  NotFoundError,
+  NothingToResumeError,
+  QuotaExceededError,
+  RunInProgressError,
+  RunNotActiveError,
+  ValidationError,
+} from "../domain/errors.ts";
 import { toApiMessages } from "../read/messages.ts";
 import { builder } from "./builder.ts";
 import { RunErrorCode, RunKind, RunStatus } from "./enums.ts";
@@ -97,7 +105,7 @@ builder.mutationField("startRun", (t) =>
     type: StartRunSuccess,
     description: "Records a running run and returns at once; the agent works in the background. Follow it with runEvents.",
     args: { input: t.arg({ type: StartRunInput, required: true }) },
-    errors: { types: [ValidationError, NotFoundError, RunInProgressError], directResult: true, union: { name: "StartRunResult" } },
+    errors: { types: [ValidationError, NotFoundError, RunInProgressError, QuotaExceededError], directResult: true, union: { name: "StartRunResult" } },
     resolve: (_root, { input }, ctx) =>
       ctx.runs.startRun(
         { conversationId: input.conversationId == null ? null : String(input.conversationId), message: input.message, agent: input.agent },
@@ -137,7 +145,7 @@ builder.mutationField("resumeRun", (t) =>
       "Starts a run that continues the thread: its pending step (after a failure, cancel or interruption), or, with responses, the interrupts it waits on.",
     args: { input: t.arg({ type: ResumeRunInput, required: true }) },
     errors: {
-      types: [ValidationError, NotFoundError, RunInProgressError, NothingToResumeError, InterruptMismatchError],
+      types: [ValidationError, NotFoundError, RunInProgressError, NothingToResumeError, InterruptMismatchError, QuotaExceededError],
       directResult: true,
       union: { name: "ResumeRunResult" },
     },

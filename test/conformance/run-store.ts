@@ -3,7 +3,7 @@
 // reference computed here from what was written.
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { NotFoundError, RunInProgressError } from "../../src/domain/errors.ts";
+import { NotFoundError, QuotaExceededError, RunInProgressError } from "../../src/domain/errors.ts";
 import type { NewRun, RunOutcome, RunRecord } from "../../src/domain/records.ts";
 import type { RunStore } from "../../src/storage/run-store/types.ts";
 import type { PageQuery } from "../../src/storage/page.ts";
@@ -247,6 +247,32 @@ export function describeRunStoreConformance(backend: StorageBackend) {
         expect((await store.getConversation(id))?.messageCount).toBe(3);
         await store.completeEndedElsewhere(run.id, { lastEventSeq: 5, partialOutput: null, endMark: "0012" });
         expect((await store.getConversation(id))?.messageCount).toBe(3);
+      }));
+
+    it("holds a starter to its quotas inside the start: active runs at once, runs per minute; a refusal writes nothing", () =>
+      withStore(async (store) => {
+        const quota = { activeRuns: 2, runsPerMinute: 3 };
+        const bob = (conversationId: string, ms: number) => newRun(conversationId, { startedBy: "bob", startedAt: at(ms), quota });
+        const a = await store.startRun(bob(randomUUID(), 0), newConversation("a"));
+        await store.startRun(bob(randomUUID(), 10), newConversation("b"));
+        // Someone else's runs do not count against bob.
+        await store.startRun(newRun(randomUUID(), { startedBy: "carol", startedAt: at(15), quota }), newConversation("c"));
+        const refusedId = randomUUID();
+        const active = (await store.startRun(bob(refusedId, 20), newConversation("refused")).catch((e: unknown) => e)) as QuotaExceededError;
+        expect(active).toBeInstanceOf(QuotaExceededError);
+        expect(active).toMatchObject({ limit: "QUOTA_ACTIVE_RUNS", retryAfterSeconds: 1 });
+        expect(await store.getConversation(refusedId)).toBeNull();
+        // Concurrent starts at the limit: exactly the ones that fit win.
+        await store.finishRun(a.run.id, outcome({ finishedAt: at(30) }));
+        const raced = await Promise.allSettled([0, 1, 2].map((i) => store.startRun(bob(randomUUID(), 40 + i), newConversation(`r${i}`))));
+        expect(raced.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+        // Three starts within the minute (0, 10, 40-42): a fourth waits until the oldest is a minute old.
+        const perMinute = (await store
+          .startRun(newRun(randomUUID(), { startedBy: "bob", startedAt: at(500), quota: { activeRuns: 0, runsPerMinute: 3 } }), newConversation("late"))
+          .catch((e: unknown) => e)) as QuotaExceededError;
+        expect(perMinute).toMatchObject({ limit: "QUOTA_RUNS_PER_MINUTE", retryAfterSeconds: 60 });
+        // Without a quota nothing is counted.
+        await store.startRun(newRun(randomUUID(), { startedBy: "bob", startedAt: at(600) }), newConversation("free"));
       }));
 
     it("lets exactly one of concurrent starts on a conversation win", () =>

@@ -25,6 +25,7 @@ import type { ConversationRecord, RunRecord } from "../../domain/records.ts";
 import {
   ApiError,
   InterruptMismatchError,
+  QuotaExceededError,
   NothingToResumeError,
   NotFoundError,
   RunInProgressError,
@@ -78,6 +79,9 @@ function refusal(error: unknown): LabError | null {
   if (error instanceof NotFoundError) return new LabError(404, "NOT_FOUND", error.message);
   if (error instanceof RunInProgressError) return new LabError(409, "SESSION_IN_PROGRESS", error.message);
   if (error instanceof NothingToResumeError) return new LabError(409, "RUN_NOT_RESUMABLE", error.message);
+  if (error instanceof QuotaExceededError) {
+    return new LabError(429, error.code, error.message, { limit: error.limit, retryAfterSeconds: error.retryAfterSeconds });
+  }
   if (error instanceof InterruptMismatchError) return new LabError(409, error.code, error.message, { pendingInterruptIds: error.pendingInterruptIds });
   if (error instanceof ShuttingDownError) return new LabError(503, error.code, error.message);
   if (error instanceof ApiError) return new LabError(400, error.code, error.message);
@@ -85,6 +89,7 @@ function refusal(error: unknown): LabError | null {
 }
 
 function send(res: ServerResponse, error: LabError): void {
+  if (error.status === 429) res.setHeader("retry-after", String(error.details.retryAfterSeconds));
   sendJson(res, error.status, { code: error.code, message: error.message, ...error.details });
 }
 

@@ -21,6 +21,7 @@ import {
 import type { PageQuery } from "../page.ts";
 import { lastMarkSql, laterEndMarkSql, recoveredEndMarkSql } from "../../correlation/index.ts";
 import { groupRows, keyRows, valueRows } from "../batch.ts";
+import { QUOTA_WINDOW_MS, quotaRefusal } from "./quota.ts";
 import { noUsage, toUsage } from "./usage.ts";
 import type { UsageRow } from "./usage.ts";
 import type { EndedElsewhereFacts, RunStore } from "./types.ts";
@@ -50,8 +51,13 @@ const SQL = {
   getConversation: `SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = $1`,
   lockConversation: `SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = $1 FOR UPDATE`,
   deleteConversation: `DELETE FROM conversations WHERE id = $1`,
-  insertRun: `INSERT INTO runs (id, conversation_id, kind, status, input, started_at, start_mark, owner_id, start_checkpoint_id, last_event_seq)
-    VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, 0) RETURNING ${RUN_COLUMNS}`,
+  insertRun: `INSERT INTO runs (id, conversation_id, kind, status, input, started_at, start_mark, owner_id, start_checkpoint_id, started_by, last_event_seq)
+    VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, $9, 0) RETURNING ${RUN_COLUMNS}`,
+  // One starter's starts take turns (a transaction-scoped lock on its id), so the counts below hold until the insert commits.
+  lockStarter: `SELECT pg_advisory_xact_lock(hashtextextended('runledger:quota:' || $1, 0))`,
+  quotaCounts: `SELECT (SELECT count(*) FROM runs WHERE started_by = $1 AND status = 'running')::int AS active,
+      count(*)::int AS recent, min(started_at) AS oldest
+    FROM runs WHERE started_by = $1 AND started_at > $2`,
   finishRun: `UPDATE runs SET status = $1, error_code = $2, error_message = $3, partial_output = $4, finished_at = $5, end_mark = $6, last_event_seq = $7,
       input_tokens = $9, output_tokens = $10, model_calls = $11, time_to_first_token_ms = $12, model_duration_ms = $13
     WHERE id = $8 AND status = 'running' RETURNING ${RUN_COLUMNS}`,
@@ -118,6 +124,13 @@ export class PostgresRunStore implements RunStore {
   async startRun(run: NewRun, newConversation?: NewConversation): Promise<{ run: RunRecord; conversation: ConversationRecord }> {
     try {
       return await inTransaction(this.#pool, async (client) => {
+        if (run.quota && run.startedBy != null) {
+          await this.#query(client, "lockStarter", [run.startedBy]);
+          const since = new Date(run.startedAt.getTime() - QUOTA_WINDOW_MS);
+          const [counts] = await this.#query<{ active: number; recent: number; oldest: Date | null }>(client, "quotaCounts", [run.startedBy, since]);
+          const refusal = quotaRefusal(run.quota, { ...counts!, oldestRecent: counts!.oldest }, run.startedAt);
+          if (refusal) throw refusal;
+        }
         if (newConversation) {
           const { title, agent, forkedFrom } = newConversation;
           await this.#query(client, "insertConversation", [
@@ -144,6 +157,7 @@ export class PostgresRunStore implements RunStore {
           run.startMark,
           run.ownerId,
           run.startCheckpointId,
+          run.startedBy ?? null,
         ]);
         for (const { interruptId, value } of run.answers ?? []) {
           await this.#query(client, "answerInterrupt", [run.id, JSON.stringify(value ?? null), run.startedAt, run.conversationId, interruptId]);

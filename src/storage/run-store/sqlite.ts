@@ -12,6 +12,7 @@ import {
   INTERRUPT_COLUMNS,
   RUN_COLUMNS,
   formatSqliteDate,
+  parseSqliteDate,
   toConversationRecord,
   toInterruptRecord,
   toOwnerRecord,
@@ -24,6 +25,7 @@ import {
 import type { PageQuery } from "../page.ts";
 import { lastMarkSql, laterEndMarkSql, recoveredEndMarkSql } from "../../correlation/index.ts";
 import { groupRows, keyRows, valueRows } from "../batch.ts";
+import { QUOTA_WINDOW_MS, quotaRefusal } from "./quota.ts";
 import { noUsage, toUsage } from "./usage.ts";
 import type { EndedElsewhereFacts, RunStore } from "./types.ts";
 
@@ -49,9 +51,15 @@ function writeStatements(db: SqliteDatabase) {
     renameConversation: db.prepare<[string, string, string]>(`UPDATE conversations SET title = ?, updated_at = ? WHERE id = ?`),
     deleteConversation: db.prepare<[string]>(`DELETE FROM conversations WHERE id = ?`),
     getConversation: db.prepare<[string], ConversationRow>(`SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = ?`),
-    insertRun: db.prepare<[string, string, string, string | null, string, string, string, string | null]>(
-      `INSERT INTO runs (id, conversation_id, kind, status, input, started_at, start_mark, owner_id, start_checkpoint_id, last_event_seq)
-       VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, 0)`,
+    insertRun: db.prepare<[string, string, string, string | null, string, string, string, string | null, string | null]>(
+      `INSERT INTO runs (id, conversation_id, kind, status, input, started_at, start_mark, owner_id, start_checkpoint_id, started_by, last_event_seq)
+       VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, 0)`,
+    ),
+    // A starter's running runs, and its runs started since a moment (the quotas).
+    quotaCounts: db.prepare<{ who: string; since: string }, { active: number; recent: number; oldest: string | null }>(
+      `SELECT (SELECT count(*) FROM runs WHERE started_by = @who AND status = 'running') AS active,
+              count(*) AS recent, min(started_at) AS oldest
+       FROM runs WHERE started_by = @who AND started_at > @since`,
     ),
     finishRun: db.prepare(
       `UPDATE runs SET status = @status, error_code = @errorCode, error_message = @errorMessage, partial_output = @partialOutput,
@@ -179,6 +187,13 @@ export class SqliteRunStore implements RunStore {
     const startedAt = formatSqliteDate(run.startedAt);
     try {
       return await this.#write(() => {
+        // Inside the write transaction: no other process's start can come between the count and the insert.
+        if (run.quota && run.startedBy != null) {
+          const since = formatSqliteDate(new Date(run.startedAt.getTime() - QUOTA_WINDOW_MS));
+          const counts = w.quotaCounts.get({ who: run.startedBy, since })!;
+          const refusal = quotaRefusal(run.quota, { ...counts, oldestRecent: counts.oldest === null ? null : parseSqliteDate(counts.oldest) }, run.startedAt);
+          if (refusal) throw refusal;
+        }
         if (newConversation) {
           const { title, agent, forkedFrom } = newConversation;
           w.insertConversation.run(
@@ -193,7 +208,7 @@ export class SqliteRunStore implements RunStore {
             newConversation.owner,
           );
         } else if (w.touchConversation.run(startedAt, run.conversationId).changes === 0) throw new NotFoundError("Conversation", run.conversationId);
-        w.insertRun.run(run.id, run.conversationId, run.kind, run.input, startedAt, run.startMark, run.ownerId, run.startCheckpointId);
+        w.insertRun.run(run.id, run.conversationId, run.kind, run.input, startedAt, run.startMark, run.ownerId, run.startCheckpointId, run.startedBy ?? null);
         for (const { interruptId, value } of run.answers ?? [])
           w.answerInterrupt.run(run.id, JSON.stringify(value ?? null), startedAt, run.conversationId, interruptId);
         return { run: toRunRecord(w.getRun.get(run.id)!), conversation: toConversationRecord(w.getConversation.get(run.conversationId)!) };

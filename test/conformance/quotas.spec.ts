@@ -1,0 +1,4 @@
+import { describeQuotaConformance } from "./quotas.ts";
+import { deployments } from "./backends.ts";
+
+for (const deployment of deployments) describeQuotaConformance(deployment);
