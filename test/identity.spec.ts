@@ -15,7 +15,7 @@ import type { Storage } from "../src/storage/types.ts";
 import { createApiKey, createApiKeyVerifier, generateApiKey, hashApiKey } from "../src/server/identity/api-keys.ts";
 import { createAuthenticator } from "../src/server/identity/authenticate.ts";
 import { createJwtVerifier } from "../src/server/identity/jwt.ts";
-import { tempDatabaseUrl } from "../testkit/app.ts";
+import { closedPort, tempDatabaseUrl } from "../testkit/app.ts";
 import { postgresDatabase, SERVICES_TIMEOUT_MS } from "../testkit/services.ts";
 
 const ISSUER = "https://id.example.test/";
@@ -146,6 +146,15 @@ describe("JWTs from a provider's key set (AUTH_JWKS_URL)", () => {
     const notClaims = await new CompactSign(new TextEncoder().encode("not json")).setProtectedHeader({ alg: "RS256", kid: "rsa-1" }).sign(rsa.privateKey);
     expect(await refusal(verify(notClaims))).toMatch(/^the token is malformed: /);
     expect(await refusal(verify("not-a-jwt"))).toMatch(/^the token is malformed: /);
+  });
+});
+
+describe("a key set that cannot be fetched", () => {
+  it("refuses every token, saying the provider's keys cannot be fetched", async () => {
+    const verify = createJwtVerifier(loadConfig({ AUTH_JWKS_URL: `http://127.0.0.1:${await closedPort()}/jwks.json` }).auth, { jwksTimeoutMs: 2_000 });
+    const { privateKey } = await generateKeyPair("RS256");
+    const token = await sign({ sub: "alice", exp: now() + 60 }, privateKey, { alg: "RS256", kid: "rsa-1" });
+    expect(await refusal(verify(token))).toMatch(/^the token cannot be checked: the identity provider's keys cannot be fetched \(.+\)$/);
   });
 });
 

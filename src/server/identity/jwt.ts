@@ -123,6 +123,8 @@ function whyRefused(error: unknown, auth: AuthConfig): string {
   if (error instanceof errors.JWSInvalid || error instanceof errors.JWTInvalid) return `the token is malformed: ${error.message}`;
   if (error instanceof errors.JOSENotSupported) return `the token cannot be verified: ${error.message}`;
   if (error instanceof errors.JOSEError) return `the token is refused: ${error.message}`;
+  const reason = (error as Error)?.message ?? String(error);
   // A fetch that failed (the provider is down, the URL is wrong): not the token's fault, but it cannot be checked.
-  return `the token cannot be checked: ${(error as Error)?.message ?? String(error)}`;
+  if (auth.jwtKey?.kind === "jwks") return `the token cannot be checked: the identity provider's keys cannot be fetched (${reason})`;
+  return `the token cannot be checked: ${reason}`;
 }
