@@ -20,6 +20,7 @@ import { RunService } from "./runs/service.ts";
 import { ConversationService } from "./runs/conversations.ts";
 import { announceConversationChange } from "./runs/conversation-notices.ts";
 import { startHttpServer, type HttpServer } from "./server/http.ts";
+import { createAuthenticator } from "./server/identity/authenticate.ts";
 import { exportRoute } from "./server/routes/export.ts";
 import { consoleRoute } from "./server/routes/console.ts";
 import { labRoute } from "./server/routes/lab.ts";
@@ -143,7 +144,13 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
   const services: Services = { runs, conversations, agent, bus, store, conversationList: storage.conversationList, checkpointReads: storage.checkpointReads };
 
   const reads = { runs: store, conversationList: storage.conversationList, checkpointReads: storage.checkpointReads, states: agent };
+  const authenticator = createAuthenticator({
+    config,
+    apiKeys: storage.apiKeys,
+    apiKeyOptions: { onTouchError: (error) => logger.warn("an API key's last use was not recorded", { error }) },
+  });
   const http = await startHttpServer({
+    authenticator,
     config,
     services,
     logger,

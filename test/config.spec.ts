@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { generateKeyPairSync } from "node:crypto";
 import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
@@ -136,5 +137,102 @@ describe("configuration", () => {
     } finally {
       await server.stop();
     }
+  });
+});
+
+describe("authentication settings", () => {
+  const spki = (key: ReturnType<typeof generateKeyPairSync>["publicKey"]) => key.export({ type: "spki", format: "pem" }).toString();
+  const rsaPem = spki(generateKeyPairSync("rsa", { modulusLength: 2048 }).publicKey);
+  const secret = "s".repeat(32);
+  const load = (env: Record<string, string>) => loadConfig(env, () => "").auth;
+
+  it("accept no JWTs by default, with the documented defaults for the rest", () => {
+    expect(load({})).toEqual({ jwtKey: null, issuer: undefined, audience: [], userClaim: "sub", admin: null, clockToleranceS: 5, agentClaims: [] });
+  });
+
+  it("read a JWKS URL with the claims that make users, admins and agents' context", () => {
+    const auth = load({
+      AUTH_JWKS_URL: "https://id.example.com/.well-known/jwks.json",
+      AUTH_ISSUER: "https://id.example.com/",
+      AUTH_AUDIENCE: "runledger, runledger-staging",
+      AUTH_USER_CLAIM: "email",
+      AUTH_ADMIN_CLAIM: "https://example.com/roles",
+      AUTH_ADMIN_VALUE: "runledger-admin",
+      AUTH_CLOCK_TOLERANCE_S: "30",
+      AUTH_AGENT_CLAIMS: "email, org_id",
+    });
+    expect(auth).toEqual({
+      jwtKey: { kind: "jwks", url: "https://id.example.com/.well-known/jwks.json" },
+      issuer: "https://id.example.com/",
+      audience: ["runledger", "runledger-staging"],
+      userClaim: "email",
+      admin: { claim: "https://example.com/roles", value: "runledger-admin" },
+      clockToleranceS: 30,
+      agentClaims: ["email", "org_id"],
+    });
+  });
+
+  it("take a PEM public key as its value, with literal \\n for newlines (one line in a .env file)", () => {
+    expect(load({ AUTH_JWT_PUBLIC_KEY: rsaPem }).jwtKey).toEqual({ kind: "public-key", pem: rsaPem.trim() });
+    expect(load({ AUTH_JWT_PUBLIC_KEY: rsaPem.trim().replace(/\n/g, "\\n") }).jwtKey).toEqual({ kind: "public-key", pem: rsaPem.trim() });
+    for (const key of [
+      generateKeyPairSync("ec", { namedCurve: "P-256" }),
+      generateKeyPairSync("ec", { namedCurve: "P-384" }),
+      generateKeyPairSync("ed25519"),
+    ]) {
+      expect(load({ AUTH_JWT_PUBLIC_KEY: spki(key.publicKey) }).jwtKey?.kind).toBe("public-key");
+    }
+  });
+
+  it("take an HS256 secret of 32 bytes or more", () => {
+    expect(load({ AUTH_JWT_SECRET: secret }).jwtKey).toEqual({ kind: "secret", secret });
+  });
+
+  const privatePem = generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+  const secp256k1 = spki(generateKeyPairSync("ec", { namedCurve: "secp256k1" }).publicKey);
+  it.each([
+    [{ AUTH_JWKS_URL: "https://id.example.com/jwks", AUTH_JWT_SECRET: secret }, /^AUTH_JWKS_URL and AUTH_JWT_SECRET are both set: JWT keys come from one of/],
+    [{ AUTH_JWT_PUBLIC_KEY: rsaPem, AUTH_JWT_SECRET: secret }, /^AUTH_JWT_PUBLIC_KEY and AUTH_JWT_SECRET are both set/],
+    [{ AUTH_JWKS_URL: "ftp://id.example.com/jwks" }, /^AUTH_JWKS_URL must be an http or https URL/],
+    [{ AUTH_JWKS_URL: "id.example.com/jwks" }, /^AUTH_JWKS_URL must be an http or https URL/],
+    [{ AUTH_JWT_PUBLIC_KEY: "not a key" }, /^AUTH_JWT_PUBLIC_KEY must be a PEM public key \(SPKI\)/],
+    [{ AUTH_JWT_PUBLIC_KEY: privatePem }, /^AUTH_JWT_PUBLIC_KEY must be a PEM public key \(SPKI\)/],
+    [{ AUTH_JWT_PUBLIC_KEY: "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----" }, /^AUTH_JWT_PUBLIC_KEY cannot be read as a public key/],
+    [{ AUTH_JWT_PUBLIC_KEY: secp256k1 }, /^AUTH_JWT_PUBLIC_KEY must be an RSA, EC P-256, EC P-384 or Ed25519 key, got ec secp256k1$/],
+    [{ AUTH_JWT_SECRET: "s".repeat(31) }, /^AUTH_JWT_SECRET must be at least 32 bytes/],
+    [{ AUTH_JWT_SECRET: secret, AUTH_ADMIN_CLAIM: "roles" }, /^AUTH_ADMIN_CLAIM is set without AUTH_ADMIN_VALUE: set both or neither$/],
+    [{ AUTH_JWT_SECRET: secret, AUTH_ADMIN_VALUE: "admin" }, /^AUTH_ADMIN_VALUE is set without AUTH_ADMIN_CLAIM: set both or neither$/],
+    [{ AUTH_JWT_SECRET: secret, AUTH_USER_CLAIM: "user id" }, /^AUTH_USER_CLAIM must be a claim name/],
+    [{ AUTH_JWT_SECRET: secret, AUTH_AGENT_CLAIMS: "email,org id" }, /^AUTH_AGENT_CLAIMS must list claim names/],
+    [{ AUTH_JWT_SECRET: secret, AUTH_CLOCK_TOLERANCE_S: "301" }, /^AUTH_CLOCK_TOLERANCE_S must be between 0 and 300/],
+    [{ AUTH_JWT_SECRET: secret, AUTH_CLOCK_TOLERANCE_S: "soon" }, /^AUTH_CLOCK_TOLERANCE_S must be a whole number/],
+    // Checks with no key to apply them would leave JWTs unchecked without a word.
+    [{ AUTH_ISSUER: "https://id.example.com/" }, /^AUTH_ISSUER is set but no JWT key is: set AUTH_JWKS_URL, AUTH_JWT_PUBLIC_KEY or AUTH_JWT_SECRET$/],
+    [{ AUTH_AUDIENCE: "runledger" }, /^AUTH_AUDIENCE is set but no JWT key is/],
+  ])("refuse %j with one line naming the variable", (env, message) => {
+    expect(() => load(env)).toThrow(ConfigError);
+    expect(() => load(env)).toThrow(message);
+    const error = (() => {
+      try {
+        load(env);
+      } catch (e) {
+        return e as Error;
+      }
+    })()!;
+    expect(error.message.split("\n")).toHaveLength(1);
+  });
+
+  it("npm start stops with one line when two JWT key sources are set (exit code 2)", async () => {
+    const database = tempDatabaseUrl("runledger-startup-");
+    const error = await run(process.execPath, ["--import", "tsx", "src/main.ts"], {
+      cwd: ROOT,
+      env: { ...process.env, PORT: "0", DATABASE_URL: database.url, AUTH_JWKS_URL: "https://id.example.com/jwks", AUTH_JWT_SECRET: secret },
+    }).catch((e) => e);
+    expect(error.code).toBe(2);
+    expect(error.stderr.trim()).toMatch(
+      /^runledger: AUTH_JWKS_URL and AUTH_JWT_SECRET are both set: JWT keys come from one of AUTH_JWKS_URL, AUTH_JWT_PUBLIC_KEY, AUTH_JWT_SECRET$/,
+    );
+    // The secret never reaches the output.
+    expect(error.stderr).not.toContain(secret);
   });
 });

@@ -23,7 +23,7 @@ export class NotFoundError extends ApiError {
   override name = "NotFoundError";
   readonly code = "NOT_FOUND" as const;
   constructor(
-    readonly entity: "Conversation" | "Run" | "Checkpoint",
+    readonly entity: "Conversation" | "Run" | "Checkpoint" | "ApiKey",
     readonly id: string,
   ) {
     super(`${entity} ${JSON.stringify(id)} does not exist`);
@@ -110,4 +110,17 @@ export class QuotaExceededError extends ApiError {
   ) {
     super(message);
   }
+}
+
+/**
+ * The caller did not prove who it is: no credential where one is required, or
+ * one that does not verify. The message says why (expired, wrong audience, an
+ * unknown or revoked key, ...) and never repeats the credential. Like
+ * ShuttingDownError it refuses the request itself, not one mutation's input, so
+ * it is no typed result: clients get a GraphQL error with code UNAUTHENTICATED
+ * (HTTP 401; a WebSocket is closed with 4401). Nothing was read or written.
+ */
+export class UnauthenticatedError extends Error {
+  override name = "UnauthenticatedError";
+  readonly code = "UNAUTHENTICATED" as const;
 }

@@ -7,7 +7,7 @@ import type { AddressInfo } from "node:net";
 import { ConfigError, type Config } from "../config.ts";
 import type { Logger } from "../logger.ts";
 import type { Services } from "../context.ts";
-import { createTokenAuthenticator, setPrincipal, UnauthenticatedError, type Authenticator } from "./auth.ts";
+import { setPrincipal, UnauthenticatedError, type Authenticator } from "./auth.ts";
 import { createCorsPolicy } from "./cors.ts";
 import { closeWhenStalled } from "./write-stall.ts";
 import { sendJson } from "./send.ts";
@@ -26,8 +26,8 @@ export interface HttpServerOptions {
   readiness: ReadinessProbe;
   /** Plain-HTTP routes tried before GraphQL; each returns true when it answered. */
   routes?: Route[];
-  /** Who is calling (API_TOKEN alone when not given). */
-  authenticator?: Authenticator;
+  /** Who is calling: every request but the open paths is authenticated. */
+  authenticator: Authenticator;
 }
 
 export interface HttpServer {
@@ -45,8 +45,7 @@ function isOpen(req: http.IncomingMessage, path: string): boolean {
   return isGraphiQLRequest(req, path);
 }
 
-export async function startHttpServer({ config, services, logger, readiness, routes = [], ...options }: HttpServerOptions): Promise<HttpServer> {
-  const authenticator: Authenticator = options.authenticator ?? createTokenAuthenticator(config.apiToken);
+export async function startHttpServer({ config, services, logger, readiness, routes = [], authenticator }: HttpServerOptions): Promise<HttpServer> {
   const cors = createCorsPolicy(config.corsOrigins, { logger });
   const yoga = createYogaServer({ config, services, logger, readiness });
   const graphiql = graphiqlRoute(async () => yoga.fetch("http://localhost/graphql", { headers: { accept: "text/html" } }));

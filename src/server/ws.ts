@@ -55,6 +55,7 @@ export function attachWebSocketServer(options: {
   });
   // Open connections, so shutdown can let each finish sending its operations' last events.
   const connections = new Set<{ subscriptions: Record<string, unknown> }>();
+  const expiryTimers = new WeakMap<object, NodeJS.Timeout>();
   const broadcast = createBroadcast({
     queueLimit: config.subscriberQueueLimit,
     replayLimit: config.eventRetention,
@@ -83,10 +84,17 @@ export function attachWebSocketServer(options: {
         }
         // The socket's operations run as whoever opened it: the context reads it from the upgrade request.
         setPrincipal(ctx.extra.request, principal);
+        // A credential that expires (a JWT's exp) ends the socket then: nothing runs on a stale identity.
+        if (principal.expiresAt) {
+          const timer = setTimeout(() => ctx.extra.socket.close(CLOSE_UNAUTHORIZED, "Unauthorized"), Math.max(0, principal.expiresAt.getTime() - Date.now()));
+          timer.unref();
+          expiryTimers.set(ctx, timer);
+        }
         connections.add(ctx);
         return true;
       },
       onClose: (ctx) => {
+        clearTimeout(expiryTimers.get(ctx));
         connections.delete(ctx);
       },
       execute: (args: ExecutionArgs) => (args.rootValue as { execute: (a: ExecutionArgs) => unknown }).execute(args) as never,

@@ -11,6 +11,7 @@
 //   conversation-list/   the conversations page and its total
 //   checkpoint-reads/    LangGraph's checkpoints and task writes, saver-neutral records
 //   event-bus/           a run's events to its subscribers, on any instance
+//   api-keys/            the API keys callers authenticate with, stored as hashes
 //   open-sqlite.ts       assembles the embedded backend: one file, its writer and reader, every seam on them
 //   open-postgres.ts     assembles the shared backend: one pool, every seam on it
 //   sqlite/              plumbing of the embedded backend: the connection, migrations, LangGraph's saver, the write gate

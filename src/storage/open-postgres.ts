@@ -6,6 +6,7 @@ import type { Storage } from "./types.ts";
 import { PostgresRunStore } from "./run-store/postgres.ts";
 import { PostgresConversationList } from "./conversation-list/postgres.ts";
 import { PostgresCheckpointReads } from "./checkpoint-reads/postgres.ts";
+import { PostgresApiKeyStore } from "./api-keys/postgres.ts";
 import { connectPostgres } from "./postgres/database.ts";
 import { migratePostgres } from "./postgres/migrate.ts";
 import { RunledgerPostgresSaver } from "./postgres/saver.ts";
@@ -25,6 +26,7 @@ export async function openPostgresStorage(url: string): Promise<PostgresStorage>
       runs: new PostgresRunStore({ pool, deleteThread: (client, threadId) => saver.deleteThreadIn(client, threadId) }),
       conversationList: new PostgresConversationList(pool),
       checkpointReads: new PostgresCheckpointReads(pool),
+      apiKeys: new PostgresApiKeyStore(pool),
       saver,
       migrated: applied,
       async ping() {

@@ -7,6 +7,7 @@ import type { Storage } from "./types.ts";
 import { SqliteRunStore } from "./run-store/sqlite.ts";
 import { SqliteConversationList } from "./conversation-list/sqlite.ts";
 import { SqliteCheckpointReads } from "./checkpoint-reads/sqlite.ts";
+import { SqliteApiKeyStore } from "./api-keys/sqlite.ts";
 import { openSqlite } from "./sqlite/database.ts";
 import { migrate } from "./sqlite/migrate.ts";
 import { GatedSqliteSaver } from "./sqlite/saver.ts";
@@ -33,6 +34,7 @@ export async function openSqliteStorage(file: string): Promise<SqliteStorage> {
       runs,
       conversationList: new SqliteConversationList(reader),
       checkpointReads: new SqliteCheckpointReads(reader),
+      apiKeys: new SqliteApiKeyStore({ writer, reader, gate }),
       saver,
       migrated: applied,
       async ping() {

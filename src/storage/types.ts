@@ -4,11 +4,14 @@ import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import type { RunStore } from "./run-store/types.ts";
 import type { ConversationList } from "./conversation-list/types.ts";
 import type { CheckpointReads } from "./checkpoint-reads/types.ts";
+import type { ApiKeyStore } from "./api-keys/types.ts";
 
 export interface Storage {
   runs: RunStore;
   conversationList: ConversationList;
   checkpointReads: CheckpointReads;
+  /** The API keys callers authenticate with (their hashes only). */
+  apiKeys: ApiKeyStore;
   /** LangGraph's checkpointer on the same database (the thread's history). */
   saver: BaseCheckpointSaver;
   /** Throws when the database does not answer (readiness). */

@@ -1,0 +1,17 @@
+-- API keys: only the SHA-256 of each key is stored. The role's CHECK is written
+-- by hand (Prisma's schema language has none).
+
+-- CreateTable
+CREATE TABLE "api_keys" (
+    "id" TEXT NOT NULL PRIMARY KEY,
+    "hash" TEXT NOT NULL,
+    "user_id" TEXT NOT NULL,
+    "role" TEXT NOT NULL CHECK ("role" IN ('user', 'admin')),
+    "label" TEXT,
+    "created_at" DATETIME NOT NULL,
+    "last_used_at" DATETIME,
+    "revoked_at" DATETIME
+);
+
+-- CreateIndex
+CREATE UNIQUE INDEX "api_keys_hash_key" ON "api_keys"("hash");
