@@ -7,8 +7,10 @@ import type { StartedRun } from "../state/conversation-view.ts";
 import { ConnectionBadge } from "./bits.tsx";
 import { ConversationList } from "./ConversationList.tsx";
 import { ConversationPane, NewConversationPane } from "./ConversationPane.tsx";
-import { useConnection, useConversationList } from "./hooks.ts";
+import { useConnection, useConversationList, usePrincipal } from "./hooks.ts";
+import { showsOwners } from "./Owner.tsx";
 import { conversationHref, NEW_CONVERSATION_HREF, readSelection, type Selection } from "./routes.ts";
+import { SignedIn } from "./SignedIn.tsx";
 
 const TOKEN_KEY = "runledger.apiToken";
 
@@ -115,6 +117,8 @@ function Console({
   onForgetToken: (() => void) | null;
 }) {
   const { list, error, loadMore, loadingMore } = useConversationList(api, reconnects);
+  const { principal, error: principalError } = usePrincipal(api, reconnects);
+  const showOwners = showsOwners(principal);
   const [selection, setSelection] = useState<Selection>(readSelection);
   // The run a new conversation's first message (or a fork's) started, handed to that conversation's pane.
   const [handoff, setHandoff] = useState<{ conversationId: string; run: StartedRun } | null>(null);
@@ -138,13 +142,9 @@ function Console({
         <h1>runledger console</h1>
         <ConnectionBadge status={status} />
         {status !== "connected" && <span class="hint">Live updates are paused; the console catches up once it is connected again.</span>}
-        {onForgetToken && (
-          <button type="button" class="link" onClick={onForgetToken}>
-            Forget token
-          </button>
-        )}
+        <SignedIn principal={principal} error={principalError} onForgetToken={onForgetToken} />
       </header>
-      <ConversationList list={list} error={error} selectedId={selectedId} onLoadMore={loadMore} loadingMore={loadingMore} />
+      <ConversationList showOwners={showOwners} list={list} error={error} selectedId={selectedId} onLoadMore={loadMore} loadingMore={loadingMore} />
       {selection.kind === "new" && <NewConversationPane api={api} connected={status === "connected"} onStarted={openConversation} />}
       {selectedId && (
         <ConversationPane
@@ -152,6 +152,7 @@ function Console({
           api={api}
           id={selectedId}
           row={row}
+          showOwner={showOwners}
           deleted={list.deleted.has(selectedId)}
           reconnects={reconnects}
           connected={status === "connected"}

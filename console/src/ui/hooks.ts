@@ -2,9 +2,9 @@
 // conversation, each kept current by subscriptions (never by polling).
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import type { Api, ConnectionState, Outcome } from "../api/client.ts";
-import { AGENTS, CONVERSATION, CONVERSATIONS, CONVERSATIONS_CHANGED, RUN_EVENTS } from "../api/documents.ts";
+import { AGENTS, CONVERSATION, CONVERSATIONS, CONVERSATIONS_CHANGED, ME, RUN_EVENTS } from "../api/documents.ts";
 import type { ConsoleConversationsQuery } from "../api/generated.ts";
-import type { Agent, ConversationDetails, ConversationRow } from "../api/types.ts";
+import type { Agent, ConversationDetails, ConversationRow, Principal } from "../api/types.ts";
 import { appendPage, applyNotice, emptyList, replaceWithFirstPage, type ListState, type Page } from "../state/conversation-list.ts";
 import { applyEvent, emptyLiveRun, isEnded, type LiveRun } from "../state/run-live.ts";
 import type { StartedRun } from "../state/conversation-view.ts";
@@ -51,6 +51,33 @@ export function useAgents(api: Api): { agents: Agent[] | null; error: string | n
     };
   }, [api]);
   return { agents, error };
+}
+
+/**
+ * Who the credential stands for, read once per connection (a credential's
+ * principal does not change); read again after a reconnection until one read
+ * succeeds.
+ */
+export function usePrincipal(api: Api, reconnects: number): { principal: Principal | null; error: string | null } {
+  const [principal, setPrincipal] = useState<Principal | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const known = principal !== null;
+  useEffect(() => {
+    if (known) return;
+    let current = true;
+    api.query(ME, {}).then(
+      (data) => {
+        if (!current) return;
+        setPrincipal(data.me);
+        setError(null);
+      },
+      (e: Error) => current && setError(`Could not read who is signed in: ${e.message}`),
+    );
+    return () => {
+      current = false;
+    };
+  }, [api, reconnects, known]);
+  return { principal, error };
 }
 
 function toPage(data: ConsoleConversationsQuery): Page {
