@@ -19,7 +19,7 @@ import { gql, gqlOk } from "../testkit/graphql.ts";
 import { START_AGENT_RUN, START_RUN } from "../testkit/documents.ts";
 import { until } from "../testkit/streaming.ts";
 import { eventually, launchChromium, openPage, screenshot, type BrowserPage } from "../testkit/browser.ts";
-import { applyNotice, emptyList, replaceWithFirstPage } from "../console/src/state/conversation-list.ts";
+import { applyNotice, emptyList, emptyListOf, replaceWithFirstPage } from "../console/src/state/conversation-list.ts";
 import { applyEvent, emptyLiveRun } from "../console/src/state/run-live.ts";
 import { earlierMessages, pendingInterrupts, runViews, type StartedRun } from "../console/src/state/conversation-view.ts";
 import { draftAnswer, initialDraft } from "../console/src/state/interrupts.ts";
@@ -324,7 +324,7 @@ function forgetOwner(databaseFile: string, conversationId: string): void {
 }
 
 describe("who is signed in", () => {
-  it("shows local · admin without authentication, and shows an admin each conversation's owner (no owner for one from before owners)", async () => {
+  it("shows local · admin without authentication; an admin sees each conversation's owner (no owner for one from before owners) and can list one owner's", async () => {
     const owned = unique("Owned by local");
     const mine = await startViaApi(owned);
     await waitForRun(app.url, mine.runId);
@@ -346,6 +346,22 @@ describe("who is signed in", () => {
 
     await conversationLinks(page).filter({ hasText: ownerless }).click();
     await page.getByRole("main", { name: ownerless }).getByText("no owner").waitFor();
+
+    // One owner's conversations (conversations(owner:)), kept current by the notices of that owner's.
+    const filter = page.getByRole("form", { name: "Filter by owner" });
+    await filter.getByLabel("Owner").fill("local");
+    await filter.getByRole("button", { name: "Filter" }).click();
+    await conversationLinks(page).filter({ hasText: ownerless }).waitFor({ state: "detached" });
+    await conversationLinks(page).filter({ hasText: owned }).waitFor();
+    const later = unique("Owned by local, started while filtered");
+    await waitForRun(app.url, (await startViaApi(later)).runId);
+    await conversationLinks(page).filter({ hasText: later }).filter({ hasText: "COMPLETED" }).waitFor();
+    await screenshot(page, "owners-filtered");
+    await filter.getByLabel("Owner").fill("someone-else");
+    await filter.getByRole("button", { name: "Filter" }).click();
+    await page.getByRole("navigation", { name: "Conversations" }).getByText("No conversations of someone-else.").waitFor();
+    await filter.getByRole("button", { name: "Everyone" }).click();
+    await conversationLinks(page).filter({ hasText: ownerless }).waitFor();
   });
 });
 
@@ -944,6 +960,12 @@ describe("the console's state", () => {
     expect(replaced.rows.map((r) => [r.id, r.title])).toEqual([["a", "renamed"]]);
     expect(replaced.hasMore).toBe(true);
     expect(applyNotice(replaced, row("b", "2026-01-01T00:00:05.000Z")).rows).toHaveLength(1);
+
+    // An admin's list of one owner leaves other owners' notices out.
+    const alices = applyNotice(emptyListOf("alice"), row("a", "2026-01-01T00:00:01.000Z", { owner: "alice" }));
+    expect(applyNotice(alices, row("b", "2026-01-01T00:00:02.000Z", { owner: "bob" }))).toBe(alices);
+    expect(applyNotice(alices, row("c", "2026-01-01T00:00:03.000Z", { owner: null }))).toBe(alices);
+    expect(alices.rows.map((r) => r.id)).toEqual(["a"]);
   });
 
   it("run events: applied once each in seq order, tokens joined per message, a tool result paired with its call", () => {

@@ -62,8 +62,8 @@ export const AGENTS: Document<Types.ConsoleAgentsQuery, Types.ConsoleAgentsQuery
 `;
 
 export const CONVERSATIONS: Document<Types.ConsoleConversationsQuery, Types.ConsoleConversationsQueryVariables> = /* GraphQL */ `
-  query ConsoleConversations($first: Int!, $after: String) {
-    conversations(first: $first, after: $after) {
+  query ConsoleConversations($first: Int!, $after: String, $owner: String) {
+    conversations(first: $first, after: $after, owner: $owner) {
       pageInfo { hasNextPage endCursor }
       edges { node { ...ConsoleRow } }
     }

@@ -121,6 +121,7 @@ export type ConsoleAgentsQuery = { agents: Array<{ name: string, description: st
 export type ConsoleConversationsQueryVariables = Exact<{
   first: number;
   after?: string | null | undefined;
+  owner?: string | null | undefined;
 }>;
 
 

@@ -2,6 +2,7 @@
 // status of its latest run (WAITING: it asks a person something) and its
 // agent when not the default (and its owner, to an admin), kept current by
 // conversationsChanged.
+import type { ComponentChildren } from "preact";
 import type { ListState } from "../state/conversation-list.ts";
 import { StatusBadge } from "./bits.tsx";
 import { formatDateTime } from "./format.ts";
@@ -13,6 +14,8 @@ export function ConversationList(props: {
   error: string | null;
   selectedId: string | null;
   showOwners: boolean;
+  /** Shown under the heading: an admin's owner filter. */
+  filter?: ComponentChildren;
   onLoadMore: () => void;
   loadingMore: boolean;
 }) {
@@ -25,12 +28,13 @@ export function ConversationList(props: {
           New
         </a>
       </div>
+      {props.filter}
       {error && (
         <p role="alert" class="notice">
           {error}
         </p>
       )}
-      {list.rows.length === 0 && <p class="hint">No conversations yet.</p>}
+      {list.rows.length === 0 && <p class="hint">{list.owner === null ? "No conversations yet." : `No conversations of ${list.owner}.`}</p>}
       <ul class="conversation-list">
         {list.rows.map((row) => {
           const run = row.activeRun ?? row.latestRun;
