@@ -54,9 +54,8 @@ export function useAgents(api: Api): { agents: Agent[] | null; error: string | n
 }
 
 /**
- * Who the credential stands for, read once per connection (a credential's
- * principal does not change); read again after a reconnection until one read
- * succeeds.
+ * Who the credential stands for, read once per Api (a new credential is a new
+ * Api); a failed read is tried again after the next reconnection.
  */
 export function usePrincipal(api: Api, reconnects: number): { principal: Principal | null; error: string | null } {
   const [principal, setPrincipal] = useState<Principal | null>(null);
