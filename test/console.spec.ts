@@ -12,13 +12,14 @@ import http from "node:http";
 import zlib from "node:zlib";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, Page, WebSocketRoute } from "playwright-core";
+import Database from "better-sqlite3";
 import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
 import { ROOT, startTestApp, waitForRun } from "../testkit/app.ts";
 import { gql, gqlOk } from "../testkit/graphql.ts";
 import { START_AGENT_RUN, START_RUN } from "../testkit/documents.ts";
 import { until } from "../testkit/streaming.ts";
 import { eventually, launchChromium, openPage, screenshot, type BrowserPage } from "../testkit/browser.ts";
-import { applyNotice, emptyList, replaceWithFirstPage } from "../console/src/state/conversation-list.ts";
+import { applyNotice, emptyList, emptyListOf, replaceWithFirstPage } from "../console/src/state/conversation-list.ts";
 import { applyEvent, emptyLiveRun } from "../console/src/state/run-live.ts";
 import { earlierMessages, pendingInterrupts, runViews, type StartedRun } from "../console/src/state/conversation-view.ts";
 import { draftAnswer, initialDraft } from "../console/src/state/interrupts.ts";
@@ -29,7 +30,7 @@ import type { App } from "../src/app.ts";
 const TOKEN = "console-spec-token";
 
 let fake: FakeOllama;
-let app: App;
+let app: Awaited<ReturnType<typeof startTestApp>>;
 let browser: Browser;
 let typecheck: Promise<unknown>;
 let open: BrowserPage | undefined;
@@ -119,6 +120,7 @@ async function openConsole(fragment = ""): Promise<Page> {
 }
 
 const connection = (page: Page) => page.getByRole("status", { name: "Connection" });
+const signedIn = (page: Page) => page.getByRole("status", { name: "Signed in as" });
 const conversationLinks = (page: Page) => page.getByRole("navigation", { name: "Conversations" }).getByRole("list").getByRole("link");
 const thread = (page: Page) => page.getByRole("log", { name: "Messages" });
 const runCard = (page: Page, n: number) => page.getByRole("article", { name: `Run ${n}`, exact: true });
@@ -310,6 +312,58 @@ describe("the conversation list", () => {
 const DELETE = /* GraphQL */ `
   mutation ($id: ID!) { deleteConversation(input: { conversationId: $id }) { __typename } }
 `;
+
+/** Makes a conversation look like one from before owners were recorded (its owner NULL), as the migration left them. */
+function forgetOwner(databaseFile: string, conversationId: string): void {
+  const db = new Database(databaseFile, { timeout: 5_000 });
+  try {
+    expect(db.prepare("UPDATE conversations SET owner = NULL WHERE id = ?").run(conversationId).changes).toBe(1);
+  } finally {
+    db.close();
+  }
+}
+
+describe("who is signed in", () => {
+  it("shows local · admin without authentication; an admin sees each conversation's owner (no owner for one from before owners) and can list one owner's", async () => {
+    const owned = unique("Owned by local");
+    const mine = await startViaApi(owned);
+    await waitForRun(app.url, mine.runId);
+    const ownerless = unique("From before owners");
+    const old = await startViaApi(ownerless);
+    await waitForRun(app.url, old.runId);
+    forgetOwner(app.databaseFile, old.conversationId);
+
+    const page = await openConsole(`#/c/${mine.conversationId}`);
+    await signedIn(page)
+      .filter({ hasText: /^local · admin$/ })
+      .waitFor();
+    // Nothing to forget without a token.
+    expect(await page.getByRole("button", { name: "Forget token" }).count()).toBe(0);
+    await conversationLinks(page).filter({ hasText: owned }).filter({ hasText: "owner local" }).waitFor();
+    await conversationLinks(page).filter({ hasText: ownerless }).filter({ hasText: "no owner" }).waitFor();
+    await page.getByRole("main", { name: owned }).getByText("owner local").waitFor();
+    await screenshot(page, "owners-admin");
+
+    await conversationLinks(page).filter({ hasText: ownerless }).click();
+    await page.getByRole("main", { name: ownerless }).getByText("no owner").waitFor();
+
+    // One owner's conversations (conversations(owner:)), kept current by the notices of that owner's.
+    const filter = page.getByRole("form", { name: "Filter by owner" });
+    await filter.getByLabel("Owner").fill("local");
+    await filter.getByRole("button", { name: "Filter" }).click();
+    await conversationLinks(page).filter({ hasText: ownerless }).waitFor({ state: "detached" });
+    await conversationLinks(page).filter({ hasText: owned }).waitFor();
+    const later = unique("Owned by local, started while filtered");
+    await waitForRun(app.url, (await startViaApi(later)).runId);
+    await conversationLinks(page).filter({ hasText: later }).filter({ hasText: "COMPLETED" }).waitFor();
+    await screenshot(page, "owners-filtered");
+    await filter.getByLabel("Owner").fill("someone-else");
+    await filter.getByRole("button", { name: "Filter" }).click();
+    await page.getByRole("navigation", { name: "Conversations" }).getByText("No conversations of someone-else.").waitFor();
+    await filter.getByRole("button", { name: "Everyone" }).click();
+    await conversationLinks(page).filter({ hasText: ownerless }).waitFor();
+  });
+});
 
 describe("the chat", () => {
   it("sends a message and streams the answer token by token until the run is COMPLETED", async () => {
@@ -853,7 +907,11 @@ describe("with API_TOKEN set", () => {
       .getByRole("article", { name: "Assistant" })
       .filter({ hasText: `Echo: ${message}` })
       .waitFor();
-    await conversationLinks(page).filter({ hasText: message }).waitFor();
+    // API_TOKEN stands for the admin: the header says so, and the conversation is the admin's.
+    await signedIn(page)
+      .filter({ hasText: /^admin · admin$/ })
+      .waitFor();
+    await conversationLinks(page).filter({ hasText: message }).filter({ hasText: "owner admin" }).waitFor();
     await screenshot(page, "token-accepted");
 
     // A reload in the same tab keeps the token; forgetting it brings the form back.
@@ -873,6 +931,7 @@ describe("the console's state", () => {
     id,
     title: id,
     agentName: "default",
+    owner: "local",
     createdAt: "2026-01-01T00:00:00.000Z",
     updatedAt,
     messageCount: 0,
@@ -901,6 +960,12 @@ describe("the console's state", () => {
     expect(replaced.rows.map((r) => [r.id, r.title])).toEqual([["a", "renamed"]]);
     expect(replaced.hasMore).toBe(true);
     expect(applyNotice(replaced, row("b", "2026-01-01T00:00:05.000Z")).rows).toHaveLength(1);
+
+    // An admin's list of one owner leaves other owners' notices out.
+    const alices = applyNotice(emptyListOf("alice"), row("a", "2026-01-01T00:00:01.000Z", { owner: "alice" }));
+    expect(applyNotice(alices, row("b", "2026-01-01T00:00:02.000Z", { owner: "bob" }))).toBe(alices);
+    expect(applyNotice(alices, row("c", "2026-01-01T00:00:03.000Z", { owner: null }))).toBe(alices);
+    expect(alices.rows.map((r) => r.id)).toEqual(["a"]);
   });
 
   it("run events: applied once each in seq order, tokens joined per message, a tool result paired with its call", () => {
@@ -945,6 +1010,7 @@ describe("the console's state", () => {
     const details = (messages: Message[], runs: RunDetails[], totalCount = runs.length): ConversationDetails => ({
       id: "c",
       title: "c",
+      owner: "local",
       agentName: "default",
       agent: null,
       forkedFrom: null,

@@ -16,8 +16,8 @@ export interface ConnectionState {
   reconnects: number;
 }
 
-/** The server's close code for a connection_init without the right token. */
-const CLOSE_FORBIDDEN = 4403;
+/** The server's close code for a connection_init without a valid credential (missing, wrong or expired). */
+const CLOSE_UNAUTHORIZED = 4401;
 /** How often the client pings, and how long it waits for the pong before it drops the socket and reconnects. */
 const KEEPALIVE_MS = 10_000;
 const PONG_WAIT_MS = 5_000;
@@ -60,13 +60,13 @@ export class Api {
       connectionParams: authorization ? { authorization } : {},
       retryAttempts: Number.POSITIVE_INFINITY,
       // A wrong token stays wrong: stop and ask for another instead of retrying.
-      shouldRetry: (event) => !(isCloseEvent(event) && event.code === CLOSE_FORBIDDEN),
+      shouldRetry: (event) => !(isCloseEvent(event) && event.code === CLOSE_UNAUTHORIZED),
       retryWait: (retries) => new Promise((resolve) => setTimeout(resolve, Math.min(300 * 2 ** retries, 5_000) * (0.75 + Math.random() / 2))),
       // Browsers hide WebSocket pings, so a socket whose network silently died
       // would look open for minutes: ping, and reconnect when no pong comes.
       keepAlive: KEEPALIVE_MS,
       onNonLazyError: (error) => {
-        if (isCloseEvent(error) && error.code === CLOSE_FORBIDDEN) this.markUnauthorized();
+        if (isCloseEvent(error) && error.code === CLOSE_UNAUTHORIZED) this.markUnauthorized();
         else this.setState({ status: "disconnected" });
       },
       on: {
@@ -77,7 +77,7 @@ export class Api {
         closed: (event) => {
           clearTimeout(pongTimer);
           if (this.disposed) return;
-          if (isCloseEvent(event) && event.code === CLOSE_FORBIDDEN) this.markUnauthorized();
+          if (isCloseEvent(event) && event.code === CLOSE_UNAUTHORIZED) this.markUnauthorized();
           else if (this.state.status === "connected") this.setState({ status: "reconnecting" });
         },
         ping: (received) => {

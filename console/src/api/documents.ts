@@ -13,7 +13,7 @@ const MESSAGE_FIELDS = /* GraphQL */ `
 
 const ROW_FIELDS = /* GraphQL */ `
   fragment ConsoleRow on Conversation {
-    id title agentName createdAt updatedAt messageCount deleted
+    id title agentName owner createdAt updatedAt messageCount deleted
     activeRun { id status startedAt }
     latestRun { id status kind errorCode }
   }
@@ -47,6 +47,13 @@ const RUN_FIELDS = /* GraphQL */ `
   }
 `;
 
+/** Who the credential stands for: the header shows it, and an admin sees each conversation's owner. */
+export const ME: Document<Types.ConsoleMeQuery, Types.ConsoleMeQueryVariables> = /* GraphQL */ `
+  query ConsoleMe {
+    me { id role }
+  }
+`;
+
 export const AGENTS: Document<Types.ConsoleAgentsQuery, Types.ConsoleAgentsQueryVariables> = /* GraphQL */ `
   query ConsoleAgents {
     agents { ...ConsoleAgent }
@@ -55,8 +62,8 @@ export const AGENTS: Document<Types.ConsoleAgentsQuery, Types.ConsoleAgentsQuery
 `;
 
 export const CONVERSATIONS: Document<Types.ConsoleConversationsQuery, Types.ConsoleConversationsQueryVariables> = /* GraphQL */ `
-  query ConsoleConversations($first: Int!, $after: String) {
-    conversations(first: $first, after: $after) {
+  query ConsoleConversations($first: Int!, $after: String, $owner: String) {
+    conversations(first: $first, after: $after, owner: $owner) {
       pageInfo { hasNextPage endCursor }
       edges { node { ...ConsoleRow } }
     }
@@ -76,7 +83,7 @@ export const CONVERSATIONS_CHANGED: Document<Types.ConsoleConversationsChangedSu
 export const CONVERSATION: Document<Types.ConsoleConversationQuery, Types.ConsoleConversationQueryVariables> = /* GraphQL */ `
   query ConsoleConversation($id: ID!, $runs: Int!, $checkpoints: Int!) {
     conversation(id: $id) {
-      id title createdAt updatedAt messageCount next resumable
+      id title owner createdAt updatedAt messageCount next resumable
       agentName agent { ...ConsoleAgent }
       forkedFrom { conversation { id title } checkpoint { id step } }
       usage { ...ConsoleUsage }

@@ -52,6 +52,12 @@ export type MessageRole =
   | 'USER'
   | '%future added value';
 
+/** USER sees and acts on their own conversations; ADMIN on every one. */
+export type PrincipalRole =
+  | 'ADMIN'
+  | 'USER'
+  | '%future added value';
+
 export type RunErrorCode =
   /** Anything else; errorMessage has the original text. */
   | 'AGENT_FAILURE'
@@ -90,7 +96,7 @@ export type RunStatus =
 
 export type ConsoleMessageFragment = { id: string, role: MessageRole, content: string, toolCallId: string | null, name: string | null, toolCalls: Array<{ id: string, name: string, args: unknown }> };
 
-export type ConsoleRowFragment = { id: string, title: string, agentName: string, createdAt: string, updatedAt: string, messageCount: number, deleted: boolean, activeRun: { id: string, status: RunStatus, startedAt: string } | null, latestRun: { id: string, status: RunStatus, kind: RunKind, errorCode: RunErrorCode | null } | null };
+export type ConsoleRowFragment = { id: string, title: string, agentName: string, owner: string | null, createdAt: string, updatedAt: string, messageCount: number, deleted: boolean, activeRun: { id: string, status: RunStatus, startedAt: string } | null, latestRun: { id: string, status: RunStatus, kind: RunKind, errorCode: RunErrorCode | null } | null };
 
 export type ConsoleInterruptFragment = { id: string, node: string, value: unknown, state: InterruptState, createdAt: string, answer: unknown, answeredAt: string | null, answeredBy: { id: string } | null, run: { id: string } };
 
@@ -102,6 +108,11 @@ export type ConsoleAgentFragment = { name: string, description: string, kind: Ag
 
 export type ConsoleRunFragment = { id: string, kind: RunKind, status: RunStatus, input: string | null, errorCode: RunErrorCode | null, errorMessage: string | null, partialOutput: string | null, startedAt: string, finishedAt: string | null, usage: { inputTokens: number, outputTokens: number, modelCalls: number, modelDurationMs: number, timeToFirstTokenMs: number | null } | null, interrupts: Array<{ id: string, node: string, value: unknown, state: InterruptState, createdAt: string, answer: unknown, answeredAt: string | null, answeredBy: { id: string } | null, run: { id: string } }>, startCheckpoint: { id: string, step: number } | null, messages: Array<{ id: string, role: MessageRole, content: string, toolCallId: string | null, name: string | null, toolCalls: Array<{ id: string, name: string, args: unknown }> }>, failedTasks: Array<{ taskId: string, node: string | null, message: string, checkpoint: { id: string, step: number } }> };
 
+export type ConsoleMeQueryVariables = Exact<{ [key: string]: never; }>;
+
+
+export type ConsoleMeQuery = { me: { id: string, role: PrincipalRole } };
+
 export type ConsoleAgentsQueryVariables = Exact<{ [key: string]: never; }>;
 
 
@@ -110,15 +121,16 @@ export type ConsoleAgentsQuery = { agents: Array<{ name: string, description: st
 export type ConsoleConversationsQueryVariables = Exact<{
   first: number;
   after?: string | null | undefined;
+  owner?: string | null | undefined;
 }>;
 
 
-export type ConsoleConversationsQuery = { conversations: { pageInfo: { hasNextPage: boolean, endCursor: string | null }, edges: Array<{ node: { id: string, title: string, agentName: string, createdAt: string, updatedAt: string, messageCount: number, deleted: boolean, activeRun: { id: string, status: RunStatus, startedAt: string } | null, latestRun: { id: string, status: RunStatus, kind: RunKind, errorCode: RunErrorCode | null } | null } }> } };
+export type ConsoleConversationsQuery = { conversations: { pageInfo: { hasNextPage: boolean, endCursor: string | null }, edges: Array<{ node: { id: string, title: string, agentName: string, owner: string | null, createdAt: string, updatedAt: string, messageCount: number, deleted: boolean, activeRun: { id: string, status: RunStatus, startedAt: string } | null, latestRun: { id: string, status: RunStatus, kind: RunKind, errorCode: RunErrorCode | null } | null } }> } };
 
 export type ConsoleConversationsChangedSubscriptionVariables = Exact<{ [key: string]: never; }>;
 
 
-export type ConsoleConversationsChangedSubscription = { conversationsChanged: { id: string, title: string, agentName: string, createdAt: string, updatedAt: string, messageCount: number, deleted: boolean, activeRun: { id: string, status: RunStatus, startedAt: string } | null, latestRun: { id: string, status: RunStatus, kind: RunKind, errorCode: RunErrorCode | null } | null } };
+export type ConsoleConversationsChangedSubscription = { conversationsChanged: { id: string, title: string, agentName: string, owner: string | null, createdAt: string, updatedAt: string, messageCount: number, deleted: boolean, activeRun: { id: string, status: RunStatus, startedAt: string } | null, latestRun: { id: string, status: RunStatus, kind: RunKind, errorCode: RunErrorCode | null } | null } };
 
 export type ConsoleConversationQueryVariables = Exact<{
   id: string | number;
@@ -127,7 +139,7 @@ export type ConsoleConversationQueryVariables = Exact<{
 }>;
 
 
-export type ConsoleConversationQuery = { conversation: { id: string, title: string, createdAt: string, updatedAt: string, messageCount: number, next: Array<string>, resumable: boolean, agentName: string, agent: { name: string, description: string, kind: AgentKind, model: string, tools: Array<{ name: string, description: string, source: string, requiresApproval: boolean }> } | null, forkedFrom: { conversation: { id: string, title: string } | null, checkpoint: { id: string, step: number } | null } | null, usage: { inputTokens: number, outputTokens: number, modelCalls: number, modelDurationMs: number }, pendingInterrupts: Array<{ id: string, node: string, value: unknown, state: InterruptState, createdAt: string, answer: unknown, answeredAt: string | null, answeredBy: { id: string } | null, run: { id: string } }>, messages: Array<{ id: string, role: MessageRole, content: string, toolCallId: string | null, name: string | null, toolCalls: Array<{ id: string, name: string, args: unknown }> }>, activeRun: { id: string } | null, runs: { totalCount: number, edges: Array<{ node: { id: string, kind: RunKind, status: RunStatus, input: string | null, errorCode: RunErrorCode | null, errorMessage: string | null, partialOutput: string | null, startedAt: string, finishedAt: string | null, usage: { inputTokens: number, outputTokens: number, modelCalls: number, modelDurationMs: number, timeToFirstTokenMs: number | null } | null, interrupts: Array<{ id: string, node: string, value: unknown, state: InterruptState, createdAt: string, answer: unknown, answeredAt: string | null, answeredBy: { id: string } | null, run: { id: string } }>, startCheckpoint: { id: string, step: number } | null, messages: Array<{ id: string, role: MessageRole, content: string, toolCallId: string | null, name: string | null, toolCalls: Array<{ id: string, name: string, args: unknown }> }>, failedTasks: Array<{ taskId: string, node: string | null, message: string, checkpoint: { id: string, step: number } }> } }> }, checkpoints: { pageInfo: { hasPreviousPage: boolean }, edges: Array<{ node: { id: string, step: number, source: CheckpointSource, next: Array<string>, createdAt: string, messageCount: number, run: { id: string } | null } }> } } | null };
+export type ConsoleConversationQuery = { conversation: { id: string, title: string, owner: string | null, createdAt: string, updatedAt: string, messageCount: number, next: Array<string>, resumable: boolean, agentName: string, agent: { name: string, description: string, kind: AgentKind, model: string, tools: Array<{ name: string, description: string, source: string, requiresApproval: boolean }> } | null, forkedFrom: { conversation: { id: string, title: string } | null, checkpoint: { id: string, step: number } | null } | null, usage: { inputTokens: number, outputTokens: number, modelCalls: number, modelDurationMs: number }, pendingInterrupts: Array<{ id: string, node: string, value: unknown, state: InterruptState, createdAt: string, answer: unknown, answeredAt: string | null, answeredBy: { id: string } | null, run: { id: string } }>, messages: Array<{ id: string, role: MessageRole, content: string, toolCallId: string | null, name: string | null, toolCalls: Array<{ id: string, name: string, args: unknown }> }>, activeRun: { id: string } | null, runs: { totalCount: number, edges: Array<{ node: { id: string, kind: RunKind, status: RunStatus, input: string | null, errorCode: RunErrorCode | null, errorMessage: string | null, partialOutput: string | null, startedAt: string, finishedAt: string | null, usage: { inputTokens: number, outputTokens: number, modelCalls: number, modelDurationMs: number, timeToFirstTokenMs: number | null } | null, interrupts: Array<{ id: string, node: string, value: unknown, state: InterruptState, createdAt: string, answer: unknown, answeredAt: string | null, answeredBy: { id: string } | null, run: { id: string } }>, startCheckpoint: { id: string, step: number } | null, messages: Array<{ id: string, role: MessageRole, content: string, toolCallId: string | null, name: string | null, toolCalls: Array<{ id: string, name: string, args: unknown }> }>, failedTasks: Array<{ taskId: string, node: string | null, message: string, checkpoint: { id: string, step: number } }> } }> }, checkpoints: { pageInfo: { hasPreviousPage: boolean }, edges: Array<{ node: { id: string, step: number, source: CheckpointSource, next: Array<string>, createdAt: string, messageCount: number, run: { id: string } | null } }> } } | null };
 
 export type ConsoleRunEventsSubscriptionVariables = Exact<{
   runId: string | number;

@@ -7,13 +7,17 @@ import type {
   ConsoleCheckpointFragment,
   ConsoleConversationQuery,
   ConsoleInterruptFragment,
+  ConsoleMeQuery,
   ConsoleMessageFragment,
   ConsoleRowFragment,
   ConsoleRunEventsSubscription,
   ConsoleRunFragment,
 } from "./generated.ts";
 
-export type { InterruptState, RunKind, RunStatus } from "./generated.ts";
+export type { InterruptState, PrincipalRole, RunKind, RunStatus } from "./generated.ts";
+
+/** Who the console's credential stands for (the `me` query). */
+export type Principal = ConsoleMeQuery["me"];
 
 export type Agent = ConsoleAgentFragment;
 export type Message = ConsoleMessageFragment;

@@ -1,9 +1,12 @@
 // The conversation list: pages from the conversations query merged with
 // conversationsChanged notices. Newest updatedAt first; a notice upserts its
-// row and re-sorts, a deletion drops it for good.
+// row and re-sorts, a deletion drops it for good. A list of one owner's
+// conversations (an admin's filter) leaves other owners' notices out.
 import type { ConversationRow } from "../api/types.ts";
 
 export interface ListState {
+  /** Only this owner's conversations (conversations(owner:)); null: every one the caller may see. */
+  owner: string | null;
   /** Newest updatedAt first, then id (the server's order). */
   rows: ConversationRow[];
   /** Deleted ids: a page read before the deletion must not bring one back. */
@@ -12,7 +15,11 @@ export interface ListState {
   endCursor: string | null;
 }
 
-export const emptyList: ListState = { rows: [], deleted: new Set(), hasMore: false, endCursor: null };
+export function emptyListOf(owner: string | null): ListState {
+  return { owner, rows: [], deleted: new Set(), hasMore: false, endCursor: null };
+}
+
+export const emptyList: ListState = emptyListOf(null);
 
 function byRecency(a: ConversationRow, b: ConversationRow): number {
   if (a.updatedAt !== b.updatedAt) return a.updatedAt < b.updatedAt ? 1 : -1;
@@ -26,6 +33,7 @@ function newer(existing: ConversationRow | undefined, incoming: ConversationRow)
 
 /** Applies a conversationsChanged notice. */
 export function applyNotice(state: ListState, row: ConversationRow): ListState {
+  if (state.owner !== null && row.owner !== state.owner) return state;
   if (row.deleted) {
     const deleted = new Set(state.deleted).add(row.id);
     return { ...state, rows: state.rows.filter((r) => r.id !== row.id), deleted };

@@ -1,14 +1,17 @@
 // The console's frame: the API token, the connection, the selected
 // conversation (kept in the URL's fragment so a reload returns to it) and the
 // three panes.
-import { useCallback, useEffect, useState } from "preact/hooks";
+import { useCallback, useEffect, useMemo, useState } from "preact/hooks";
 import { Api } from "../api/client.ts";
 import type { StartedRun } from "../state/conversation-view.ts";
 import { ConnectionBadge } from "./bits.tsx";
 import { ConversationList } from "./ConversationList.tsx";
 import { ConversationPane, NewConversationPane } from "./ConversationPane.tsx";
-import { useConnection, useConversationList } from "./hooks.ts";
+import { useConnection, useConversationList, usePrincipal } from "./hooks.ts";
+import { showsOwners } from "./Owner.tsx";
+import { OwnerFilter } from "./OwnerFilter.tsx";
 import { conversationHref, NEW_CONVERSATION_HREF, readSelection, type Selection } from "./routes.ts";
+import { SignedIn } from "./SignedIn.tsx";
 
 const TOKEN_KEY = "runledger.apiToken";
 
@@ -114,7 +117,11 @@ function Console({
   status: ReturnType<typeof useConnection>["status"];
   onForgetToken: (() => void) | null;
 }) {
-  const { list, error, loadMore, loadingMore } = useConversationList(api, reconnects);
+  const { principal, error: principalError } = usePrincipal(api, reconnects);
+  const showOwners = showsOwners(principal);
+  const [ownerFilter, setOwnerFilter] = useState<string | null>(null);
+  const { list, error, loadMore, loadingMore } = useConversationList(api, reconnects, ownerFilter);
+  const knownOwners = useMemo(() => [...new Set(list.rows.flatMap((r) => (r.owner === null ? [] : [r.owner])))].sort(), [list.rows]);
   const [selection, setSelection] = useState<Selection>(readSelection);
   // The run a new conversation's first message (or a fork's) started, handed to that conversation's pane.
   const [handoff, setHandoff] = useState<{ conversationId: string; run: StartedRun } | null>(null);
@@ -138,13 +145,17 @@ function Console({
         <h1>runledger console</h1>
         <ConnectionBadge status={status} />
         {status !== "connected" && <span class="hint">Live updates are paused; the console catches up once it is connected again.</span>}
-        {onForgetToken && (
-          <button type="button" class="link" onClick={onForgetToken}>
-            Forget token
-          </button>
-        )}
+        <SignedIn principal={principal} error={principalError} onForgetToken={onForgetToken} />
       </header>
-      <ConversationList list={list} error={error} selectedId={selectedId} onLoadMore={loadMore} loadingMore={loadingMore} />
+      <ConversationList
+        showOwners={showOwners}
+        filter={showOwners && <OwnerFilter owner={ownerFilter} known={knownOwners} onChange={setOwnerFilter} />}
+        list={list}
+        error={error}
+        selectedId={selectedId}
+        onLoadMore={loadMore}
+        loadingMore={loadingMore}
+      />
       {selection.kind === "new" && <NewConversationPane api={api} connected={status === "connected"} onStarted={openConversation} />}
       {selectedId && (
         <ConversationPane
@@ -152,6 +163,7 @@ function Console({
           api={api}
           id={selectedId}
           row={row}
+          showOwner={showOwners}
           deleted={list.deleted.has(selectedId)}
           reconnects={reconnects}
           connected={status === "connected"}

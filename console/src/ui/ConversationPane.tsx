@@ -15,6 +15,7 @@ import { formatDateTime, formatUsage, plural, shortId } from "./format.ts";
 import { useAgents, useConversation, type Notice } from "./hooks.ts";
 import { CheckpointsPanel, RunsPanel } from "./Inspector.tsx";
 import { AnswerPanel, type Response } from "./Interrupts.tsx";
+import { OwnerTag } from "./Owner.tsx";
 import { conversationHref } from "./routes.ts";
 import { Thread, type ThreadContext } from "./Thread.tsx";
 
@@ -66,6 +67,8 @@ export function ConversationPane(props: {
   api: Api;
   id: string;
   row: ConversationRow | undefined;
+  /** An admin's view: every conversation's owner is shown. */
+  showOwner: boolean;
   deleted: boolean;
   reconnects: number;
   connected: boolean;
@@ -132,7 +135,7 @@ export function ConversationPane(props: {
   return (
     <>
       <main class="chat" aria-labelledby="conversation-title">
-        <ConversationHeader api={api} id={id} title={title} details={details} onRenamed={conversation.refetch} report={report} />
+        <ConversationHeader api={api} id={id} title={title} details={details} showOwner={props.showOwner} onRenamed={conversation.refetch} report={report} />
         <Notices notices={conversation.notices} onDismiss={conversation.dismiss} />
         <PendingWork
           active={active}
@@ -166,6 +169,7 @@ function ConversationHeader(props: {
   id: string;
   title: string;
   details: ReturnType<typeof useConversation>["details"];
+  showOwner: boolean;
   onRenamed: () => void;
   report: ReturnType<typeof useConversation>["report"];
 }) {
@@ -197,6 +201,11 @@ function ConversationHeader(props: {
       {details && (
         <p class="hint">
           <AgentTag name={details.agentName} agent={details.agent} /> · <span title={details.id}>id {shortId(details.id)}</span> ·{" "}
+          {props.showOwner && (
+            <>
+              <OwnerTag owner={details.owner} /> ·{" "}
+            </>
+          )}
           {plural(details.messageCount, "message")} · started {formatDateTime(details.createdAt)}
         </p>
       )}

@@ -2,10 +2,10 @@
 // conversation, each kept current by subscriptions (never by polling).
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import type { Api, ConnectionState, Outcome } from "../api/client.ts";
-import { AGENTS, CONVERSATION, CONVERSATIONS, CONVERSATIONS_CHANGED, RUN_EVENTS } from "../api/documents.ts";
+import { AGENTS, CONVERSATION, CONVERSATIONS, CONVERSATIONS_CHANGED, ME, RUN_EVENTS } from "../api/documents.ts";
 import type { ConsoleConversationsQuery } from "../api/generated.ts";
-import type { Agent, ConversationDetails, ConversationRow } from "../api/types.ts";
-import { appendPage, applyNotice, emptyList, replaceWithFirstPage, type ListState, type Page } from "../state/conversation-list.ts";
+import type { Agent, ConversationDetails, ConversationRow, Principal } from "../api/types.ts";
+import { appendPage, applyNotice, emptyListOf, replaceWithFirstPage, type ListState, type Page } from "../state/conversation-list.ts";
 import { applyEvent, emptyLiveRun, isEnded, type LiveRun } from "../state/run-live.ts";
 import type { StartedRun } from "../state/conversation-view.ts";
 
@@ -53,6 +53,32 @@ export function useAgents(api: Api): { agents: Agent[] | null; error: string | n
   return { agents, error };
 }
 
+/**
+ * Who the credential stands for, read once per Api (a new credential is a new
+ * Api); a failed read is tried again after the next reconnection.
+ */
+export function usePrincipal(api: Api, reconnects: number): { principal: Principal | null; error: string | null } {
+  const [principal, setPrincipal] = useState<Principal | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const known = principal !== null;
+  useEffect(() => {
+    if (known) return;
+    let current = true;
+    api.query(ME, {}).then(
+      (data) => {
+        if (!current) return;
+        setPrincipal(data.me);
+        setError(null);
+      },
+      (e: Error) => current && setError(`Could not read who is signed in: ${e.message}`),
+    );
+    return () => {
+      current = false;
+    };
+  }, [api, reconnects, known]);
+  return { principal, error };
+}
+
 function toPage(data: ConsoleConversationsQuery): Page {
   return {
     rows: data.conversations.edges.map((e) => e.node),
@@ -63,10 +89,11 @@ function toPage(data: ConsoleConversationsQuery): Page {
 
 /**
  * The conversation list: conversationsChanged first, then the first page (on
- * mount and after each reconnection), merged; more pages on request.
+ * mount, after each reconnection, and afresh when the owner filter changes),
+ * merged; more pages on request.
  */
-export function useConversationList(api: Api, reconnects: number) {
-  const [list, setList] = useState<ListState>(emptyList);
+export function useConversationList(api: Api, reconnects: number, owner: string | null) {
+  const [list, setList] = useState<ListState>(() => emptyListOf(owner));
   const [error, setError] = useState<string | null>(null);
   const [loadingMore, setLoadingMore] = useState(false);
   // Ids noticed while a first page is being read, so the page cannot undo them.
@@ -92,7 +119,9 @@ export function useConversationList(api: Api, reconnects: number) {
     let current = true;
     const noticed = new Set<string>();
     noticedMeanwhile.current = noticed;
-    api.query(CONVERSATIONS, { first: LIST_PAGE }).then(
+    // Another owner: start from an empty list of theirs (a reconnection keeps the rows shown).
+    setList((state) => (state.owner === owner ? state : emptyListOf(owner)));
+    api.query(CONVERSATIONS, { first: LIST_PAGE, owner }).then(
       (data) => {
         if (!current) return;
         setList((state) => replaceWithFirstPage(state, toPage(data), noticed));
@@ -103,19 +132,20 @@ export function useConversationList(api: Api, reconnects: number) {
     return () => {
       current = false;
     };
-  }, [api, reconnects]);
+  }, [api, reconnects, owner]);
 
   const loadMore = useCallback(() => {
     if (!list.endCursor) return;
     setLoadingMore(true);
     api
-      .query(CONVERSATIONS, { first: LIST_PAGE, after: list.endCursor })
+      .query(CONVERSATIONS, { first: LIST_PAGE, after: list.endCursor, owner: list.owner })
       .then(
-        (data) => setList((state) => appendPage(state, toPage(data))),
+        // A page of the owner listed when it was asked for: dropped if the filter changed meanwhile.
+        (data) => setList((state) => (state.owner === list.owner ? appendPage(state, toPage(data)) : state)),
         (e: Error) => setError(`Could not read more conversations: ${e.message}`),
       )
       .finally(() => setLoadingMore(false));
-  }, [api, list.endCursor]);
+  }, [api, list.endCursor, list.owner]);
 
   return { list, error, loadMore, loadingMore };
 }
