@@ -76,7 +76,10 @@ export function attachWebSocketServer(options: {
       onConnect: async (ctx) => {
         let principal: Principal;
         try {
-          principal = await authenticator.authenticate((ctx.connectionParams as { authorization?: string } | undefined)?.authorization);
+          const authorization = (ctx.connectionParams as { authorization?: unknown } | undefined)?.authorization;
+          if (authorization !== undefined && typeof authorization !== "string")
+            throw new UnauthenticatedError("the authorization of connection_init must be a string");
+          principal = await authenticator.authenticate(authorization);
         } catch (error) {
           if (!(error instanceof UnauthenticatedError)) throw error;
           ctx.extra.socket.close(CLOSE_UNAUTHORIZED, "Unauthorized");
