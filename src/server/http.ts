@@ -16,6 +16,8 @@ import { attachWebSocketServer, type WebSocketStats } from "./ws.ts";
 import type { ReadinessProbe } from "./readiness.ts";
 import { isConsoleRequest } from "./routes/console.ts";
 import { graphiqlRoute, isGraphiQLRequest } from "./graphiql.ts";
+import type { TrustedManifest } from "./trusted-manifest.ts";
+import { useTrustedOperations } from "./plugins/trusted-operations.ts";
 
 export type Route = (req: http.IncomingMessage, res: http.ServerResponse) => Promise<boolean> | boolean;
 
@@ -28,6 +30,8 @@ export interface HttpServerOptions {
   routes?: Route[];
   /** Who is calling (API_TOKEN alone when not given). */
   authenticator?: Authenticator;
+  /** TRUSTED_OPERATIONS_FILE's operations: the only ones non-admins may run, on every transport. */
+  trustedOperations?: TrustedManifest;
 }
 
 export interface HttpServer {
@@ -48,7 +52,8 @@ function isOpen(req: http.IncomingMessage, path: string): boolean {
 export async function startHttpServer({ config, services, logger, readiness, routes = [], ...options }: HttpServerOptions): Promise<HttpServer> {
   const authenticator: Authenticator = options.authenticator ?? createTokenAuthenticator(config.apiToken);
   const cors = createCorsPolicy(config.corsOrigins, { logger });
-  const yoga = createYogaServer({ config, services, logger, readiness });
+  const trusted = options.trustedOperations && useTrustedOperations(options.trustedOperations);
+  const yoga = createYogaServer({ config, services, logger, readiness, trusted });
   const graphiql = graphiqlRoute(async () => yoga.fetch("http://localhost/graphql", { headers: { accept: "text/html" } }));
 
   const server = http.createServer(async (req, res) => {
@@ -80,7 +85,7 @@ export async function startHttpServer({ config, services, logger, readiness, rou
   });
   // Attached once listening: the WebSocket server re-emits the server's errors,
   // and a port in use would otherwise surface as its "internal error" with a stack.
-  const webSockets = attachWebSocketServer({ server, yoga, config, cors, authenticator });
+  const webSockets = attachWebSocketServer({ server, yoga, config, cors, authenticator, trusted });
   const address = server.address() as AddressInfo;
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;
