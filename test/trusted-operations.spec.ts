@@ -2,11 +2,12 @@
 // client preset from the typed client's documents, a real server that takes it, and
 // a real urql client sending each operation by its id over HTTP and graphql-ws.
 // Admins may still send any document; an id the manifest does not list is refused.
-import { execFile } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { createRequire } from "node:module";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
@@ -14,6 +15,7 @@ import { parse, getOperationAST } from "graphql";
 import { generate } from "@graphql-codegen/cli";
 import { Client, fetchExchange, getOperationName, makeOperation, mapExchange, subscriptionExchange } from "@urql/core";
 import { createClient } from "graphql-ws";
+import { Environment, fetchQuery, Network, RecordSource, Store, type GraphQLResponse, type GraphQLTaggedNode } from "relay-runtime";
 import { ConfigError, loadConfig } from "../src/config.ts";
 import { API_TOKEN_PRINCIPAL, LOCAL_PRINCIPAL, type Principal } from "../src/domain/principal.ts";
 import { NOBODY } from "../src/server/auth.ts";
@@ -22,6 +24,7 @@ import { mayRunArbitrary, trustedOperationId } from "../src/server/plugins/trust
 import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
 import { ROOT, startTestApp, tempDatabaseUrl } from "../testkit/app.ts";
 import { gql, sseClient, wsClient } from "../testkit/graphql.ts";
+import { START_RUN } from "../testkit/documents.ts";
 import { startAndFollow } from "./clients/typed-client.ts";
 
 const run = promisify(execFile);
@@ -42,6 +45,28 @@ async function clientPresetManifest(): Promise<Record<string, string>> {
     false,
   )) as { filename: string; content: string }[];
   return JSON.parse(files.find((file) => file.filename.endsWith("persisted-documents.json"))!.content);
+}
+
+/** relay-compiler with persisted queries (persistConfig.file) on one query: the file it writes, and the query's artifact. */
+function relayPersisted(): { manifest: Record<string, string>; query: GraphQLTaggedNode } {
+  const project = path.join(dir, "relay");
+  fs.mkdirSync(path.join(project, "src", "__generated__"), { recursive: true });
+  fs.writeFileSync(path.join(project, "src", "Trusted.js"), "graphql`query TrustedConversationQuery($id: ID!) { conversation(id: $id) { id title } }`;\n");
+  // relay-compiler adds to the file, which must exist.
+  fs.writeFileSync(path.join(project, "persisted.json"), "{}");
+  fs.writeFileSync(
+    path.join(project, "relay.config.json"),
+    JSON.stringify({
+      src: "./src",
+      schema: path.join(ROOT, "schema.graphql"),
+      language: "javascript",
+      artifactDirectory: "./src/__generated__",
+      persistConfig: { file: "./persisted.json", algorithm: "SHA256" },
+    }),
+  );
+  execFileSync(process.execPath, [path.join(ROOT, "node_modules/relay-compiler/cli.js")], { cwd: project, stdio: "pipe" });
+  const query = createRequire(path.join(project, "src", "index.js"))("./__generated__/TrustedConversationQuery.graphql.js");
+  return { manifest: JSON.parse(fs.readFileSync(path.join(project, "persisted.json"), "utf8")), query };
 }
 
 function writeFile(name: string, content: string): string {
@@ -109,19 +134,26 @@ function post(url: string, body: Record<string, unknown>, headers: Record<string
 
 const admin = { authorization: `Bearer ${TOKEN}` };
 
+/** Starts a run as the admin, sending the document itself. */
+async function startRun(message: string): Promise<{ runId: string; conversationId: string }> {
+  const { data } = await gql(app.url, START_RUN, { message }, admin);
+  return { runId: data.startRun.run.id, conversationId: data.startRun.conversation.id };
+}
+
 /** A non-admin's credential: none exists until a user credential source (JWT, API keys) does. */
 function userHeaders(): Record<string, string> {
   throw new Error("no user credential source yet");
 }
 
 let manifest: Record<string, string>;
+let relay: ReturnType<typeof relayPersisted>;
 let manifestFile: string;
 let fake: FakeOllama;
 let app: Awaited<ReturnType<typeof startTestApp>>;
 
 /** The manifest's id for an operation, by its name. */
 function idOf(operationName: string): string {
-  const found = Object.entries(manifest).find(([, document]) => getOperationAST(parse(document))?.name?.value === operationName);
+  const found = Object.entries({ ...manifest, ...relay.manifest }).find(([, document]) => getOperationAST(parse(document))?.name?.value === operationName);
   if (!found) throw new Error(`${operationName} is not in the manifest`);
   return found[0];
 }
@@ -129,8 +161,11 @@ function idOf(operationName: string): string {
 beforeAll(async () => {
   manifest = await clientPresetManifest();
   manifestFile = writeFile("persisted-documents.json", JSON.stringify(manifest));
+  relay = relayPersisted();
+  // A deployment that serves both kinds of client lists both tools' operations in one file.
+  const both = writeFile("both.json", JSON.stringify({ ...manifest, ...relay.manifest }));
   fake = await startFakeOllama();
-  app = await startTestApp({ ollamaUrl: fake.url, env: { API_TOKEN: TOKEN, TRUSTED_OPERATIONS_FILE: manifestFile } });
+  app = await startTestApp({ ollamaUrl: fake.url, env: { API_TOKEN: TOKEN, TRUSTED_OPERATIONS_FILE: both } });
 });
 afterAll(async () => {
   await app?.close();
@@ -215,7 +250,21 @@ describe("with the manifest", () => {
     expect(sent.ws).toEqual([expect.objectContaining({ query: "", extensions: { persistedQuery: { version: 1, sha256Hash: idOf("FollowRun") } } })]);
   });
 
-  it("takes the id as documentId and as relay's doc_id too", async () => {
+  it("relay-runtime runs a query relay-compiler persisted, sending its doc_id", async () => {
+    expect(Object.keys(relay.manifest)).toEqual([expect.stringMatching(/^[0-9a-f]{64}$/)]);
+    const { conversationId } = await startRun("relay by id");
+    const network = Network.create(async (request, variables) => {
+      // The artifact has the id and no text: relay-compiler kept the text in its file.
+      expect(request.text).toBeNull();
+      const response = await post(app.url, { doc_id: request.id, variables }, admin);
+      return (await response.json()) as GraphQLResponse;
+    });
+    const environment = new Environment({ network, store: new Store(new RecordSource()) });
+    const data = await fetchQuery<any>(environment, relay.query, { id: conversationId }).toPromise();
+    expect(data).toEqual({ conversation: { id: conversationId, title: "relay by id" } });
+  });
+
+  it("takes the id as documentId and as doc_id in a plain POST", async () => {
     const id = idOf("Conversation");
     for (const body of [{ documentId: id }, { doc_id: id }]) {
       const response = await post(app.url, { ...body, variables: { id: "7b0c7f7e-0000-4000-8000-000000000000" } }, admin);
@@ -224,11 +273,11 @@ describe("with the manifest", () => {
   });
 
   it("runs a listed subscription by id over SSE", async () => {
-    const { data } = await gql(app.url, 'mutation { startRun(input: { message: "hi" }) { ... on StartRunSuccess { run { id } } } }', {}, admin);
+    const { runId } = await startRun("hi");
     const results: any[] = [];
     await new Promise<void>((resolve, reject) =>
       sseClient(app.url, admin).subscribe(
-        { query: "", extensions: { persistedQuery: { version: 1, sha256Hash: idOf("FollowRun") } }, variables: { runId: data.startRun.run.id } },
+        { query: "", extensions: { persistedQuery: { version: 1, sha256Hash: idOf("FollowRun") } }, variables: { runId } },
         { next: (result) => results.push(result), error: reject, complete: resolve },
       ),
     );
@@ -256,6 +305,8 @@ describe("with the manifest", () => {
     };
     const unlisted = { query: "", extensions: { persistedQuery: { version: 1, sha256Hash: UNLISTED } } };
     const response = await post(app.url, { extensions: unlisted.extensions }, admin);
+    // A refusal before anything runs, like a validation error: 400 with application/graphql-response+json.
+    expect(response.status).toBe(400);
     expect(await response.json()).toEqual({ errors: [refusal] });
 
     const overSse = await new Promise((resolve) => sseClient(app.url, admin).subscribe(unlisted, { next: resolve, error: resolve, complete: () => {} }));

@@ -31,19 +31,21 @@ export function trustedOperationId(params: GraphQLParams & { documentId?: unknow
   return typeof id === "string" ? id : null;
 }
 
-// The plugin's own codes, with messages that say what to do.
+// The plugin's own codes, with messages that say what to do. Over HTTP they answer
+// as a validation error does: 400 with application/graphql-response+json, 200 with application/json.
+const http = { spec: true, status: 400 };
 const customErrors = {
   notFound: {
     message: "This operation is not one of the server's trusted operations (TRUSTED_OPERATIONS_FILE).",
-    extensions: { code: "PERSISTED_QUERY_NOT_IN_LIST" },
+    extensions: { code: "PERSISTED_QUERY_NOT_IN_LIST", http },
   },
   keyNotFound: {
     message: "This server runs only trusted operations: send the operation's id (extensions.persistedQuery.sha256Hash, documentId or doc_id).",
-    extensions: { code: "PERSISTED_QUERY_ID_REQUIRED" },
+    extensions: { code: "PERSISTED_QUERY_ID_REQUIRED", http },
   },
   persistedQueryOnly: {
     message: "This server runs only trusted operations: send the operation's id instead of its document.",
-    extensions: { code: "CANNOT_SEND_PQ_ID_AND_BODY" },
+    extensions: { code: "CANNOT_SEND_PQ_ID_AND_BODY", http },
   },
 };
 
