@@ -9,13 +9,13 @@
 import type { IncomingMessage } from "node:http";
 import { createGraphQLError, type GraphQLParams, type OnParamsEventPayload, type Plugin } from "graphql-yoga";
 import { defaultExtractPersistedOperationId, usePersistedOperations } from "@graphql-yoga/plugin-persisted-operations";
-import type { Principal } from "../../domain/principal.ts";
+import { isAdmin, type Principal } from "../../domain/principal.ts";
 import { principalOf } from "../auth.ts";
 import type { TrustedManifest } from "../trusted-manifest.ts";
 
 /** Whether the principal may send a document rather than a trusted operation's id: admins only. */
 export function mayRunArbitrary(principal: Principal): boolean {
-  return principal.role === "admin";
+  return isAdmin(principal);
 }
 
 // The plugin's reading of the extension, which looks at nothing but the params.
