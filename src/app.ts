@@ -24,6 +24,7 @@ import { createAuthenticator } from "./server/identity/authenticate.ts";
 import { exportRoute } from "./server/routes/export.ts";
 import { consoleRoute } from "./server/routes/console.ts";
 import { labRoute } from "./server/routes/lab.ts";
+import { loadTrustedManifest } from "./server/trusted-manifest.ts";
 import type { Services } from "./context.ts";
 
 export interface App {
@@ -74,6 +75,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
         ]
       : loadAgentDefinitions(config.agentsFile, agentDefaultsFrom(config));
   const graphs = await loadAgentGraphs(definitions);
+  const trustedOperations = config.trustedOperationsFile === undefined ? undefined : loadTrustedManifest(config.trustedOperationsFile);
   // Redis before the database: an unreachable one stops start-up before anything is migrated.
   const bus = await openEventBus(config, logger);
   const storage = await openStorage(config).catch(async (error: unknown) => {
@@ -156,6 +158,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     logger,
     readiness: { database: () => storage.ping(), ...modelProbe(config, agent) },
     routes: [exportRoute(reads), labRoute({ runs, bus, reads, logger, maxBodyBytes: config.limits.requestBytes }), consoleRoute({ logger })],
+    trustedOperations,
   }).catch(async (error: unknown) => {
     // Nothing was served: put back what start-up opened, then say why (a port in use, say).
     await mcp?.close();

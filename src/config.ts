@@ -81,6 +81,12 @@ export interface Config {
   writeStallTimeoutMs: number;
   /** Request and operation limits, the same on HTTP, SSE and WebSocket (src/http/limits.ts applies them). */
   limits: Limits;
+  /**
+   * `TRUSTED_OPERATIONS_FILE`: a JSON map of operation id → document (graphql-codegen's
+   * `persisted-documents.json`, relay-compiler's persisted queries). Set, only those
+   * operations run, sent by id, except for admins; src/server/trusted-manifest.ts reads it. Unset: any operation.
+   */
+  trustedOperationsFile: string | undefined;
   /** `CORS_ORIGINS`: comma-separated origins (`https://app.example.com`) whose pages may call the API; `*` for any. Default: none, no cross-origin access. */
   corsOrigins: string[];
   /** Per-principal quotas, enforced in the database so they hold across instances. */
@@ -332,6 +338,7 @@ export function loadConfig(env: Env = process.env, readFile: (p: string) => stri
       wsInitTimeoutMs: intVar(env, "WS_INIT_TIMEOUT_MS", 10_000, 10, 600_000),
       hideSuggestions: (env.NODE_ENV ?? "").trim() === "production",
     },
+    trustedOperationsFile: (env.TRUSTED_OPERATIONS_FILE ?? "").trim() || undefined,
     corsOrigins: listVar(env, "CORS_ORIGINS"),
     auth: authConfig(env),
   };

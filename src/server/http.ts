@@ -16,6 +16,8 @@ import { attachWebSocketServer, type WebSocketStats } from "./ws.ts";
 import type { ReadinessProbe } from "./readiness.ts";
 import { isConsoleRequest } from "./routes/console.ts";
 import { graphiqlRoute, isGraphiQLRequest } from "./graphiql.ts";
+import type { TrustedManifest } from "./trusted-manifest.ts";
+import { useTrustedOperations } from "./plugins/trusted-operations.ts";
 
 export type Route = (req: http.IncomingMessage, res: http.ServerResponse) => Promise<boolean> | boolean;
 
@@ -28,6 +30,8 @@ export interface HttpServerOptions {
   routes?: Route[];
   /** Who is calling: every request but the open paths is authenticated. */
   authenticator: Authenticator;
+  /** TRUSTED_OPERATIONS_FILE's operations: the only ones non-admins may run, on every transport. */
+  trustedOperations?: TrustedManifest;
 }
 
 export interface HttpServer {
@@ -45,9 +49,10 @@ function isOpen(req: http.IncomingMessage, path: string): boolean {
   return isGraphiQLRequest(req, path);
 }
 
-export async function startHttpServer({ config, services, logger, readiness, routes = [], authenticator }: HttpServerOptions): Promise<HttpServer> {
+export async function startHttpServer({ config, services, logger, readiness, routes = [], authenticator, trustedOperations }: HttpServerOptions): Promise<HttpServer> {
   const cors = createCorsPolicy(config.corsOrigins, { logger });
-  const yoga = createYogaServer({ config, services, logger, readiness });
+  const trusted = trustedOperations && useTrustedOperations(trustedOperations);
+  const yoga = createYogaServer({ config, services, logger, readiness, trusted });
   const graphiql = graphiqlRoute(async () => yoga.fetch("http://localhost/graphql", { headers: { accept: "text/html" } }));
 
   const server = http.createServer(async (req, res) => {
@@ -79,7 +84,7 @@ export async function startHttpServer({ config, services, logger, readiness, rou
   });
   // Attached once listening: the WebSocket server re-emits the server's errors,
   // and a port in use would otherwise surface as its "internal error" with a stack.
-  const webSockets = attachWebSocketServer({ server, yoga, config, cors, authenticator });
+  const webSockets = attachWebSocketServer({ server, yoga, config, cors, authenticator, trusted });
   const address = server.address() as AddressInfo;
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;

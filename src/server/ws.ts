@@ -10,6 +10,7 @@ import { WebSocketServer, type WebSocket } from "ws";
 import { useServer } from "graphql-ws/use/ws";
 import { GraphQLError, getOperationAST, type DocumentNode, type ExecutionArgs, type GraphQLSchema } from "graphql";
 import type { Config } from "../config.ts";
+import type { GraphQLParams } from "graphql-yoga";
 import type { Yoga } from "./yoga.ts";
 import type { CorsPolicy } from "./cors.ts";
 import { formatForWebSocket } from "./plugins/masking.ts";
@@ -17,6 +18,7 @@ import { BROADCAST_EXTENSION, createBroadcast, type BroadcastMode } from "./ws-b
 import { SubscriberOverflowError } from "../storage/event-bus/subscriber.ts";
 import { setPrincipal, UnauthenticatedError, principalOf, type Authenticator } from "./auth.ts";
 import type { Principal } from "../domain/principal.ts";
+import type { TrustedOperations } from "./plugins/trusted-operations.ts";
 
 /** WebSocket close code for a connection_init without a valid credential (UNAUTHENTICATED). */
 export const CLOSE_UNAUTHORIZED = 4401;
@@ -44,8 +46,10 @@ export function attachWebSocketServer(options: {
   config: Config;
   cors: CorsPolicy;
   authenticator: Authenticator;
+  /** Set: yoga's onParams hooks never see graphql-ws operations, so the trusted-operations rule is applied here. */
+  trusted?: TrustedOperations;
 }): WebSocketEndpoint {
-  const { server, yoga, config, cors, authenticator } = options;
+  const { server, yoga, config, cors, authenticator, trusted } = options;
   const wsServer = new WebSocketServer({
     server,
     path: "/graphql",
@@ -107,7 +111,7 @@ export function attachWebSocketServer(options: {
         const mode = sender && broadcastMode(args.schema, args.document, args.operationName);
         return ((mode && broadcast.join(sender.key, mode, sender, own)) ?? own()) as never;
       },
-      onSubscribe: async (ctx, id, payload) => {
+      onSubscribe: async (ctx, id, sent) => {
         // ctx.subscriptions already holds this operation's id.
         if (Object.keys(ctx.subscriptions).length > config.wsMaxSubscriptions) {
           return [
@@ -118,6 +122,16 @@ export function attachWebSocketServer(options: {
               },
             ),
           ];
+        }
+        let payload = sent;
+        if (trusted) {
+          try {
+            // An id becomes its trusted document; a document from a non-admin, or an unknown id, is refused.
+            payload = (await trusted.resolve(sent as GraphQLParams, ctx.extra.request)) as typeof sent;
+          } catch (error) {
+            if (error instanceof GraphQLError) return [error];
+            throw error;
+          }
         }
         const enveloped = yoga.getEnveloped({ ...ctx, req: ctx.extra.request, socket: ctx.extra.socket, params: payload });
         let document;

@@ -18,10 +18,18 @@ import { useWellFormedStrings } from "./plugins/well-formed-strings.ts";
 import { useSharedSubscriptionResults } from "./plugins/shared-subscription-results.ts";
 import { useHiddenSuggestions } from "./plugins/suggestions.ts";
 import { createErrorMasking } from "./plugins/masking.ts";
+import type { TrustedOperations } from "./plugins/trusted-operations.ts";
 
 export type Yoga = YogaServerInstance<Record<string, unknown>, Context>;
 
-export function createYogaServer(options: { config: Config; services: Services; logger: Logger; readiness: ReadinessProbe }): Yoga {
+export function createYogaServer(options: {
+  config: Config;
+  services: Services;
+  logger: Logger;
+  readiness: ReadinessProbe;
+  /** Set: only trusted operations run, except for admins (plugins/trusted-operations.ts). */
+  trusted?: TrustedOperations;
+}): Yoga {
   const { config, services, logger } = options;
   const { limits } = config;
   return createYoga<Record<string, unknown>, Context>({
@@ -47,6 +55,8 @@ export function createYogaServer(options: { config: Config; services: Services; 
     plugins: [
       useReadiness(options.readiness),
       useJsonBodiesOnly({ maxBytes: limits.requestBytes }),
+      // Before anything reads the document: an id becomes its trusted document here.
+      ...(options.trusted?.plugins ?? []),
       ...useOperationLimits(limits),
       usePageSizeLimit(limits.pageSize),
       useWellFormedStrings(),
