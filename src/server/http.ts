@@ -49,7 +49,15 @@ function isOpen(req: http.IncomingMessage, path: string): boolean {
   return isGraphiQLRequest(req, path);
 }
 
-export async function startHttpServer({ config, services, logger, readiness, routes = [], authenticator, trustedOperations }: HttpServerOptions): Promise<HttpServer> {
+export async function startHttpServer({
+  config,
+  services,
+  logger,
+  readiness,
+  routes = [],
+  authenticator,
+  trustedOperations,
+}: HttpServerOptions): Promise<HttpServer> {
   const cors = createCorsPolicy(config.corsOrigins, { logger });
   const trusted = trustedOperations && useTrustedOperations(trustedOperations);
   const yoga = createYogaServer({ config, services, logger, readiness, trusted });
