@@ -113,6 +113,13 @@ export interface AgentRuntimeOptions {
   ollama: { baseUrl: string; idleTimeoutMs: number };
 }
 
+/** The principal a run works for, as a graph sees it in `config.configurable.user`: its id, role and the JWT claims AUTH_AGENT_CLAIMS lists. */
+export interface RunUser {
+  id: string;
+  role: "user" | "admin";
+  claims: Record<string, unknown>;
+}
+
 export class AgentRuntime {
   readonly #options: AgentRuntimeOptions;
   readonly #observer: CheckpointObserver;
@@ -147,6 +154,8 @@ export class AgentRuntime {
   async execute(run: {
     agentName: string;
     conversationId: string;
+    /** Who the run works for, passed to the graph as `config.configurable.user` (LangGraph keeps configurable out of checkpoints). */
+    user: RunUser;
     input: RunInput;
     signal: AbortSignal;
     report: ModelTransportReport;
@@ -170,7 +179,7 @@ export class AgentRuntime {
     const unwatch = this.#observer.watch(run.conversationId, (id) => run.hooks.onCheckpoint(id));
     try {
       const stream = await agent.graph.stream(input as never, {
-        configurable: { thread_id: run.conversationId, model, tools },
+        configurable: { thread_id: run.conversationId, model, tools, user: run.user },
         // Tokens come through the TokenTap, not the "messages" mode (see token-tap.ts).
         streamMode: ["updates", "custom"],
         // Tool calls and custom events from inside a subgraph (a compiled graph as a node) too; items come as [namespace, mode, payload].

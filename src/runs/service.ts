@@ -146,14 +146,14 @@ export class RunService {
         agent,
         owner: principal.id,
       });
-      await this.#launch(result.run, agent, { kind: "message", text: message }, "created");
+      await this.#launch(result.run, agent, { kind: "message", text: message }, "created", principal);
       return result;
     }
     const conversation = await this.#visibleConversation(input.conversationId, principal);
     const agent = this.#requireAgent(input.agent ?? conversation.agent, conversation);
     const [startMark, head] = await this.#startPoint(conversation.id);
     const result = await this.options.store.startRun(this.#newRun(conversation.id, "start", message, startMark, head, principal));
-    await this.#launch(result.run, agent, { kind: "message", text: message }, "updated");
+    await this.#launch(result.run, agent, { kind: "message", text: message }, "updated", principal);
     return result;
   }
 
@@ -181,7 +181,7 @@ export class RunService {
       answers: responses.length ? responses : undefined,
     };
     const { run: started } = await this.options.store.startRun(run);
-    await this.#launch(started, agent, answers ? { kind: "answers", answers } : { kind: "continue" }, "updated");
+    await this.#launch(started, agent, answers ? { kind: "answers", answers } : { kind: "continue" }, "updated", principal);
     return started;
   }
 
@@ -263,7 +263,7 @@ export class RunService {
       return { conversation, run: null };
     }
     const result = await this.options.store.startRun(this.#newRun(conversationId, "start", message, mintMark(), head, principal), fork);
-    await this.#launch(result.run, agent, { kind: "message", text: message }, "created");
+    await this.#launch(result.run, agent, { kind: "message", text: message }, "created", principal);
     return result;
   }
 
@@ -374,13 +374,13 @@ export class RunService {
   }
 
   /** Opens the run's event log, publishes RUNNING and starts the work; resolves once RUNNING can be read from any instance. */
-  async #launch(run: RunRecord, agent: string, input: RunInput, change: "created" | "updated"): Promise<void> {
+  async #launch(run: RunRecord, agent: string, input: RunInput, change: "created" | "updated", principal: Principal): Promise<void> {
     const { bus, logger } = this.options;
     const controller = new AbortController();
     const events = bus.openRun(run.id, run.conversationId);
     events.publish({ type: "status", status: "running", errorCode: null, errorMessage: null });
     this.#announce({ conversationId: run.conversationId, kind: change, at: this.#now() });
-    const finished = this.#execute(run, agent, input, controller, events).catch((error) => {
+    const finished = this.#execute(run, agent, input, controller, events, principal).catch((error) => {
       logger.error("run could not be recorded", { runId: run.id, error });
       return null;
     });
@@ -390,7 +390,14 @@ export class RunService {
     await events.flushed().catch((error: unknown) => logger.warn("run events not yet delivered", { runId: run.id, error }));
   }
 
-  async #execute(run: RunRecord, agentName: string, input: RunInput, controller: AbortController, events: RunPublisher): Promise<RunRecord | null> {
+  async #execute(
+    run: RunRecord,
+    agentName: string,
+    input: RunInput,
+    controller: AbortController,
+    events: RunPublisher,
+    principal: Principal,
+  ): Promise<RunRecord | null> {
     const { agent, store, logger } = this.options;
     const report: ModelTransportReport = { timedOut: false };
     const startedAt = performance.now();
@@ -410,6 +417,8 @@ export class RunService {
       await agent.execute({
         agentName,
         conversationId: run.conversationId,
+        // Who the run works for: the caller that started or resumed it, never stored in the thread.
+        user: { id: principal.id, role: principal.role, claims: principal.claims },
         input,
         signal: controller.signal,
         report,
