@@ -13,6 +13,8 @@ import { openStorage } from "../src/storage/index.ts";
 import { ROOT, tempDatabaseUrl } from "../testkit/app.ts";
 import { postgresDatabase, SERVICES_TIMEOUT_MS } from "../testkit/services.ts";
 
+import { parseCommand, UsageError, USAGE } from "../scripts/keys-command.ts";
+
 const exec = promisify(execFile);
 const TIMEOUT_MS = 60_000;
 
@@ -164,16 +166,20 @@ describe("npm run keys with bad arguments", () => {
     [["create", "--user", "alice", "extra"], /^unexpected extra$/],
     [["list", "everything"], /^unexpected everything$/],
     [["revoke"], /^revoke needs one key ID \(see list\)$/],
-  ])(
-    "%j prints the usage on stderr, exits 2 and creates nothing",
-    async (args, message) => {
+  ])("%j is no command", (args, message) => {
+    expect(() => parseCommand(args)).toThrow(UsageError);
+    expect(() => parseCommand(args)).toThrow(message);
+  });
+
+  it(
+    "prints the reason and the usage on stderr, exits 2 and creates nothing",
+    async () => {
       const { url, file } = tempDatabaseUrl("runledger-keys-");
-      const result = await keys(url, ...args);
+      const result = await keys(url, "create", "--user", "alice", "extra");
       expect(result.code).toBe(2);
       expect(result.stdout).toBe("");
-      const [first, usage] = result.stderr.trim().split("\n");
-      expect(first).toMatch(message);
-      expect(usage).toBe("usage: npm run keys -- create --user NAME [--admin] [--label TEXT] | list | revoke ID");
+      expect(result.stderr.trim().split("\n")).toEqual(["unexpected extra", USAGE]);
+      expect(USAGE).toBe("usage: npm run keys -- create --user NAME [--admin] [--label TEXT] | list | revoke ID");
       // Arguments are checked before the database is opened: no file was made.
       expect(fs.existsSync(file)).toBe(false);
     },

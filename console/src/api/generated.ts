@@ -26,6 +26,7 @@ export type ErrorCode =
   | 'INTERRUPT_MISMATCH'
   | 'NOTHING_TO_RESUME'
   | 'NOT_FOUND'
+  | 'QUOTA_EXCEEDED'
   | 'RUN_IN_PROGRESS'
   | 'RUN_NOT_ACTIVE'
   | 'VALIDATION'
@@ -167,6 +168,7 @@ export type ConsoleStartRunMutationVariables = Exact<{
 
 export type ConsoleStartRunMutation = { startRun:
     | { __typename: 'NotFoundError', code: ErrorCode, message: string }
+    | { __typename: 'QuotaExceededError', code: ErrorCode, message: string }
     | { __typename: 'RunInProgressError', code: ErrorCode, message: string }
     | { __typename: 'StartRunSuccess', run: { id: string, status: RunStatus, kind: RunKind, input: string | null, startedAt: string }, conversation: { id: string, title: string } }
     | { __typename: 'ValidationError', code: ErrorCode, message: string }
@@ -182,6 +184,7 @@ export type ConsoleResumeRunMutation = { resumeRun:
     | { __typename: 'InterruptMismatchError', code: ErrorCode, message: string }
     | { __typename: 'NotFoundError', code: ErrorCode, message: string }
     | { __typename: 'NothingToResumeError', code: ErrorCode, message: string }
+    | { __typename: 'QuotaExceededError', code: ErrorCode, message: string }
     | { __typename: 'ResumeRunSuccess', run: { id: string, status: RunStatus, kind: RunKind, input: string | null, startedAt: string } }
     | { __typename: 'RunInProgressError', code: ErrorCode, message: string }
     | { __typename: 'ValidationError', code: ErrorCode, message: string }
@@ -196,6 +199,7 @@ export type ConsoleForkConversationMutationVariables = Exact<{
 export type ConsoleForkConversationMutation = { forkConversation:
     | { __typename: 'ForkConversationSuccess', conversation: { id: string, title: string }, run: { id: string, status: RunStatus, kind: RunKind, input: string | null, startedAt: string } | null }
     | { __typename: 'NotFoundError', code: ErrorCode, message: string }
+    | { __typename: 'QuotaExceededError', code: ErrorCode, message: string }
     | { __typename: 'ValidationError', code: ErrorCode, message: string }
    };
 

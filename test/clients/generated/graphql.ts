@@ -8,6 +8,7 @@ export type ErrorCode =
   | 'INTERRUPT_MISMATCH'
   | 'NOTHING_TO_RESUME'
   | 'NOT_FOUND'
+  | 'QUOTA_EXCEEDED'
   | 'RUN_IN_PROGRESS'
   | 'RUN_NOT_ACTIVE'
   | 'VALIDATION';
@@ -52,6 +53,7 @@ export type StartRunMutationVariables = Exact<{
 
 export type StartRunMutation = { startRun:
     | { __typename: 'NotFoundError', code: ErrorCode, message: string }
+    | { __typename: 'QuotaExceededError', code: ErrorCode, message: string }
     | { __typename: 'RunInProgressError', code: ErrorCode, message: string }
     | { __typename: 'StartRunSuccess', run: { id: string, status: RunStatus, startedAt: string }, conversation: { id: string, title: string } }
     | { __typename: 'ValidationError', code: ErrorCode, message: string }
