@@ -26,9 +26,10 @@ import { throughput } from "./scenarios/throughput.ts";
 import { concurrent } from "./scenarios/concurrent.ts";
 import { cost } from "./scenarios/cost.ts";
 import { multiInstance } from "./scenarios/multi-instance.ts";
+import { auth } from "./scenarios/auth.ts";
 import { outside } from "./outside/scenario.ts";
 
-const SCENARIOS: Scenario[] = [relay, ttft, fanout, correlation, throughput, concurrent, cost, multiInstance, outside];
+const SCENARIOS: Scenario[] = [relay, ttft, fanout, correlation, throughput, concurrent, cost, multiInstance, auth, outside];
 
 const { values } = parseArgs({
   options: {

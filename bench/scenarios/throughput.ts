@@ -43,12 +43,12 @@ export interface Load {
   failures: number;
 }
 
-export async function load(server: Child, url: string, body: string, seconds: number): Promise<Load> {
+export async function load(server: Child, url: string, body: string, seconds: number, headers: Record<string, string> = {}): Promise<Load> {
   const cpuBefore = server.cpuMs();
   const result = await autocannon({
     url,
     method: "POST",
-    headers: { "content-type": "application/json", accept: "application/graphql-response+json" },
+    headers: { "content-type": "application/json", accept: "application/graphql-response+json", ...headers },
     body,
     connections: CONNECTIONS,
     duration: seconds,
