@@ -17,6 +17,7 @@
 //       "mcpServers": {"SERVER": {            letters, digits, _ and -, starting with a letter
 //         "command": "node", "args": [], "env": {}, "cwd": ".",    a stdio server, or
 //         "url": "https://...", "headers": {},                      a streamable HTTP server;
+//         "userHeaders": {"X-User-Id": "id"}, "forwardToken": true,  HTTP only, opt-in: the caller's identity per call
 //         "tools": ["read_file"],             allow-list; default every tool the server offers
 //         "timeoutMs": 60000                  longest wait for one call without progress
 //       }},

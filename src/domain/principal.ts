@@ -35,6 +35,22 @@ export const API_TOKEN_PRINCIPAL: Principal = Object.freeze({
   claims: Object.freeze({}),
 }) as Principal;
 
+// A JWT as the caller sent it, kept beside its principal in memory only, for the
+// MCP servers configured to receive it ("forwardToken"): never a field, so a
+// principal that is logged or serialized never carries it.
+const bearerTokens = new WeakMap<Principal, string>();
+
+/** Records the JWT a principal was verified from (see bearerTokens). */
+export function withBearerToken<P extends Principal>(principal: P, token: string): P {
+  bearerTokens.set(principal, token);
+  return principal;
+}
+
+/** The JWT the principal was verified from, when it came from one. */
+export function bearerTokenOf(principal: Principal): string | undefined {
+  return bearerTokens.get(principal);
+}
+
 export function isAdmin(principal: Principal): boolean {
   return principal.role === "admin";
 }

@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto";
 import type { AgentRuntime, PendingInterrupt, RunInput } from "../agent/runtime.ts";
 import { approvalAnswerProblem, isToolApprovalRequest } from "../agent/chat-graph.ts";
 import { DEFAULT_AGENT } from "../agent/definitions.ts";
+import { runUserOf } from "../agent/run-user.ts";
 import type { ModelTransportReport } from "../agent/model-fetch.ts";
 import type { ConversationChange, RunEventBody } from "../domain/events.ts";
 import type { ConversationRecord, NewRun, RunOutcome, RunRecord, RunUsage } from "../domain/records.ts";
@@ -418,7 +419,7 @@ export class RunService {
         agentName,
         conversationId: run.conversationId,
         // Who the run works for: the caller that started or resumed it, never stored in the thread.
-        user: { id: principal.id, role: principal.role, claims: principal.claims },
+        user: runUserOf(principal),
         input,
         signal: controller.signal,
         report,
