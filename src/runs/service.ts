@@ -428,8 +428,8 @@ export class RunService {
 
   async #claimOnce(): Promise<void> {
     const admission = this.options.admission!;
-    const room = admission.maxActiveRuns - this.#active.size;
-    if (room <= 0) return;
+    // With no room it still looks: the queued runs' reasons are brought up to date.
+    const room = Math.max(0, admission.maxActiveRuns - this.#active.size);
     const agents = this.options.agent.agents().map((a) => a.definition);
     const claimed = await this.options.store.claimQueued({
       ownerId: this.options.ownerId,

@@ -56,6 +56,7 @@ const SQL = {
       started_by_role, endpoint, queued_at, last_event_seq)
     VALUES ($1, $2, $3, $10, $4, $5, $6, $7, $8, $9, $11, $12, $13, 0) RETURNING ${RUN_COLUMNS}`,
   // Claims take turns (a transaction-scoped lock), so the counts of running runs hold until the claim commits.
+  anyQueued: `SELECT 1 AS one FROM runs WHERE status = 'queued' LIMIT 1`,
   lockQueue: `SELECT pg_advisory_xact_lock(hashtextextended('runledger:queue', 0))`,
   // A row a cancel is changing right now is skipped, not waited for.
   queueCandidates: `SELECT id, endpoint, started_by, conversation_id, queue_reason FROM runs WHERE status = 'queued'
@@ -63,6 +64,8 @@ const SQL = {
   runningByEndpoint: `SELECT endpoint, count(*)::int AS n FROM runs WHERE status = 'running' AND endpoint IS NOT NULL GROUP BY endpoint`,
   runningByStarter: `SELECT COALESCE(started_by, conversation_id) AS k, count(*)::int AS n FROM runs
     WHERE status = 'running' AND COALESCE(started_by, conversation_id) = ANY($1) GROUP BY 1`,
+  // When each starter's latest admitted run was asked for (round robin; a queued run's queued_at is its started_at).
+  lastServed: `SELECT started_by AS k, max(started_at) AS at FROM runs WHERE started_by = ANY($1) AND status <> 'queued' GROUP BY started_by`,
   claimRuns: `UPDATE runs SET status = 'running', owner_id = $1, queue_reason = NULL WHERE id = ANY($2) AND status = 'queued' RETURNING ${RUN_COLUMNS}`,
   setQueueReasons: `UPDATE runs SET queue_reason = v.reason FROM unnest($1::text[], $2::text[]) AS v(id, reason) WHERE runs.id = v.id AND runs.status = 'queued'`,
   queuePositions: `SELECT r.id, (SELECT count(*) FROM runs q WHERE q.status = 'queued' AND q.endpoint IS NOT DISTINCT FROM r.endpoint
@@ -193,7 +196,9 @@ export class PostgresRunStore implements RunStore {
     }
   }
 
-  claimQueued(request: ClaimRequest): Promise<RunRecord[]> {
+  async claimQueued(request: ClaimRequest): Promise<RunRecord[]> {
+    // Most looks find nothing queued: they cost a read, not a locking transaction.
+    if ((await this.#query(this.#pool, "anyQueued", [])).length === 0) return [];
     return inTransaction(this.#pool, async (client) => {
       await this.#query(client, "lockQueue", []);
       const rows = await this.#query<{ id: string; endpoint: string | null; started_by: string | null; conversation_id: string; queue_reason: string | null }>(
@@ -206,7 +211,8 @@ export class PostgresRunStore implements RunStore {
       const byEndpoint = new Map((await this.#query<{ endpoint: string; n: number }>(client, "runningByEndpoint", [])).map((r) => [r.endpoint, r.n] as const));
       const keys = [...new Set(candidates.map((c) => c.fairnessKey))];
       const byKey = new Map((await this.#query<{ k: string; n: number }>(client, "runningByStarter", [keys])).map((r) => [r.k, r.n] as const));
-      const choice = chooseClaims(request, candidates, byEndpoint, byKey);
+      const served = new Map((await this.#query<{ k: string; at: Date }>(client, "lastServed", [keys])).map((r) => [r.k, r.at.getTime()] as const));
+      const choice = chooseClaims(request, candidates, byEndpoint, byKey, served);
       if (choice.reasons.length) await this.#query(client, "setQueueReasons", [choice.reasons.map((r) => r.id), choice.reasons.map((r) => r.reason)]);
       if (choice.claim.length === 0) return [];
       return (await this.#query<RunRow>(client, "claimRuns", [request.ownerId, choice.claim])).map(toRunRecord);

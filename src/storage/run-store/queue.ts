@@ -1,8 +1,10 @@
 // Which queued runs a claim takes: shared by every backend, which only read the
-// candidates and write the choice inside their claim transaction. Runs are
-// taken oldest first within fairness: each pick goes to the starter with the
-// fewest runs executing (counting the picks of this claim), so one principal's
-// burst waits behind everyone else's next run instead of in front of it.
+// candidates and write the choice inside their claim transaction. Each pick
+// goes, round robin, to the starter with the fewest runs executing (the picks
+// of this claim counted), then to the one served least recently (whose latest
+// admitted run was asked for earliest; never served comes first), then to the
+// oldest run: one principal's burst waits behind everyone else's next run
+// instead of in front of it.
 import type { QueueReasonValue } from "../../domain/records.ts";
 
 /** What a claim asks for. */
@@ -42,22 +44,31 @@ export function chooseClaims(
   candidates: readonly QueueCandidate[],
   runningByEndpoint: ReadonlyMap<string, number>,
   runningByKey: ReadonlyMap<string, number>,
+  /** When each starter's latest admitted run was queued (ms since the epoch); absent: never served. */
+  lastServedByKey: ReadonlyMap<string, number> = new Map(),
 ): ClaimChoice {
   const free = new Map<string, number>();
   for (const [endpoint, limit] of request.endpoints) free.set(endpoint, limit - (runningByEndpoint.get(endpoint) ?? 0));
   const load = new Map(runningByKey);
+  const served = new Map(lastServedByKey);
+  const before = (a: QueueCandidate, b: QueueCandidate) => {
+    const byLoad = (load.get(a.fairnessKey) ?? 0) - (load.get(b.fairnessKey) ?? 0);
+    if (byLoad !== 0) return byLoad < 0;
+    return (served.get(a.fairnessKey) ?? -Infinity) < (served.get(b.fairnessKey) ?? -Infinity);
+  };
   const pending = candidates.filter((c) => c.endpoint !== null && request.endpoints.has(c.endpoint));
   const taken = new Set<string>();
   while (taken.size < request.room) {
     let pick: QueueCandidate | undefined;
     for (const c of pending) {
       if (taken.has(c.id) || (free.get(c.endpoint!) ?? 0) <= 0) continue;
-      if (!pick || (load.get(c.fairnessKey) ?? 0) < (load.get(pick.fairnessKey) ?? 0)) pick = c;
+      if (!pick || before(c, pick)) pick = c; // candidates come oldest first: a tie keeps the older
     }
     if (!pick) break;
     taken.add(pick.id);
     free.set(pick.endpoint!, free.get(pick.endpoint!)! - 1);
     load.set(pick.fairnessKey, (load.get(pick.fairnessKey) ?? 0) + 1);
+    served.set(pick.fairnessKey, Infinity);
   }
   const reasons: ClaimChoice["reasons"] = [];
   for (const c of pending) {

@@ -70,6 +70,10 @@ function writeStatements(db: SqliteDatabase) {
       `SELECT COALESCE(started_by, conversation_id) AS k, count(*) AS n FROM runs
        WHERE status = 'running' AND COALESCE(started_by, conversation_id) ${IN_IDS} GROUP BY k`,
     ),
+    // When each starter's latest admitted run was asked for (round robin; a queued run's queued_at is its started_at).
+    lastServed: db.prepare<[string], { k: string; at: string }>(
+      `SELECT started_by AS k, max(started_at) AS at FROM runs WHERE started_by ${IN_IDS} AND status <> 'queued' GROUP BY started_by`,
+    ),
     claimRun: db.prepare<[string, string]>(`UPDATE runs SET status = 'running', owner_id = ?, queue_reason = NULL WHERE id = ? AND status = 'queued'`),
     setQueueReason: db.prepare<[string, string]>(`UPDATE runs SET queue_reason = ? WHERE id = ? AND status = 'queued'`),
     // A starter's running runs, and its runs started since a moment (the quotas).
@@ -142,6 +146,7 @@ function readStatements(db: SqliteDatabase) {
     getConversation: db.prepare<[string], ConversationRow>(`SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = ?`),
     getRun: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`),
     activeRun: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = ? AND status IN ('queued', 'running') LIMIT 1`),
+    anyQueued: db.prepare<[], { one: number }>(`SELECT 1 AS one FROM runs WHERE status = 'queued' LIMIT 1`),
     notRunning: db.prepare<[string], { id: string }>(`SELECT id FROM runs WHERE id ${IN_IDS} AND status <> 'running'`),
     orphans: db.prepare<[string], RunRow>(
       `SELECT ${RUN_COLUMNS} FROM runs
@@ -335,15 +340,19 @@ export class SqliteRunStore implements RunStore {
     });
   }
 
-  claimQueued(request: ClaimRequest): Promise<RunRecord[]> {
+  async claimQueued(request: ClaimRequest): Promise<RunRecord[]> {
     const w = this.#w;
+    // Most looks find nothing queued: they cost a read, not a write transaction.
+    if (!this.#r.anyQueued.get()) return [];
     return this.#write(() => {
       const rows = w.queueCandidates.all(CLAIM_SCAN);
       if (rows.length === 0) return [];
       const candidates = rows.map((r) => ({ id: r.id, endpoint: r.endpoint, fairnessKey: r.started_by ?? r.conversation_id, queueReason: r.queue_reason }));
       const byEndpoint = new Map(w.runningByEndpoint.all().map((r) => [r.endpoint, r.n] as const));
-      const byKey = new Map(w.runningByStarter.all(JSON.stringify([...new Set(candidates.map((c) => c.fairnessKey))])).map((r) => [r.k, r.n] as const));
-      const choice = chooseClaims(request, candidates, byEndpoint, byKey);
+      const keys = JSON.stringify([...new Set(candidates.map((c) => c.fairnessKey))]);
+      const byKey = new Map(w.runningByStarter.all(keys).map((r) => [r.k, r.n] as const));
+      const served = new Map(w.lastServed.all(keys).map((r) => [r.k, parseSqliteDate(r.at).getTime()] as const));
+      const choice = chooseClaims(request, candidates, byEndpoint, byKey, served);
       for (const { id, reason } of choice.reasons) w.setQueueReason.run(reason, id);
       for (const id of choice.claim) w.claimRun.run(request.ownerId, id);
       return choice.claim.length ? w.runsByIds.all(JSON.stringify(choice.claim)).map(toRunRecord) : [];
