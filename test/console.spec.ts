@@ -16,11 +16,11 @@ import Database from "better-sqlite3";
 import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
 import { ROOT, startTestApp, waitForRun } from "../testkit/app.ts";
 import { gql, gqlOk } from "../testkit/graphql.ts";
-import { START_AGENT_RUN, START_RUN } from "../testkit/documents.ts";
+import { CANCEL_RUN, START_AGENT_RUN, START_RUN } from "../testkit/documents.ts";
 import { until } from "../testkit/streaming.ts";
 import { eventually, launchChromium, openPage, screenshot, type BrowserPage } from "../testkit/browser.ts";
 import { applyNotice, emptyList, emptyListOf, replaceWithFirstPage } from "../console/src/state/conversation-list.ts";
-import { applyEvent, emptyLiveRun } from "../console/src/state/run-live.ts";
+import { applyEvent, emptyLiveRun, isEnded } from "../console/src/state/run-live.ts";
 import { earlierMessages, pendingInterrupts, runViews, type StartedRun } from "../console/src/state/conversation-view.ts";
 import { draftAnswer, initialDraft } from "../console/src/state/interrupts.ts";
 import { formatDuration } from "../console/src/ui/format.ts";
@@ -927,6 +927,35 @@ describe("with API_TOKEN set", () => {
   });
 });
 
+describe("a queued run", () => {
+  let queueing: App;
+  beforeAll(async () => {
+    queueing = await startTestApp({ ollamaUrl: fake.url, env: { MODEL_CONCURRENCY: "1" } });
+  });
+  afterAll(async () => {
+    await queueing?.close();
+  });
+
+  it("shows QUEUED with its place in line and why, then follows it once it starts", async () => {
+    fake.enqueue({ kind: "silence", tokens: ["Holding "] });
+    const busy = (await gqlOk(queueing.url, START_RUN, { message: unique("Holding the model") })).startRun;
+    await until(() => fake.openChatRequests() > 0, "the model request");
+    const waiting = (await gqlOk(queueing.url, START_RUN, { message: unique("Waiting for my turn") })).startRun;
+    expect(waiting.run.status).toBe("QUEUED");
+
+    open = await openPage(browser, `${queueing.url}/console#/c/${waiting.conversation.id}`);
+    const page = open.page;
+    const card = runCard(page, 1);
+    await card.filter({ hasText: "QUEUED" }).filter({ hasText: "#1 in line · the model is busy" }).waitFor();
+    await thread(page).getByText("Waiting its turn…").waitFor();
+    await screenshot(page, "queued-run");
+    // The run ahead ends; this one starts and streams in the open page.
+    await gqlOk(queueing.url, CANCEL_RUN, { runId: busy.run.id });
+    await card.filter({ hasText: "COMPLETED" }).waitFor();
+    await thread(page).getByRole("article", { name: "Assistant" }).filter({ hasText: "Echo: Waiting for my turn" }).waitFor();
+  });
+});
+
 describe("a user's console", () => {
   let secured: App;
   beforeAll(async () => {
@@ -1058,6 +1087,8 @@ describe("the console's state", () => {
       errorCode: null,
       errorMessage: null,
       partialOutput: null,
+      queuePosition: null,
+      queueReason: null,
       startedAt: "2026-01-01T00:00:00.000Z",
       finishedAt: status === "RUNNING" ? null : "2026-01-01T00:00:01.000Z",
       messages,
@@ -1099,6 +1130,10 @@ describe("the console's state", () => {
     const racing = details([message("u1"), message("a1", "ASSISTANT")], [run("r1", "RUNNING", [])]);
     const live = new Map([["r1", emptyLiveRun("r1")]]);
     expect(earlierMessages(racing, runViews(racing, live, []))).toEqual([]);
+    // A queued run is as active as a running one: nothing of its thread is shown before it starts.
+    const waiting = details([message("u1"), message("a1", "ASSISTANT")], [run("r1", "QUEUED", [])]);
+    expect(earlierMessages(waiting, runViews(waiting, new Map(), []))).toEqual([]);
+    expect(isEnded("QUEUED")).toBe(false);
   });
 
   it("interrupts: a question streamed before the snapshot has it waits for an answer; a tool approval's answer needs a decision for every call", () => {

@@ -38,7 +38,7 @@ const AGENT_FIELDS = /* GraphQL */ `
 
 const RUN_FIELDS = /* GraphQL */ `
   fragment ConsoleRun on Run {
-    id kind status input errorCode errorMessage partialOutput startedAt finishedAt
+    id kind status input errorCode errorMessage partialOutput startedAt finishedAt queuePosition queueReason
     usage { inputTokens outputTokens modelCalls modelDurationMs timeToFirstTokenMs }
     interrupts { ...ConsoleInterrupt }
     startCheckpoint { id step }

@@ -3,7 +3,7 @@
 // since. The snapshot is the record; live state fills in a run until the
 // snapshot has its outcome.
 import type { CheckpointSummary, ConversationDetails, Interrupt, Message, RunKind, RunStatus, RunUsage, TaskError } from "../api/types.ts";
-import { isEnded, type LiveRun } from "./run-live.ts";
+import { isActive, isEnded, type LiveRun } from "./run-live.ts";
 
 /** A run the console learned of before its snapshot did (started here, or noticed running). */
 export interface StartedRun {
@@ -97,7 +97,7 @@ export function runViews(details: ConversationDetails | null, live: ReadonlyMap<
  * questions, if any, come when it ends.
  */
 export function pendingInterrupts(details: ConversationDetails | null, runs: readonly RunView[]): Interrupt[] {
-  if (runs.some((r) => r.status === "RUNNING")) return [];
+  if (runs.some((r) => isActive(r.status))) return [];
   const pending = [...(details?.pendingInterrupts ?? [])];
   const known = new Set(pending.map((i) => i.id));
   for (const run of runs) {
@@ -118,7 +118,7 @@ export function earlierMessages(details: ConversationDetails | null, runs: reado
   const claimed = new Set(runs.flatMap((r) => r.messages.map((m) => m.id)));
   const first = details.messages.findIndex((m) => claimed.has(m.id));
   if (first >= 0) return details.messages.slice(0, first);
-  return runs.some((r) => r.live !== null || r.status === "RUNNING") ? [] : details.messages;
+  return runs.some((r) => r.live !== null || isActive(r.status)) ? [] : details.messages;
 }
 
 export interface CheckpointFailure {

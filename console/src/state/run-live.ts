@@ -32,9 +32,14 @@ export function emptyLiveRun(runId: string): LiveRun {
   return { runId, lastSeq: 0, status: null, errorCode: null, errorMessage: null, endedAt: null, items: [], checkpoints: [], interrupts: [] };
 }
 
-/** Any status but RUNNING ends a run: WAITING too (a resume is a new run), and a status added later. */
+/** Any status but QUEUED and RUNNING ends a run: WAITING too (a resume is a new run), and a status added later. */
 export function isEnded(status: RunStatus | null | undefined): boolean {
-  return status != null && status !== "RUNNING";
+  return status != null && !isActive(status);
+}
+
+/** Waiting its turn or executing: the run may still stream, and can be cancelled. */
+export function isActive(status: RunStatus | null | undefined): boolean {
+  return status === "RUNNING" || status === "QUEUED";
 }
 
 export function applyEvent(run: LiveRun, event: RunEvent): LiveRun {

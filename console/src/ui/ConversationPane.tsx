@@ -18,6 +18,7 @@ import { AnswerPanel, type Response } from "./Interrupts.tsx";
 import { OwnerTag } from "./Owner.tsx";
 import { conversationHref } from "./routes.ts";
 import { Thread, type ThreadContext } from "./Thread.tsx";
+import { isActive } from "../state/run-live.ts";
 
 /** Opens a conversation, handing it the run started for it, if any (a fork with a message). */
 export type OpenConversation = (conversationId: string, run: StartedRun | null) => void;
@@ -94,7 +95,7 @@ export function ConversationPane(props: {
       runLabel: (runId) => (numbers.has(runId) ? `run #${numbers.get(runId)}` : `run ${shortId(runId)}`),
     };
   }, [runs, details, pending]);
-  const active = runs.find((r) => r.status === "RUNNING") ?? null;
+  const active = runs.find((r) => isActive(r.status)) ?? null;
   const title = details?.title ?? props.row?.title ?? "…";
   // With every run listed, a fork's messages before its first run are the ones it copied.
   const copied = details?.forkedFrom != null && details.runs.edges.length === details.runs.totalCount;

@@ -8,6 +8,7 @@ import type { CheckpointView, RunView } from "../state/conversation-view.ts";
 import { Duration, RunStatusBadge } from "./bits.tsx";
 import { formatTime, formatUsage, shortId } from "./format.ts";
 import { InterruptRecord, type RunLabel } from "./Interrupts.tsx";
+import { isActive } from "../state/run-live.ts";
 
 export function RunsPanel({ runs, total, onCancel, runLabel }: { runs: RunView[]; total: number; onCancel: (runId: string) => void; runLabel: RunLabel }) {
   return (
@@ -36,7 +37,7 @@ export function RunsPanel({ runs, total, onCancel, runLabel }: { runs: RunView[]
 }
 
 function RunCard({ run, onCancel, runLabel }: { run: RunView; onCancel: (runId: string) => void; runLabel: RunLabel }) {
-  const running = run.status === "RUNNING";
+  const running = isActive(run.status);
   return (
     <article aria-label={`Run ${run.number}`} class={`run run-${run.status.toLowerCase()}`}>
       <header class="run-head">

@@ -9,7 +9,7 @@ import { useEffect, useRef } from "preact/hooks";
 import type { Interrupt, Message, ToolCall } from "../api/types.ts";
 import type { RunView } from "../state/conversation-view.ts";
 import type { CallApproval } from "../state/interrupts.ts";
-import { AGENT_NODE, type LiveItem, type LiveRun } from "../state/run-live.ts";
+import { AGENT_NODE, isActive, type LiveItem, type LiveRun } from "../state/run-live.ts";
 import { Duration, RunStatusBadge } from "./bits.tsx";
 import { compactJson, formatJson } from "./format.ts";
 import { describeAnswer, describeQuestion, describeOutcome, type RunLabel } from "./Interrupts.tsx";
@@ -82,7 +82,7 @@ function tokenNodes(seen: LiveRun | null): ReadonlyMap<string, string> {
 }
 
 function RunTurn({ run, context }: { run: RunView; context: ThreadContext }) {
-  const ended = run.status !== "RUNNING";
+  const ended = !isActive(run.status);
   return (
     <>
       <li class="run-divider">
@@ -119,7 +119,7 @@ function RecordedTurn({ run, context }: { run: RunView; context: ThreadContext }
 
 function LiveTurn({ run, context }: { run: RunView; context: ThreadContext }) {
   const live = run.live!;
-  const running = run.status === "RUNNING";
+  const running = isActive(run.status);
   return (
     <>
       {run.kind === "START" && run.input !== null && <Bubble role="USER" content={run.input} />}
@@ -128,7 +128,7 @@ function LiveTurn({ run, context }: { run: RunView; context: ThreadContext }) {
       ))}
       {running && live.items.length === 0 && (
         <li class="message message-assistant waiting">
-          <span class="hint">Waiting for the model…</span>
+          <span class="hint">{run.status === "QUEUED" ? "Waiting its turn…" : "Waiting for the model…"}</span>
         </li>
       )}
     </>

@@ -42,9 +42,37 @@ export function waitedOutcome(run: { status: string; interrupts: { state: string
 }
 
 /** A run's status badge, with what became of a WAITING run's questions. */
-export function RunStatusBadge({ run, code }: { run: { status: string; interrupts: { state: string }[] }; code?: string | null }) {
+export function RunStatusBadge({
+  run,
+  code,
+}: {
+  run: { status: string; interrupts: { state: string }[]; queuePosition?: number | null; queueReason?: string | null };
+  code?: string | null;
+}) {
   const waited = waitedOutcome(run);
-  return <StatusBadge status={run.status} code={waited ?? code} resolved={waited !== null} />;
+  return (
+    <>
+      <StatusBadge status={run.status} code={waited ?? code} resolved={waited !== null} />
+      {run.status === "QUEUED" && <QueuePlace position={run.queuePosition ?? null} reason={run.queueReason ?? null} />}
+    </>
+  );
+}
+
+const QUEUE_REASONS: Record<string, string> = {
+  MODEL_BUSY: "the model is busy",
+  INSTANCE_FULL: "the server is full",
+  BEHIND_ACTIVE_RUN: "behind the conversation's run",
+};
+
+/** Where a queued run stands, as read with the conversation: its place in its model's queue and why it waits. */
+function QueuePlace({ position, reason }: { position: number | null; reason: string | null }) {
+  const why = reason ? (QUEUE_REASONS[reason] ?? reason.toLowerCase()) : null;
+  return (
+    <span class="hint queue-place">
+      {position !== null ? `#${position} in line` : "in line"}
+      {why ? ` · ${why}` : ""}
+    </span>
+  );
 }
 
 /** Refusals and failures of the user's actions: shown until dismissed, never swallowed. */
