@@ -26,6 +26,9 @@ import { consoleRoute } from "./server/routes/console.ts";
 import { labRoute } from "./server/routes/lab.ts";
 import { loadTrustedManifest } from "./server/trusted-manifest.ts";
 import type { Services } from "./context.ts";
+import { Metrics } from "./telemetry/metrics.ts";
+import { RunTelemetry } from "./telemetry/run-telemetry.ts";
+import { metricsRoute, startMetricsServer, type MetricsServer } from "./server/metrics-route.ts";
 
 export interface App {
   url: string;
@@ -33,6 +36,10 @@ export interface App {
   services: Services;
   storage: Storage;
   ownership: RunOwnership;
+  /** This instance's Prometheus metrics (GET /metrics); a run queue reports its depth through setQueuedRunsSource. */
+  metrics: Metrics;
+  /** METRICS_PORT's server's URL, when /metrics is served there. */
+  metricsUrl: string | undefined;
   /** Graceful shutdown: stop accepting, record active runs interrupted, end subscriptions, close the database. */
   close(): Promise<void>;
 }
@@ -95,6 +102,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
   });
 
   const store = storage.runs;
+  const metrics = new Metrics();
   const ownership = new RunOwnership(store, {
     heartbeatMs: config.heartbeatMs,
     leaseMs: config.leaseMs,
@@ -140,8 +148,15 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     maxMessageChars: config.maxMessageChars,
     maxClockSkewMs: config.maxClockSkewMs,
     quotas: config.quotas.activeRuns || config.quotas.runsPerMinute ? config.quotas : undefined,
+    telemetry: new RunTelemetry(metrics),
     logger,
   });
+  const runService = runs;
+  metrics.setActiveRunsSource(() => runService.activeRunIds.length);
+  if (mcp) {
+    const supervisor = mcp;
+    metrics.setMcpSource(() => supervisor.status().map(({ agent, server, state }) => ({ agent, server, up: state === "ready" })));
+  }
   const conversations = new ConversationService(store, bus, logger);
   const services: Services = { runs, conversations, agent, bus, store, conversationList: storage.conversationList, checkpointReads: storage.checkpointReads };
 
@@ -157,7 +172,14 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     services,
     logger,
     readiness: { database: () => storage.ping(), ...modelProbe(config, agent) },
-    routes: [exportRoute(reads), labRoute({ runs, bus, reads, logger, maxBodyBytes: config.limits.requestBytes }), consoleRoute({ logger })],
+    metrics,
+    // Beside the API unless METRICS_PORT serves it apart.
+    routes: [
+      ...(config.observability.metricsPort === undefined ? [metricsRoute(metrics)] : []),
+      exportRoute(reads),
+      labRoute({ runs, bus, reads, logger, maxBodyBytes: config.limits.requestBytes }),
+      consoleRoute({ logger }),
+    ],
     trustedOperations,
   }).catch(async (error: unknown) => {
     // Nothing was served: put back what start-up opened, then say why (a port in use, say).
@@ -168,6 +190,18 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     throw error;
   });
 
+  let metricsServer: MetricsServer | undefined;
+  if (config.observability.metricsPort !== undefined) {
+    metricsServer = await startMetricsServer(metrics, config.observability.metricsPort, config.host).catch(async (error: unknown) => {
+      await http.close();
+      await mcp?.close();
+      await ownership.stop();
+      await storage.close();
+      await bus.close();
+      throw error;
+    });
+  }
+
   let closing: Promise<void> | null = null;
   return {
     url: http.url,
@@ -175,11 +209,16 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     services,
     storage,
     ownership,
+    metrics,
+    metricsUrl: metricsServer?.url,
     close() {
       closing ??= (async () => {
         await runs.shutdown(config.shutdownTimeoutMs);
+        // The last runs' LangSmith traces are sent before the process goes.
+        if (config.observability.langsmith) await flushLangSmith(logger);
         await mcp?.close();
         await bus.close();
+        await metricsServer?.close();
         await http.close();
         await ownership.stop();
         await storage.close();
@@ -187,6 +226,22 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
       return closing;
     },
   };
+}
+
+/** Waits for LangChain's queued callbacks and the LangSmith client's pending batches. */
+async function flushLangSmith(logger: Logger): Promise<void> {
+  try {
+    const [{ awaitAllCallbacks }, { LangChainTracer }] = await Promise.all([
+      import("@langchain/core/callbacks/promises"),
+      import("@langchain/core/tracers/tracer_langchain"),
+    ]);
+    await awaitAllCallbacks();
+    // The default client is langsmith's Client, which batches; another has nothing to wait for.
+    const client = new LangChainTracer().client as { awaitPendingTraceBatches?: () => Promise<void> };
+    await client.awaitPendingTraceBatches?.();
+  } catch (error) {
+    logger.warn("LangSmith traces not all sent", { error });
+  }
 }
 
 /** What the readiness check and the start-up report ask Ollama for: OLLAMA_MODEL and each agent's model. */

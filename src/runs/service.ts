@@ -29,6 +29,7 @@ import { classifyFailure, RunAbortReason, type Classified } from "./classify.ts"
 import { threadMessageCounts } from "./message-counts.ts";
 import { canSee, type Principal } from "../domain/principal.ts";
 import { announceConversationChange } from "./conversation-notices.ts";
+import { RunTelemetry, type RunWatch } from "../telemetry/run-telemetry.ts";
 
 export interface RunServiceOptions {
   store: RunStore;
@@ -42,6 +43,8 @@ export interface RunServiceOptions {
   logger: Logger;
   /** Per-principal quotas (QUOTA_ACTIVE_RUNS, QUOTA_RUNS_PER_MINUTE; 0 is no limit), for admins too when `admins` (QUOTA_ADMINS). */
   quotas?: { activeRuns: number; runsPerMinute: number; admins: boolean };
+  /** Each run's metrics and span; none by default. */
+  telemetry?: RunTelemetry;
   now?: () => Date;
 }
 
@@ -75,11 +78,13 @@ export function forkTitle(source: string): string {
 export class RunService {
   readonly #active = new Map<string, ActiveRun>();
   readonly #now: () => Date;
+  readonly #telemetry: RunTelemetry;
   readonly #stopListening: () => void;
   #accepting = true;
 
   constructor(private readonly options: RunServiceOptions) {
     this.#now = options.now ?? (() => new Date());
+    this.#telemetry = options.telemetry ?? new RunTelemetry();
     // A cancelRun received by another instance: stop the run if it executes here.
     this.#stopListening = options.bus.onCancelRequest((runId) => this.#active.get(runId)?.controller.abort(new RunAbortReason("cancel")));
   }
@@ -380,10 +385,18 @@ export class RunService {
     const events = bus.openRun(run.id, run.conversationId);
     events.publish({ type: "status", status: "running", errorCode: null, errorMessage: null });
     this.#announce({ conversationId: run.conversationId, kind: change, at: this.#now() });
-    const finished = this.#execute(run, agent, input, controller, events, principal).catch((error) => {
-      logger.error("run could not be recorded", { runId: run.id, error });
-      return null;
-    });
+    // Taken now, while the request that starts the run is the active context: the run's span hangs under it.
+    const watch = this.#telemetry.start({ id: run.id, conversationId: run.conversationId, kind: run.kind, agent });
+    const finished = watch
+      .within(() => this.#execute(run, agent, input, controller, events, principal, watch))
+      .catch((error) => {
+        logger.error("run could not be recorded", { runId: run.id, error });
+        return null;
+      })
+      .then((final) => {
+        watch.end(final && { status: final.status, errorCode: final.errorCode });
+        return final;
+      });
     this.#active.set(run.id, { conversationId: run.conversationId, controller, finished });
     void finished.finally(() => this.#active.delete(run.id));
     // A subscriber told of the run by this mutation's answer finds its log, on any instance.
@@ -397,6 +410,7 @@ export class RunService {
     controller: AbortController,
     events: RunPublisher,
     principal: Principal,
+    watch: RunWatch,
   ): Promise<RunRecord | null> {
     const { agent, store, logger } = this.options;
     const report: ModelTransportReport = { timedOut: false };
@@ -422,9 +436,12 @@ export class RunService {
         input,
         signal: controller.signal,
         report,
+        runId: run.id,
+        trace: watch.trace,
         hooks: {
           onToken: (text, messageId, node) => {
             usage.timeToFirstTokenMs ??= Math.round(performance.now() - startedAt);
+            watch.token();
             partial += text;
             publish({ type: "token", text, messageId, node });
           },
@@ -440,6 +457,7 @@ export class RunService {
             usage.inputTokens += call.inputTokens;
             usage.outputTokens += call.outputTokens;
             durationNs += call.durationNs;
+            watch.modelCall(call.inputTokens, call.outputTokens);
           },
         },
       });
@@ -489,6 +507,7 @@ export class RunService {
     if (final) {
       if (recorded) {
         for (const i of interrupts) {
+          watch.interrupt(i.id, i.node);
           events.publish({ type: "interrupt", interrupt: { ...i, runId: run.id, conversationId: run.conversationId, createdAt: outcome.finishedAt } });
         }
       }
