@@ -44,11 +44,11 @@ export async function startMetricsServer(metrics: Metrics, port: number, host: s
     sendMetrics(metrics, req, res).catch(() => res.destroy());
   });
   await new Promise<void>((resolve, reject) => {
-    server.once("error", (error: NodeJS.ErrnoException) =>
-      reject(
-        error.code === "EADDRINUSE" || error.code === "EACCES" ? new ConfigError(`METRICS_PORT: cannot listen on ${host}:${port} (${error.code})`) : error,
-      ),
-    );
+    server.once("error", (error: NodeJS.ErrnoException) => {
+      if (error.code === "EADDRINUSE") reject(new ConfigError(`METRICS_PORT: ${host}:${port} is already in use; choose another METRICS_PORT`));
+      else if (error.code === "EACCES") reject(new ConfigError(`METRICS_PORT: not allowed to listen on ${host}:${port}; choose a METRICS_PORT above 1023`));
+      else reject(error);
+    });
     server.listen(port, host, () => resolve());
   });
   const address = server.address() as AddressInfo;
