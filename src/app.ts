@@ -171,7 +171,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     config,
     services,
     logger,
-    readiness: { database: () => storage.ping(), ...modelProbe(config, agent) },
+    readiness: { database: () => storage.ping(), events: () => bus.ping(), mcpServers: () => mcp?.status() ?? [], ...modelProbe(config, agent) },
     metrics,
     // Beside the API unless METRICS_PORT serves it apart.
     routes: [

@@ -106,6 +106,9 @@ export function connectRedisEventBus(url: string, options: RedisEventBusOptions)
   return RedisEventBus.connect(url, options);
 }
 
+/** How long readiness waits for Redis's answer to PING. */
+const PING_TIMEOUT_MS = 2_000;
+
 export class RedisEventBus implements EventBus {
   readonly #url: string;
   readonly #options: Required<Omit<RedisEventBusOptions, "onError">> & Pick<RedisEventBusOptions, "onError">;
@@ -566,6 +569,28 @@ export class RedisEventBus implements EventBus {
   }
 
   // ---- lifecycle ----
+
+  /** Both connections up, and Redis answering a PING within PING_TIMEOUT_MS (a command to a lost Redis would wait in the client's queue). */
+  async ping(): Promise<void> {
+    if (this.#closed) throw new Error("the event bus is closed");
+    for (const [name, connection] of [
+      ["command", this.#command],
+      ["subscriber", this.#pubsub],
+    ] as const) {
+      if (connection.status !== "ready") throw new Error(`Redis ${name} connection is ${connection.status}`);
+    }
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        this.#command.ping(),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`Redis did not answer PING within ${PING_TIMEOUT_MS} ms`)), PING_TIMEOUT_MS);
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
 
   async close(): Promise<void> {
     if (this.#closed) return;
