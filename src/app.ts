@@ -149,10 +149,12 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     maxClockSkewMs: config.maxClockSkewMs,
     quotas: config.quotas.activeRuns || config.quotas.runsPerMinute ? config.quotas : undefined,
     telemetry: new RunTelemetry(metrics),
+    admission: { maxActiveRuns: config.maxActiveRuns, modelConcurrency: config.modelConcurrency, ollamaHost: config.ollamaHost },
     logger,
   });
   const runService = runs;
   metrics.setActiveRunsSource(() => runService.activeRunIds.length);
+  metrics.setQueuedRunsSource(() => runService.queuedHere);
   if (mcp) {
     const supervisor = mcp;
     metrics.setMcpSource(() => supervisor.status().map(({ agent, server, state }) => ({ agent, server, up: state === "ready" })));
@@ -183,6 +185,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     trustedOperations,
   }).catch(async (error: unknown) => {
     // Nothing was served: put back what start-up opened, then say why (a port in use, say).
+    await runs.shutdown(0);
     await mcp?.close();
     await ownership.stop();
     await storage.close();
@@ -201,6 +204,8 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
       throw error;
     });
   }
+  // Runs left queued by a previous start, or by other instances, go as soon as there is room.
+  void runs.claimQueued();
 
   let closing: Promise<void> | null = null;
   return {

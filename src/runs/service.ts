@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto";
 import type { AgentRuntime, PendingInterrupt, RunInput } from "../agent/runtime.ts";
 import { approvalAnswerProblem, isToolApprovalRequest } from "../agent/chat-graph.ts";
 import { DEFAULT_AGENT } from "../agent/definitions.ts";
+import { runUserOf } from "../agent/run-user.ts";
 import type { ModelTransportReport } from "../agent/model-fetch.ts";
 import type { ConversationChange, RunEventBody } from "../domain/events.ts";
 import type { ConversationRecord, NewRun, RunOutcome, RunRecord, RunUsage } from "../domain/records.ts";
@@ -27,9 +28,10 @@ import type { EventBus, RunPublisher } from "../storage/event-bus/types.ts";
 import type { Logger } from "../logger.ts";
 import { classifyFailure, RunAbortReason, type Classified } from "./classify.ts";
 import { threadMessageCounts } from "./message-counts.ts";
-import { canSee, type Principal } from "../domain/principal.ts";
+import { canSee, queuedRunPrincipal, type Principal } from "../domain/principal.ts";
+import { endpointLimits, endpointOf, type AdmissionSettings } from "./admission.ts";
 import { announceConversationChange } from "./conversation-notices.ts";
-import { RunTelemetry, type RunWatch } from "../telemetry/run-telemetry.ts";
+import { RunTelemetry, type RunOrigin, type RunWatch } from "../telemetry/run-telemetry.ts";
 
 export interface RunServiceOptions {
   store: RunStore;
@@ -45,6 +47,15 @@ export interface RunServiceOptions {
   quotas?: { activeRuns: number; runsPerMinute: number; admins: boolean };
   /** Each run's metrics and span; none by default. */
   telemetry?: RunTelemetry;
+  /**
+   * Capacity (admission.ts): with it, every run is queued first and executes once
+   * this instance claims it with room for it and a slot of its model endpoint.
+   * Without it, runs execute at once (embedded uses and store-level tests).
+   */
+  admission?: AdmissionSettings & {
+    /** How often the queue is looked at for runs other instances queued or capacity they freed; default 500 ms. */
+    pollMs?: number;
+  };
   now?: () => Date;
 }
 
@@ -81,16 +92,33 @@ export class RunService {
   readonly #telemetry: RunTelemetry;
   readonly #stopListening: () => void;
   #accepting = true;
+  /** The callers of runs this instance queued, for when it claims them itself (claims and a JWT are never stored). */
+  readonly #queuedBy = new Map<string, Principal>();
+  /** Where the spans of runs this instance queued hang (the request that queued them), for when it claims them itself. */
+  readonly #queuedOrigin = new Map<string, RunOrigin>();
+  #claiming: Promise<void> | null = null;
+  #claimAgain = false;
+  #pollTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: RunServiceOptions) {
     this.#now = options.now ?? (() => new Date());
     this.#telemetry = options.telemetry ?? new RunTelemetry();
+    if (options.admission) {
+      // Runs queued by other instances, or left queued by a stopped one, and slots freed elsewhere.
+      this.#pollTimer = setInterval(() => void this.claimQueued().then(() => this.#forgetClaimedElsewhere()), options.admission.pollMs ?? 500);
+      this.#pollTimer.unref();
+    }
     // A cancelRun received by another instance: stop the run if it executes here.
     this.#stopListening = options.bus.onCancelRequest((runId) => this.#active.get(runId)?.controller.abort(new RunAbortReason("cancel")));
   }
 
   get activeRunIds(): string[] {
     return [...this.#active.keys()];
+  }
+
+  /** Runs this instance queued that no instance has claimed yet (as of its last look). */
+  get queuedHere(): number {
+    return this.#queuedBy.size;
   }
 
   validateMessage(message: string): string {
@@ -146,20 +174,18 @@ export class RunService {
     if (input.conversationId == null) {
       const agent = this.#requireAgent(input.agent ?? DEFAULT_AGENT);
       const conversationId = randomUUID();
-      const result = await this.options.store.startRun(this.#newRun(conversationId, "start", message, mintMark(), null, principal), {
+      const result = await this.options.store.startRun(this.#newRun(conversationId, "start", message, mintMark(), null, principal, agent), {
         title: titleFromMessage(message),
         agent,
         owner: principal.id,
       });
-      await this.#launch(result.run, agent, { kind: "message", text: message }, "created", principal);
-      return result;
+      return { ...result, run: await this.#begin(result.run, agent, { kind: "message", text: message }, "created", principal) };
     }
     const conversation = await this.#visibleConversation(input.conversationId, principal);
     const agent = this.#requireAgent(input.agent ?? conversation.agent, conversation);
     const [startMark, head] = await this.#startPoint(conversation.id);
-    const result = await this.options.store.startRun(this.#newRun(conversation.id, "start", message, startMark, head, principal));
-    await this.#launch(result.run, agent, { kind: "message", text: message }, "updated", principal);
-    return result;
+    const result = await this.options.store.startRun(this.#newRun(conversation.id, "start", message, startMark, head, principal, agent));
+    return { ...result, run: await this.#begin(result.run, agent, { kind: "message", text: message }, "updated", principal) };
   }
 
   /**
@@ -182,12 +208,11 @@ export class RunService {
     if (!answers && thread.next.length === 0 && thread.interrupts.length === 0) throw new NothingToResumeError(conversation.id);
     const [startMark] = await this.#startPoint(conversation.id);
     const run: NewRun = {
-      ...this.#newRun(conversation.id, "resume", null, startMark, thread.checkpointId, principal),
+      ...this.#newRun(conversation.id, "resume", null, startMark, thread.checkpointId, principal, agent),
       answers: responses.length ? responses : undefined,
     };
     const { run: started } = await this.options.store.startRun(run);
-    await this.#launch(started, agent, answers ? { kind: "answers", answers } : { kind: "continue" }, "updated", principal);
-    return started;
+    return this.#begin(started, agent, answers ? { kind: "answers", answers } : { kind: "continue" }, "updated", principal);
   }
 
   /** The answers by interrupt id, or null for a plain resume; refuses what LangGraph could not use. */
@@ -267,9 +292,8 @@ export class RunService {
       this.#announce({ conversationId, kind: "created", at: this.#now() });
       return { conversation, run: null };
     }
-    const result = await this.options.store.startRun(this.#newRun(conversationId, "start", message, mintMark(), head, principal), fork);
-    await this.#launch(result.run, agent, { kind: "message", text: message }, "created", principal);
-    return result;
+    const result = await this.options.store.startRun(this.#newRun(conversationId, "start", message, mintMark(), head, principal, agent), fork);
+    return { ...result, run: await this.#begin(result.run, agent, { kind: "message", text: message }, "created", principal) };
   }
 
   async cancelRun(input: { runId: string }, principal: Principal): Promise<RunRecord> {
@@ -284,9 +308,10 @@ export class RunService {
       const finished = await active.finished;
       return finished ?? (await this.options.store.getRun(input.runId))!;
     }
-    if (run.status !== "running") throw new RunNotActiveError(run.id, run.status);
-    // Owned by another process: record the cancel and ask the owner to stop the
-    // work (it also sees the row is no longer running on its next heartbeat).
+    if (run.status !== "running" && run.status !== "queued") throw new RunNotActiveError(run.id, run.status);
+    // Queued, it ends here at once. Owned by another process (or claimed by one
+    // meanwhile): record the cancel and ask the owner to stop the work (it also
+    // sees the row is no longer running on its next heartbeat).
     // The thread is counted as found; the owner records its own count once stopped.
     const counts = await threadMessageCounts(this.options.checkpointReads, [run.conversationId]);
     const finished = await this.options.store.finishRun(run.id, {
@@ -307,6 +332,8 @@ export class RunService {
       const now = (await this.options.store.getRun(run.id))!;
       throw new RunNotActiveError(now.id, now.status);
     }
+    this.#queuedBy.delete(run.id);
+    this.#queuedOrigin.delete(run.id);
     await this.options.bus.requestCancel(run.id).catch((error: unknown) => this.options.logger.warn("cancel request not delivered", { runId: run.id, error }));
     this.#announce({ conversationId: run.conversationId, kind: "updated", at: this.#now() });
     return finished;
@@ -326,6 +353,9 @@ export class RunService {
   /** Refuses new runs, aborts the active ones and waits until each is recorded `interrupted`. */
   async shutdown(timeoutMs: number): Promise<void> {
     this.#accepting = false;
+    // Queued runs stay queued, for another instance or the next start.
+    clearInterval(this.#pollTimer);
+    await this.#claiming;
     this.#stopListening();
     const pending = [...this.#active.values()];
     for (const run of pending) run.controller.abort(new RunAbortReason("shutdown"));
@@ -346,6 +376,7 @@ export class RunService {
     startMark: string,
     startCheckpointId: string | null,
     principal: Principal,
+    agent: string,
   ): NewRun {
     const { quotas } = this.options;
     // Admins are exempt unless QUOTA_ADMINS says otherwise.
@@ -360,8 +391,99 @@ export class RunService {
       ownerId: this.options.ownerId,
       startCheckpointId,
       startedBy: principal.id,
+      startedByRole: principal.role,
+      endpoint: this.options.admission ? endpointOf(this.options.agent.agent(agent)!.definition, this.options.admission.ollamaHost) : null,
       quota,
     };
+  }
+
+  /**
+   * A run just recorded: executed at once without admission; queued otherwise,
+   * then a claim, which executes it here when this instance has room and its
+   * endpoint a slot (or another instance takes it). Answers the run as it stands.
+   */
+  async #begin(run: RunRecord, agent: string, input: RunInput, change: "created" | "updated", principal: Principal): Promise<RunRecord> {
+    if (run.status === "running") {
+      await this.#launch(run, agent, input, change, principal, this.#telemetry.origin());
+      return run;
+    }
+    this.#queuedBy.set(run.id, principal);
+    this.#queuedOrigin.set(run.id, this.#telemetry.origin());
+    this.#announce({ conversationId: run.conversationId, kind: change, at: this.#now() });
+    await this.claimQueued();
+    return (await this.options.store.getRun(run.id)) ?? run;
+  }
+
+  /**
+   * Claims what queued runs this instance has room for and executes them. Calls
+   * while a claim is under way share it, and one more follows it, so a run
+   * queued meanwhile is looked at.
+   */
+  claimQueued(): Promise<void> {
+    if (!this.options.admission || !this.#accepting) return Promise.resolve();
+    if (this.#claiming) {
+      this.#claimAgain = true;
+      return this.#claiming;
+    }
+    this.#claiming = (async () => {
+      try {
+        do {
+          this.#claimAgain = false;
+          await this.#claimOnce();
+        } while (this.#claimAgain && this.#accepting);
+      } catch (error) {
+        this.options.logger.warn("could not claim queued runs", { error });
+      } finally {
+        this.#claiming = null;
+      }
+    })();
+    return this.#claiming;
+  }
+
+  async #claimOnce(): Promise<void> {
+    const admission = this.options.admission!;
+    // With no room it still looks: the queued runs' reasons are brought up to date.
+    const room = Math.max(0, admission.maxActiveRuns - this.#active.size);
+    const agents = this.options.agent.agents().map((a) => a.definition);
+    const claimed = await this.options.store.claimQueued({
+      ownerId: this.options.ownerId,
+      room,
+      endpoints: endpointLimits(agents, admission),
+      at: this.#now(),
+    });
+    await Promise.all(claimed.map((run) => this.#launchClaimed(run)));
+  }
+
+  /** Forgets the callers of runs this instance queued that another instance claimed (or that ended). */
+  async #forgetClaimedElsewhere(): Promise<void> {
+    if (this.#queuedBy.size === 0) return;
+    const runs = await this.options.store.runs([...this.#queuedBy.keys()]).catch(() => null);
+    if (!runs) return;
+    for (const id of [...this.#queuedBy.keys()]) {
+      if (runs.get(id)?.status === "queued") continue;
+      this.#queuedBy.delete(id);
+      this.#queuedOrigin.delete(id);
+    }
+  }
+
+  /** Executes a run this instance claimed: its agent and input from the database, its caller as this instance knows it. */
+  async #launchClaimed(run: RunRecord): Promise<void> {
+    const principal = this.#queuedBy.get(run.id) ?? queuedRunPrincipal(run.startedBy ?? "", run.startedByRole ?? "user");
+    this.#queuedBy.delete(run.id);
+    // Claimed by another instance than the one that queued it, the run's trace starts here.
+    const origin = this.#queuedOrigin.get(run.id) ?? null;
+    this.#queuedOrigin.delete(run.id);
+    const conversation = await this.options.store.getConversation(run.conversationId);
+    if (!conversation) return; // deleted meanwhile (only possible once it ended)
+    let input: RunInput;
+    if (run.kind === "start") input = { kind: "message", text: run.input ?? "" };
+    else {
+      const answered = ((await this.options.store.interruptsOf([run.conversationId])).get(run.conversationId) ?? []).filter(
+        (i) => i.answeredByRunId === run.id,
+      );
+      input = answered.length ? { kind: "answers", answers: Object.fromEntries(answered.map((i) => [i.id, i.answer])) } : { kind: "continue" };
+    }
+    await this.#launch(run, conversation.agent, input, "updated", principal, origin);
   }
 
   /**
@@ -379,14 +501,16 @@ export class RunService {
   }
 
   /** Opens the run's event log, publishes RUNNING and starts the work; resolves once RUNNING can be read from any instance. */
-  async #launch(run: RunRecord, agent: string, input: RunInput, change: "created" | "updated", principal: Principal): Promise<void> {
+  async #launch(run: RunRecord, agent: string, input: RunInput, change: "created" | "updated", principal: Principal, origin: RunOrigin): Promise<void> {
     const { bus, logger } = this.options;
     const controller = new AbortController();
     const events = bus.openRun(run.id, run.conversationId);
     events.publish({ type: "status", status: "running", errorCode: null, errorMessage: null });
     this.#announce({ conversationId: run.conversationId, kind: change, at: this.#now() });
-    // Taken now, while the request that starts the run is the active context: the run's span hangs under it.
-    const watch = this.#telemetry.start({ id: run.id, conversationId: run.conversationId, kind: run.kind, agent });
+    const watch = this.#telemetry.start(
+      { id: run.id, conversationId: run.conversationId, kind: run.kind, agent, queuedAt: run.queuedAt, queueReason: run.queueReason },
+      origin,
+    );
     const finished = watch
       .within(() => this.#execute(run, agent, input, controller, events, principal, watch))
       .catch((error) => {
@@ -398,7 +522,11 @@ export class RunService {
         return final;
       });
     this.#active.set(run.id, { conversationId: run.conversationId, controller, finished });
-    void finished.finally(() => this.#active.delete(run.id));
+    void finished.finally(() => {
+      this.#active.delete(run.id);
+      // Its room and its endpoint's slot are free: the next queued run may go.
+      void this.claimQueued();
+    });
     // A subscriber told of the run by this mutation's answer finds its log, on any instance.
     await events.flushed().catch((error: unknown) => logger.warn("run events not yet delivered", { runId: run.id, error }));
   }
@@ -432,7 +560,7 @@ export class RunService {
         agentName,
         conversationId: run.conversationId,
         // Who the run works for: the caller that started or resumed it, never stored in the thread.
-        user: { id: principal.id, role: principal.role, claims: principal.claims },
+        user: runUserOf(principal),
         input,
         signal: controller.signal,
         report,

@@ -4,12 +4,26 @@ import { builder } from "./builder.ts";
 
 export const RunStatus = builder.enumType("RunStatus", {
   values: {
+    QUEUED: {
+      value: "queued",
+      description:
+        "Waiting its turn: its model endpoint is at MODEL_CONCURRENCY, or no instance has room (MAX_ACTIVE_RUNS). See queuePosition and queueReason.",
+    },
     RUNNING: { value: "running" },
     COMPLETED: { value: "completed" },
     FAILED: { value: "failed" },
     CANCELLED: { value: "cancelled" },
     INTERRUPTED: { value: "interrupted" },
     WAITING: { value: "waiting", description: "Paused on an interrupt until a person answers it (resumeRun with responses)." },
+  } as const,
+});
+
+export const QueueReason = builder.enumType("QueueReason", {
+  description: "Why a QUEUED run waits.",
+  values: {
+    MODEL_BUSY: { description: "Its model endpoint already serves as many runs as its concurrency (MODEL_CONCURRENCY, or the agent's own)." },
+    INSTANCE_FULL: { description: "Every instance that can run it already executes MAX_ACTIVE_RUNS runs." },
+    BEHIND_ACTIVE_RUN: { description: "It waits for the conversation's active run to end." },
   } as const,
 });
 

@@ -14,7 +14,7 @@ import {
 } from "../domain/errors.ts";
 import { toApiMessages } from "../read/messages.ts";
 import { builder } from "./builder.ts";
-import { RunErrorCode, RunKind, RunStatus } from "./enums.ts";
+import { QueueReason, RunErrorCode, RunKind, RunStatus } from "./enums.ts";
 import { Checkpoint, Conversation, Interrupt, Message, Node, Run, TaskError } from "./refs.ts";
 import { RunUsage } from "./usage.ts";
 
@@ -37,8 +37,15 @@ Run.implement({
     errorCode: t.field({ type: RunErrorCode, nullable: true, resolve: (r) => r.errorCode }),
     errorMessage: t.exposeString("errorMessage", { nullable: true, description: "The original error text." }),
     partialOutput: t.exposeString("partialOutput", { nullable: true, description: "Text streamed before a failure, cancel or interruption." }),
-    startedAt: t.expose("startedAt", { type: "DateTime" }),
+    startedAt: t.expose("startedAt", { type: "DateTime", description: "When it was asked for (a queued run's wait included)." }),
     finishedAt: t.expose("finishedAt", { type: "DateTime", nullable: true }),
+    queuedAt: t.expose("queuedAt", { type: "DateTime", nullable: true, description: "When it entered the queue; null for runs from before the queue." }),
+    queuePosition: t.int({
+      nullable: true,
+      description: "While QUEUED, its place among the runs waiting for the same model endpoint (1 is next, oldest first); null otherwise.",
+      resolve: (run, _a, ctx, info) => (run.status === "queued" ? ctx.reads(info.rootValue).queuePosition(run.id) : null),
+    }),
+    queueReason: t.field({ type: QueueReason, nullable: true, description: "Why it waits, while QUEUED; null otherwise.", resolve: (r) => r.queueReason }),
     checkpoints: t.field({
       type: [Checkpoint],
       description: "The checkpoints inside the run's window, oldest first (timestamp correlation).",

@@ -45,6 +45,13 @@ export class Metrics {
     buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
     registers: [this.registry],
   });
+  readonly queueWait = new Histogram({
+    name: "runledger_queue_wait_seconds",
+    help: "From a run's queueing to its start on this instance, by agent.",
+    labelNames: ["agent"] as const,
+    buckets: [0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    registers: [this.registry],
+  });
   readonly timeToFirstToken = new Histogram({
     name: "runledger_time_to_first_token_seconds",
     help: "From a run's start to its first relayed token, by agent.",
@@ -102,7 +109,7 @@ export class Metrics {
     });
     new Gauge({
       name: "runledger_runs_queued",
-      help: "Runs waiting for a slot to execute.",
+      help: "Runs this instance queued that no instance has claimed yet.",
       registers: [this.registry],
       collect() {
         this.set(self.#queued());

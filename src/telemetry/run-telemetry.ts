@@ -3,7 +3,7 @@
 // span's parent is taken when the run launches (runParent) and carried
 // explicitly from then on. A token costs a counter and a histogram bucket; the
 // span gets no per-token work.
-import { context, SpanStatusCode, trace, type Context, type Link, type Span } from "@opentelemetry/api";
+import { context, ROOT_CONTEXT, SpanStatusCode, trace, type Context, type Link, type Span } from "@opentelemetry/api";
 import type { Metrics } from "./metrics.ts";
 import { runParent, tracer, tracingOn } from "./tracing.ts";
 
@@ -13,7 +13,13 @@ export interface RunFacts {
   /** The run's kind: start, resume. */
   kind: string;
   agent: string;
+  /** When the run was queued, if it waited for a slot: its span starts then, with the wait as a child. */
+  queuedAt?: Date | null;
+  queueReason?: string | null;
 }
+
+/** Where a run's span hangs, taken while the request that starts (or queues) the run is active; null: a trace of its own. */
+export type RunOrigin = ReturnType<typeof runParent> | null;
 
 export interface RunEnd {
   status: string;
@@ -34,12 +40,19 @@ export interface RunWatch {
 export class RunTelemetry {
   constructor(private readonly metrics?: Metrics) {}
 
-  /** Called while the request that starts the run is the active context. */
-  start(run: RunFacts): RunWatch {
+  /** The active request's context, for a run it starts or queues (runParent); null while tracing is off. */
+  origin(): RunOrigin {
+    return tracingOn() ? runParent() : null;
+  }
+
+  /** A run begins executing; `origin` is what origin() said in the request that started or queued it. */
+  start(run: RunFacts, origin: RunOrigin = null): RunWatch {
     const { metrics } = this;
     metrics?.runsStarted.inc({ agent: run.agent, kind: run.kind });
-    const span = tracingOn() ? startRunSpan(run) : undefined;
-    const spanContext = span && trace.setSpan(context.active(), span);
+    if (run.queuedAt) metrics?.queueWait.observe({ agent: run.agent }, Math.max(0, Date.now() - run.queuedAt.getTime()) / 1000);
+    const span = tracingOn() ? startRunSpan(run, origin) : undefined;
+    // Not the active context: a run claimed when another ends must not hang under that one.
+    const spanContext = span && trace.setSpan(ROOT_CONTEXT, span);
     const startedAt = performance.now();
     let lastToken: number | undefined;
     const tokens = metrics?.tokens.labels({ agent: run.agent });
@@ -85,10 +98,9 @@ export class RunTelemetry {
   }
 }
 
-function startRunSpan(run: RunFacts): Span {
-  const { parent, request } = runParent();
-  const links: Link[] = request ? [{ context: request.spanContext() }] : [];
-  return tracer().startSpan(
+function startRunSpan(run: RunFacts, origin: RunOrigin): Span {
+  const links: Link[] = origin?.request ? [{ context: origin.request.spanContext() }] : [];
+  const span = tracer().startSpan(
     "runledger.run",
     {
       attributes: {
@@ -100,7 +112,18 @@ function startRunSpan(run: RunFacts): Span {
         "gen_ai.agent.name": run.agent,
       },
       links,
+      ...(run.queuedAt ? { startTime: run.queuedAt } : {}),
     },
-    parent,
+    origin?.parent ?? ROOT_CONTEXT,
   );
+  if (run.queuedAt) {
+    tracer()
+      .startSpan(
+        "runledger.queue",
+        { startTime: run.queuedAt, attributes: run.queueReason ? { "queue.reason": run.queueReason } : {} },
+        trace.setSpan(ROOT_CONTEXT, span),
+      )
+      .end();
+  }
+  return span;
 }

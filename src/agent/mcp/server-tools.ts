@@ -9,6 +9,8 @@ import { loadMcpTools } from "@langchain/mcp-adapters";
 import type { DynamicStructuredTool } from "@langchain/core/tools";
 import type { McpServerDefinition } from "../kinds/mcp-servers.ts";
 import { raceAbort } from "./abort.ts";
+import { headersFor, receivesCaller, withCallerHeaders } from "./caller-identity.ts";
+import type { RunUser } from "../run-user.ts";
 import type { McpLogger } from "./types.ts";
 
 /** Where the tools' calls go: the server's current connection. */
@@ -26,12 +28,7 @@ export interface ListOptions {
 }
 
 /** The server's tools listed on `client`, the allow-list of `server` applied; their calls go to `calls`. */
-export async function listServerTools(
-  client: Client,
-  server: Pick<McpServerDefinition, "name" | "tools">,
-  calls: ToolCalls,
-  options: ListOptions,
-): Promise<DynamicStructuredTool[]> {
+export async function listServerTools(client: Client, server: McpServerDefinition, calls: ToolCalls, options: ListOptions): Promise<DynamicStructuredTool[]> {
   let offered: string[] = [];
   // mcp-adapters needs something shaped like an SDK client: listing goes to the client being
   // connected, calls to whichever connection is current when they happen.
@@ -47,7 +44,7 @@ export async function listServerTools(
       calls.readResource(params, requestOptions) as Promise<ReadResourceResult>,
   };
   const loaded = await loadMcpTools(server.name, facade as unknown as Client, { throwOnLoadError: false });
-  for (const tool of loaded) stopOnAbort(tool);
+  for (const tool of loaded) wrapCall(tool, server);
   const unusable = offered.filter((name) => !loaded.some((t) => t.name === name));
   if (unusable.length)
     options.log.warn("MCP server offers tools whose input schema could not be used; they are left out", { ...options.fields, tools: unusable });
@@ -62,9 +59,15 @@ export async function listServerTools(
  * Makes an mcp-adapters tool reject with the run's own abort reason the moment
  * the signal fires. DynamicStructuredTool does not watch the signal itself, and
  * mcp-adapters would wrap the reason as "Error calling tool x: Error: <reason>";
- * the run's cancel must surface as the cancel it is.
+ * the run's cancel must surface as the cancel it is. A server configured to
+ * receive the caller's identity gets it on the call (the run's
+ * `configurable.user`, see caller-identity.ts).
  */
-function stopOnAbort(tool: DynamicStructuredTool): void {
+function wrapCall(tool: DynamicStructuredTool, server: McpServerDefinition): void {
   const call = tool.func;
-  tool.func = ((input, runManager, config) => raceAbort(Promise.resolve(call(input, runManager, config)), config?.signal)) as typeof tool.func;
+  tool.func = ((input, runManager, config) => {
+    const invoke = () => raceAbort(Promise.resolve(call(input, runManager, config)), config?.signal);
+    if (!receivesCaller(server)) return invoke();
+    return withCallerHeaders(headersFor(server, config?.configurable?.user as RunUser | undefined), invoke);
+  }) as typeof tool.func;
 }

@@ -41,6 +41,8 @@ export type RunStatus =
   | 'COMPLETED'
   | 'FAILED'
   | 'INTERRUPTED'
+  /** Waiting its turn: its model endpoint is at MODEL_CONCURRENCY, or no instance has room (MAX_ACTIVE_RUNS). See queuePosition and queueReason. */
+  | 'QUEUED'
   | 'RUNNING'
   /** Paused on an interrupt until a person answers it (resumeRun with responses). */
   | 'WAITING';
