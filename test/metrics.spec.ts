@@ -52,7 +52,8 @@ for (const deployment of deployments) {
       fake = await startFakeOllama();
       const selected = await deployment.env();
       cleanup = selected.cleanup;
-      app = await startTestApp({ ollamaUrl: fake.url, env: { RUNLEDGER_CONFIG: agentsFile(), ...selected.env } });
+      // One model call at a time: a second run queues behind the first.
+      app = await startTestApp({ ollamaUrl: fake.url, env: { RUNLEDGER_CONFIG: agentsFile(), MODEL_CONCURRENCY: "1", ...selected.env } });
     });
     afterAll(async () => {
       await app?.close();
@@ -107,6 +108,8 @@ for (const deployment of deployments) {
       expect(v("runledger_time_to_first_token_seconds_count", { agent: "interviewer" })).toBe(0);
       expect(v("runledger_token_gap_seconds_count", { agent: "default" })).toBe(2);
       expect(v("runledger_model_tokens_total", { agent: "default", type: "output" })).toBeGreaterThan(0);
+      // Every run is queued first, if only for a moment.
+      expect(v("runledger_queue_wait_seconds_count", { agent: "default" })).toBe(3);
       expect(v("runledger_runs_active")).toBe(0);
       expect(v("runledger_runs_queued")).toBe(0);
       expect(v("runledger_graphql_operations_total", { type: "mutation", field: "startRun", outcome: "ok" })).toBe(4);
@@ -117,13 +120,16 @@ for (const deployment of deployments) {
       expect(m.get("nodejs_eventloop_lag_seconds")?.type).toBe("gauge");
     });
 
-    it("reports the queue depth its source gives, and live subscriptions by transport", async () => {
-      app.metrics.setQueuedRunsSource(() => 2);
-      expect(sampleValue(await scrape(app.url), "runledger_runs_queued")).toBe(2);
-      app.metrics.setQueuedRunsSource(() => 0);
-
+    it("counts a run queued behind a busy model, and live subscriptions by transport", async () => {
       fake.enqueue({ kind: "silence" });
       const runId = await start(app, "stay open");
+      await until(async () => fake.openChatRequests() === 1, "the first run's model call");
+      const queuedId = await start(app, "wait your turn");
+      expect(sampleValue(await scrape(app.url), "runledger_runs_queued")).toBe(1);
+      expect(sampleValue(await scrape(app.url), "runledger_runs_active")).toBe(1);
+      await gqlOk(app.url, CANCEL_RUN, { runId: queuedId });
+      expect(sampleValue(await scrape(app.url), "runledger_runs_queued")).toBe(0);
+
       const ws = wsClient(app.url);
       const sse = sseClient(app.url);
       const overWs = collect(ws, RUN_EVENTS, { runId });

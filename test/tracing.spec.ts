@@ -27,6 +27,8 @@ beforeAll(async () => {
     OTEL_SERVICE_NAME: "runledger-under-test",
     // Export every 50 ms rather than every 5 s.
     OTEL_BSP_SCHEDULE_DELAY: "50",
+    // One run at a time: a second one queues.
+    MODEL_CONCURRENCY: "1",
   });
 }, PROCESS_TEST_TIMEOUT_MS);
 afterAll(async () => {
@@ -88,6 +90,8 @@ describe("OpenTelemetry traces", () => {
       // Checkpoint writes are the run's too.
       expect(childrenOf(span).filter((s) => s.name === "checkpoint.write").length).toBeGreaterThanOrEqual(3);
       expect(span.events.map((e) => e.name)).toContain("first_token");
+      // Every run is queued first, if only for a moment: the wait is the run's first child.
+      expect(childrenOf(span).filter((s) => s.name === "runledger.queue")).toHaveLength(1);
     },
     PROCESS_TEST_TIMEOUT_MS,
   );
@@ -113,6 +117,28 @@ describe("OpenTelemetry traces", () => {
         .split("\n")
         .find((l) => l.includes('"run ended early"') && l.includes(runId));
       expect(JSON.parse(line!)).toMatchObject({ trace_id: span.traceId, span_id: span.spanId });
+    },
+    PROCESS_TEST_TIMEOUT_MS,
+  );
+
+  it(
+    "a run that waited in the queue: its span continues its own client's trace, not the run it waited for, and shows the wait",
+    async () => {
+      const first = clientTraceparent();
+      const second = clientTraceparent();
+      fake.enqueue({ kind: "text", tokens: ["slow ", "answer"], firstDelayMs: 400 });
+      const a = await startRunWith({ traceparent: first.traceparent }, "the first");
+      const b = await startRunWith({ traceparent: second.traceparent }, "the second");
+      expect((await waitForRun(server.url, a.runId)).status).toBe("COMPLETED");
+      expect((await waitForRun(server.url, b.runId)).status).toBe("COMPLETED");
+      const spanA = await runSpan(a.runId);
+      const spanB = await runSpan(b.runId);
+      expect(spanA.parentSpanId).toBe(first.spanId);
+      expect(spanB.traceId).toBe(second.traceId);
+      expect(spanB.parentSpanId).toBe(second.spanId);
+      const wait = childrenOf(spanB).find((s) => s.name === "runledger.queue")!;
+      // It waited for the first run's model call (about 400 ms).
+      expect(wait.durationMs).toBeGreaterThan(200);
     },
     PROCESS_TEST_TIMEOUT_MS,
   );

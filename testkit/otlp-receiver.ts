@@ -13,6 +13,7 @@ export interface ReceivedSpan {
   attributes: Record<string, unknown>;
   events: { name: string; attributes: Record<string, unknown> }[];
   links: { traceId: string; spanId: string }[];
+  durationMs: number;
   /** 0 unset, 1 ok, 2 error. */
   status: { code: number; message?: string };
   service: unknown;
@@ -67,6 +68,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
               attributes: attributes(s.attributes),
               events: (s.events ?? []).map((e: any) => ({ name: e.name, attributes: attributes(e.attributes) })),
               links: (s.links ?? []).map((l: any) => ({ traceId: l.traceId, spanId: l.spanId })),
+              durationMs: Number(BigInt(s.endTimeUnixNano) - BigInt(s.startTimeUnixNano)) / 1e6,
               status: { code: s.status?.code ?? 0, message: s.status?.message },
               service,
             });

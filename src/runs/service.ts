@@ -507,10 +507,7 @@ export class RunService {
     const events = bus.openRun(run.id, run.conversationId);
     events.publish({ type: "status", status: "running", errorCode: null, errorMessage: null });
     this.#announce({ conversationId: run.conversationId, kind: change, at: this.#now() });
-    const watch = this.#telemetry.start(
-      { id: run.id, conversationId: run.conversationId, kind: run.kind, agent, queuedAt: run.queuedAt, queueReason: run.queueReason },
-      origin,
-    );
+    const watch = this.#telemetry.start({ id: run.id, conversationId: run.conversationId, kind: run.kind, agent, queuedAt: run.queuedAt }, origin);
     const finished = watch
       .within(() => this.#execute(run, agent, input, controller, events, principal, watch))
       .catch((error) => {

@@ -15,7 +15,6 @@ export interface RunFacts {
   agent: string;
   /** When the run was queued, if it waited for a slot: its span starts then, with the wait as a child. */
   queuedAt?: Date | null;
-  queueReason?: string | null;
 }
 
 /** Where a run's span hangs, taken while the request that starts (or queues) the run is active; null: a trace of its own. */
@@ -117,13 +116,7 @@ function startRunSpan(run: RunFacts, origin: RunOrigin): Span {
     origin?.parent ?? ROOT_CONTEXT,
   );
   if (run.queuedAt) {
-    tracer()
-      .startSpan(
-        "runledger.queue",
-        { startTime: run.queuedAt, attributes: run.queueReason ? { "queue.reason": run.queueReason } : {} },
-        trace.setSpan(ROOT_CONTEXT, span),
-      )
-      .end();
+    tracer().startSpan("runledger.queue", { startTime: run.queuedAt }, trace.setSpan(ROOT_CONTEXT, span)).end();
   }
   return span;
 }
