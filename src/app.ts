@@ -53,7 +53,7 @@ export interface AppOverrides {
 }
 
 /** The event bus REDIS_URL names (several instances), else the in-memory one; Redis's client loads only when used. */
-async function openEventBus(config: Config, logger: Logger): Promise<EventBus> {
+async function openEventBus(config: Config, logger: Logger, metrics: Metrics): Promise<EventBus> {
   const options = { retention: config.eventRetention, graceMs: config.eventGraceMs, subscriberQueueLimit: config.subscriberQueueLimit };
   if (!config.redisUrl) return new MemoryEventBus(options);
   const { connectRedisEventBus } = await import("./storage/event-bus/redis.ts");
@@ -62,6 +62,7 @@ async function openEventBus(config: Config, logger: Logger): Promise<EventBus> {
       ...options,
       keyPrefix: config.redisKeyPrefix,
       onError: (error) => logger.warn("event bus (Redis) error", { error }),
+      onDelivered: (lagMs) => metrics.busLag.observe(lagMs / 1000),
     });
   } catch (error) {
     throw new ConfigError((error as Error).message);
@@ -84,7 +85,8 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
   const graphs = await loadAgentGraphs(definitions);
   const trustedOperations = config.trustedOperationsFile === undefined ? undefined : loadTrustedManifest(config.trustedOperationsFile);
   // Redis before the database: an unreachable one stops start-up before anything is migrated.
-  const bus = await openEventBus(config, logger);
+  const metrics = new Metrics();
+  const bus = await openEventBus(config, logger, metrics);
   const storage = await openStorage(config).catch(async (error: unknown) => {
     await bus.close();
     throw error;
@@ -102,7 +104,6 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
   });
 
   const store = storage.runs;
-  const metrics = new Metrics();
   const ownership = new RunOwnership(store, {
     heartbeatMs: config.heartbeatMs,
     leaseMs: config.leaseMs,

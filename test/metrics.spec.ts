@@ -47,13 +47,15 @@ for (const deployment of deployments) {
     let fake: FakeOllama;
     let app: App;
     let cleanup = async () => {};
+    let appEnv: Record<string, string> = {};
 
     beforeAll(async () => {
       fake = await startFakeOllama();
       const selected = await deployment.env();
       cleanup = selected.cleanup;
       // One model call at a time: a second run queues behind the first.
-      app = await startTestApp({ ollamaUrl: fake.url, env: { RUNLEDGER_CONFIG: agentsFile(), MODEL_CONCURRENCY: "1", ...selected.env } });
+      appEnv = { RUNLEDGER_CONFIG: agentsFile(), MODEL_CONCURRENCY: "1", ...selected.env };
+      app = await startTestApp({ ollamaUrl: fake.url, env: appEnv });
     });
     afterAll(async () => {
       await app?.close();
@@ -147,6 +149,30 @@ for (const deployment of deployments) {
       await ws.dispose();
       await sse.dispose();
     });
+
+    if (deployment.name.includes("Redis")) {
+      it("measures the delivery lag of events another instance publishes through Redis", async () => {
+        const other = await startTestApp({ ollamaUrl: fake.url, env: { ...appEnv } });
+        try {
+          fake.enqueue({ kind: "text", tokens: ["a ", "b ", "c ", "d ", "e"], firstDelayMs: 300, delayMs: 30 });
+          const runId = await start(app, "five tokens");
+          const executing = await until(async () => [app, other].find((a) => a.services.runs.activeRunIds.includes(runId)), "the run executing");
+          const watching = executing === app ? other : app;
+          const ws = wsClient(watching.url);
+          const events = await collect(ws, RUN_EVENTS, { runId }).done;
+          await ws.dispose();
+          expect(events.length).toBeGreaterThanOrEqual(7);
+          const m = await scrape(watching.url);
+          // The tokens at least were published after the subscriber began following the run.
+          expect(sampleValue(m, "runledger_event_bus_delivery_lag_seconds_count")).toBeGreaterThanOrEqual(5);
+          expect(sampleValue(m, "runledger_event_bus_delivery_lag_seconds_bucket", { le: "1" })).toBe(
+            sampleValue(m, "runledger_event_bus_delivery_lag_seconds_count"),
+          );
+        } finally {
+          await other.close();
+        }
+      });
+    }
   });
 }
 

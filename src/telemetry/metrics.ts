@@ -78,6 +78,12 @@ export class Metrics {
     labelNames: ["agent", "type"] as const,
     registers: [this.registry],
   });
+  readonly busLag = new Histogram({
+    name: "runledger_event_bus_delivery_lag_seconds",
+    help: "From an event's publication on the instance executing the run to its arrival through Redis on this one.",
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [this.registry],
+  });
   readonly subscribersCutOff = new Counter({
     name: "runledger_subscribers_cut_off_total",
     help: "Subscriptions ended with SUBSCRIBER_TOO_SLOW because their client read too slowly.",

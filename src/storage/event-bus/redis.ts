@@ -44,6 +44,8 @@ export interface RedisEventBusOptions extends EventBusOptions {
   livenessCheckMs?: number;
   /** Told about errors no caller is waiting for (a reader's failed XREAD, a lost connection); ioredis reconnects by itself. Default: ignored. */
   onError?: (error: Error) => void;
+  /** Told, for each event this instance reads for its subscribers that was published after it began following the run, how many ms after its publication it arrived (the instances' clocks may differ by up to MAX_CLOCK_SKEW_MS). */
+  onDelivered?: (lagMs: number) => void;
 }
 
 /** Runs one reader connection follows at once; past it, another connection opens. Keeps each XREAD's key list short. */
@@ -84,6 +86,8 @@ interface Feed extends FollowedStream {
   reader: StreamReader<Feed> | null;
   /** The terminal event has been read: nothing more will come. */
   ended: boolean;
+  /** When this instance began following the run: events published before are replays, not deliveries. */
+  readonly since: number;
 }
 
 interface LocalLog {
@@ -111,7 +115,7 @@ const PING_TIMEOUT_MS = 2_000;
 
 export class RedisEventBus implements EventBus {
   readonly #url: string;
-  readonly #options: Required<Omit<RedisEventBusOptions, "onError">> & Pick<RedisEventBusOptions, "onError">;
+  readonly #options: Required<Omit<RedisEventBusOptions, "onError" | "onDelivered">> & Pick<RedisEventBusOptions, "onError" | "onDelivered">;
   readonly #prefix: string;
   readonly #command: Redis;
   readonly #pipeline: CommandPipeline;
@@ -292,7 +296,7 @@ export class RedisEventBus implements EventBus {
     this.#assertOpen();
     let feed = this.#feeds.get(runId);
     if (!feed) {
-      feed = { runId, key: this.#runKey(runId), cursor: null, live: new Map(), joiners: new Set(), reader: null, ended: false };
+      feed = { runId, key: this.#runKey(runId), cursor: null, live: new Map(), joiners: new Set(), reader: null, ended: false, since: Date.now() };
       this.#feeds.set(runId, feed);
     }
     // Already following this run from a point the subscriber has: nothing to
@@ -418,6 +422,10 @@ export class RedisEventBus implements EventBus {
       if (feed.ended) return;
       const event = decodeEntry(entry);
       feed.cursor = event.seq;
+      if (this.#options.onDelivered) {
+        const published = event.at.getTime();
+        if (published >= feed.since) this.#options.onDelivered(Math.max(0, Date.now() - published));
+      }
       const limit = this.#options.subscriberQueueLimit;
       for (const joiner of feed.joiners) {
         if (joiner.buffer.length >= limit) joiner.overflowed = true;
