@@ -87,7 +87,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
   // Redis before the database: an unreachable one stops start-up before anything is migrated.
   const metrics = new Metrics();
   const bus = await openEventBus(config, logger, metrics);
-  const storage = await openStorage(config).catch(async (error: unknown) => {
+  const storage = await openStorage(config, { onWriteWait: (ms) => metrics.writeGateWait.observe(ms / 1000) }).catch(async (error: unknown) => {
     await bus.close();
     throw error;
   });
@@ -155,6 +155,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
   });
   const runService = runs;
   metrics.setActiveRunsSource(() => runService.activeRunIds.length);
+  metrics.setDatabaseWaitingSource(() => storage.waiting());
   metrics.setQueuedRunsSource(() => runService.queuedHere);
   if (mcp) {
     const supervisor = mcp;

@@ -117,6 +117,12 @@ for (const deployment of deployments) {
       expect(v("runledger_graphql_operations_total", { type: "mutation", field: "startRun", outcome: "ok" })).toBe(4);
       expect(v("runledger_graphql_operations_total", { type: "mutation", field: "cancelRun", outcome: "ok" })).toBe(1);
       expect(v("runledger_graphql_operation_duration_seconds_count", { type: "mutation", field: "startRun" })).toBe(4);
+      // Every write to a SQLite file waits its turn at the write gate; PostgreSQL has none.
+      const gated = v("runledger_db_write_gate_wait_seconds_count");
+      if (deployment.name.startsWith("SQLite")) expect(gated).toBeGreaterThan(10);
+      else expect(gated).toBe(0);
+      expect(m.get("runledger_db_waiting")?.type).toBe("gauge");
+      expect(v("runledger_db_waiting")).toBe(0);
       // The process's own metrics come along.
       expect(m.get("process_cpu_user_seconds_total")?.type).toBe("counter");
       expect(m.get("nodejs_eventloop_lag_seconds")?.type).toBe("gauge");

@@ -23,6 +23,7 @@ export class Metrics {
   readonly registry = new Registry();
   #queued: Source = () => 0;
   #active: Source = () => 0;
+  #dbWaiting: Source = () => 0;
   #subscriptions = new Map<string, Source>();
   #mcp: () => { agent: string; server: string; up: boolean }[] = () => [];
 
@@ -84,6 +85,12 @@ export class Metrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
     registers: [this.registry],
   });
+  readonly writeGateWait = new Histogram({
+    name: "runledger_db_write_gate_wait_seconds",
+    help: "SQLite: how long each write waited for its turn at the write gate.",
+    buckets: [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5],
+    registers: [this.registry],
+  });
   readonly subscribersCutOff = new Counter({
     name: "runledger_subscribers_cut_off_total",
     help: "Subscriptions ended with SUBSCRIBER_TOO_SLOW because their client read too slowly.",
@@ -122,6 +129,14 @@ export class Metrics {
       },
     });
     new Gauge({
+      name: "runledger_db_waiting",
+      help: "Callers waiting for the database now: writes queued at SQLite's write gate, or queries waiting for a PostgreSQL pool connection.",
+      registers: [this.registry],
+      collect() {
+        this.set(self.#dbWaiting());
+      },
+    });
+    new Gauge({
       name: "runledger_subscriptions",
       help: "Live GraphQL subscriptions on this instance, by transport (ws, sse).",
       labelNames: ["transport"] as const,
@@ -145,6 +160,10 @@ export class Metrics {
   /** What `runledger_runs_queued` reports (0 until a queue feeds it). */
   setQueuedRunsSource(source: Source): void {
     this.#queued = source;
+  }
+
+  setDatabaseWaitingSource(source: Source): void {
+    this.#dbWaiting = source;
   }
 
   setActiveRunsSource(source: Source): void {
