@@ -150,7 +150,23 @@ export interface NewRun {
   quota?: RunQuota;
   /** The interrupts this run answers (a resume with responses): recorded as answered by it, in the same transaction. */
   answers?: { interruptId: string; value: unknown }[];
+  /** The caller's idempotency key, recorded with the run in its transaction (IdempotencyKeyTakenError when another call recorded it first). */
+  idempotency?: NewIdempotencyKey;
 }
+
+/** A client's idempotency key and what its first call created; kept 24 hours. */
+export interface IdempotencyRecord {
+  principal: string;
+  key: string;
+  operation: "startRun" | "resumeRun" | "forkConversation" | "cancelRun";
+  /** SHA-256 of the operation's input. */
+  requestHash: string;
+  conversationId: string | null;
+  runId: string | null;
+  createdAt: Date;
+}
+
+export type NewIdempotencyKey = Omit<IdempotencyRecord, "conversationId" | "runId">;
 
 /** Per-principal limits (QUOTA_ACTIVE_RUNS, QUOTA_RUNS_PER_MINUTE); 0 is no limit. */
 export interface RunQuota {

@@ -10,8 +10,9 @@ import { DEFAULT_AGENT } from "../agent/definitions.ts";
 import { runUserOf } from "../agent/run-user.ts";
 import type { ModelTransportReport } from "../agent/model-fetch.ts";
 import type { ConversationChange, RunEventBody } from "../domain/events.ts";
-import type { ConversationRecord, NewRun, RunOutcome, RunRecord, RunUsage } from "../domain/records.ts";
+import type { ConversationRecord, IdempotencyRecord, NewIdempotencyKey, NewRun, RunOutcome, RunRecord, RunUsage } from "../domain/records.ts";
 import {
+  IdempotencyKeyReusedError,
   InterruptMismatchError,
   NothingToResumeError,
   NotFoundError,
@@ -30,6 +31,8 @@ import { classifyFailure, RunAbortReason, type Classified } from "./classify.ts"
 import { threadMessageCounts } from "./message-counts.ts";
 import { canSee, queuedRunPrincipal, type Principal } from "../domain/principal.ts";
 import { endpointLimits, endpointOf, type AdmissionSettings } from "./admission.ts";
+import { checkIdempotencyKey, requestHash } from "./idempotency.ts";
+import { IDEMPOTENCY_TTL_MS, IdempotencyKeyTakenError } from "../storage/run-store/types.ts";
 import { announceConversationChange } from "./conversation-notices.ts";
 import { RunTelemetry, type RunOrigin, type RunWatch } from "../telemetry/run-telemetry.ts";
 
@@ -73,6 +76,9 @@ export interface InterruptResponse {
 }
 
 export const TITLE_MAX_CHARS = 50;
+
+/** How long other instances leave a run to the instance that queued it (which knows its caller fully). */
+const PREFER_OWN_MS = 1_000;
 
 /** The first line of the trimmed message, cut to 50 characters plus "...". */
 export function titleFromMessage(message: string): string {
@@ -165,26 +171,52 @@ export class RunService {
   }
 
   async startRun(
-    input: { conversationId?: string | null; message: string; agent?: string | null },
+    input: { conversationId?: string | null; message: string; agent?: string | null; idempotencyKey?: string | null },
     principal: Principal,
   ): Promise<{ run: RunRecord; conversation: ConversationRecord }> {
     const message = this.validateMessage(input.message);
     if (input.conversationId != null) requireUuid(input.conversationId, "conversationId");
+    const key = this.#key(input.idempotencyKey, "startRun", { conversationId: input.conversationId ?? null, message, agent: input.agent ?? null }, principal);
+    if (key) {
+      const replayed = await this.#replay(key);
+      if (replayed) return { run: replayed.run!, conversation: replayed.conversation };
+    }
     this.#requireAccepting();
+    try {
+      return await this.#startRun(input, message, principal, key);
+    } catch (error) {
+      if (!(error instanceof IdempotencyKeyTakenError) || !key) throw error;
+      // A retry racing the first call (on any instance): answer what the first one did.
+      const replayed = await this.#replay(key);
+      if (!replayed) throw error;
+      return { run: replayed.run!, conversation: replayed.conversation };
+    }
+  }
+
+  async #startRun(
+    input: { conversationId?: string | null; agent?: string | null },
+    message: string,
+    principal: Principal,
+    key: NewIdempotencyKey | null,
+  ): Promise<{ run: RunRecord; conversation: ConversationRecord }> {
+    const idempotency = key ?? undefined;
     if (input.conversationId == null) {
       const agent = this.#requireAgent(input.agent ?? DEFAULT_AGENT);
       const conversationId = randomUUID();
-      const result = await this.options.store.startRun(this.#newRun(conversationId, "start", message, mintMark(), null, principal, agent), {
-        title: titleFromMessage(message),
-        agent,
-        owner: principal.id,
-      });
+      const result = await this.options.store.startRun(
+        { ...this.#newRun(conversationId, "start", message, mintMark(), null, principal, agent), idempotency },
+        {
+          title: titleFromMessage(message),
+          agent,
+          owner: principal.id,
+        },
+      );
       return { ...result, run: await this.#begin(result.run, agent, { kind: "message", text: message }, "created", principal) };
     }
     const conversation = await this.#visibleConversation(input.conversationId, principal);
     const agent = this.#requireAgent(input.agent ?? conversation.agent, conversation);
     const [startMark, head] = await this.#startPoint(conversation.id);
-    const result = await this.options.store.startRun(this.#newRun(conversation.id, "start", message, startMark, head, principal, agent));
+    const result = await this.options.store.startRun({ ...this.#newRun(conversation.id, "start", message, startMark, head, principal, agent), idempotency });
     return { ...result, run: await this.#begin(result.run, agent, { kind: "message", text: message }, "updated", principal) };
   }
 
@@ -195,9 +227,32 @@ export class RunService {
    * other (InterruptMismatchError); answers to tool approvals are checked
    * against what each asks (ValidationError).
    */
-  async resumeRun(input: { conversationId: string; responses?: InterruptResponse[] | null }, principal: Principal): Promise<RunRecord> {
+  async resumeRun(
+    input: { conversationId: string; responses?: InterruptResponse[] | null; idempotencyKey?: string | null },
+    principal: Principal,
+  ): Promise<RunRecord> {
     requireUuid(input.conversationId, "conversationId");
+    const key = this.#key(input.idempotencyKey, "resumeRun", { conversationId: input.conversationId, responses: input.responses ?? [] }, principal);
+    if (key) {
+      const replayed = await this.#replay(key);
+      if (replayed) return replayed.run!;
+    }
     this.#requireAccepting();
+    try {
+      return await this.#resumeRun(input, principal, key);
+    } catch (error) {
+      if (!(error instanceof IdempotencyKeyTakenError) || !key) throw error;
+      const replayed = await this.#replay(key);
+      if (!replayed) throw error;
+      return replayed.run!;
+    }
+  }
+
+  async #resumeRun(
+    input: { conversationId: string; responses?: InterruptResponse[] | null },
+    principal: Principal,
+    key: NewIdempotencyKey | null,
+  ): Promise<RunRecord> {
     const conversation = await this.#visibleConversation(input.conversationId, principal);
     const agent = this.#requireAgent(conversation.agent, conversation);
     const active = await this.options.store.activeRun(conversation.id);
@@ -210,6 +265,7 @@ export class RunService {
     const run: NewRun = {
       ...this.#newRun(conversation.id, "resume", null, startMark, thread.checkpointId, principal, agent),
       answers: responses.length ? responses : undefined,
+      idempotency: key ?? undefined,
     };
     const { run: started } = await this.options.store.startRun(run);
     return this.#begin(started, agent, answers ? { kind: "answers", answers } : { kind: "continue" }, "updated", principal);
@@ -265,17 +321,38 @@ export class RunService {
    * source is untouched.
    */
   async forkConversation(
-    input: { checkpointId: string; message?: string | null },
+    input: { checkpointId: string; message?: string | null; idempotencyKey?: string | null },
     principal: Principal,
   ): Promise<{ conversation: ConversationRecord; run: RunRecord | null }> {
     requireUuid(input.checkpointId, "checkpointId");
     const message = input.message == null ? null : this.validateMessage(input.message);
+    const key = this.#key(input.idempotencyKey, "forkConversation", { checkpointId: input.checkpointId.toLowerCase(), message }, principal);
+    if (key) {
+      const replayed = await this.#replay(key);
+      if (replayed) return replayed;
+    }
     this.#requireAccepting();
-    const [checkpoint] = await this.options.checkpointReads.checkpointsByIds([input.checkpointId.toLowerCase()]);
-    if (!checkpoint) throw new NotFoundError("Checkpoint", input.checkpointId);
+    try {
+      return await this.#fork(input.checkpointId, message, principal, key);
+    } catch (error) {
+      if (!(error instanceof IdempotencyKeyTakenError) || !key) throw error;
+      const replayed = await this.#replay(key);
+      if (!replayed) throw error;
+      return replayed;
+    }
+  }
+
+  async #fork(
+    checkpointId: string,
+    message: string | null,
+    principal: Principal,
+    key: NewIdempotencyKey | null,
+  ): Promise<{ conversation: ConversationRecord; run: RunRecord | null }> {
+    const [checkpoint] = await this.options.checkpointReads.checkpointsByIds([checkpointId.toLowerCase()]);
+    if (!checkpoint) throw new NotFoundError("Checkpoint", checkpointId);
     const source = await this.options.store.getConversation(checkpoint.threadId);
     // Another user's checkpoint is one that does not exist; the fork belongs to whoever forks.
-    if (!source || !canSee(principal, source)) throw new NotFoundError("Checkpoint", input.checkpointId);
+    if (!source || !canSee(principal, source)) throw new NotFoundError("Checkpoint", checkpointId);
     const agent = this.#requireAgent(source.agent, source);
     const conversationId = randomUUID();
     // The copy first: a crash before the row leaves an unreferenced thread, never a conversation without its history.
@@ -289,15 +366,72 @@ export class RunService {
     };
     if (message === null) {
       const conversation = await this.options.store.createConversation(conversationId, fork, this.#now());
+      if (key) {
+        try {
+          await this.options.store.recordIdempotencyKey({ ...key, conversationId, runId: null });
+        } catch (error) {
+          // A retry racing this call recorded the key first: this fork is the extra one.
+          await this.options.store.deleteConversation(conversationId).catch(() => {});
+          throw error;
+        }
+      }
       this.#announce({ conversationId, kind: "created", at: this.#now() });
       return { conversation, run: null };
     }
-    const result = await this.options.store.startRun(this.#newRun(conversationId, "start", message, mintMark(), head, principal, agent), fork);
+    const result = await this.options.store.startRun(
+      { ...this.#newRun(conversationId, "start", message, mintMark(), head, principal, agent), idempotency: key ?? undefined },
+      fork,
+    );
     return { ...result, run: await this.#begin(result.run, agent, { kind: "message", text: message }, "created", principal) };
   }
 
-  async cancelRun(input: { runId: string }, principal: Principal): Promise<RunRecord> {
+  async cancelRun(input: { runId: string; idempotencyKey?: string | null }, principal: Principal): Promise<RunRecord> {
     requireUuid(input.runId, "runId");
+    const key = this.#key(input.idempotencyKey, "cancelRun", { runId: input.runId.toLowerCase() }, principal);
+    if (key) {
+      const replayed = await this.#replay(key);
+      if (replayed) return replayed.run!;
+    }
+    const cancelled = await this.#cancelRun(input, principal);
+    if (key) {
+      await this.options.store.recordIdempotencyKey({ ...key, conversationId: cancelled.conversationId, runId: cancelled.id }).catch((error: unknown) => {
+        if (!(error instanceof IdempotencyKeyTakenError)) throw error;
+      });
+    }
+    return cancelled;
+  }
+
+  /** The key of a call, checked, with the hash of its input; null without one. */
+  #key(
+    key: string | null | undefined,
+    operation: IdempotencyRecord["operation"],
+    input: Record<string, unknown>,
+    principal: Principal,
+  ): NewIdempotencyKey | null {
+    if (key == null) return null;
+    return { principal: principal.id, key: checkIdempotencyKey(key), operation, requestHash: requestHash(operation, input), createdAt: this.#now() };
+  }
+
+  /**
+   * What the key's first call created, for a call with the same key: its
+   * conversation and run as they stand now. Null for a key not recorded (or
+   * expired, or whose conversation was deleted since); IdempotencyKeyReusedError
+   * for a key recorded for another operation or input.
+   */
+  async #replay(key: NewIdempotencyKey): Promise<{ conversation: ConversationRecord; run: RunRecord | null } | null> {
+    const { store } = this.options;
+    const recorded = await store.idempotencyKey(key.principal, key.key, new Date(key.createdAt.getTime() - IDEMPOTENCY_TTL_MS));
+    if (!recorded) return null;
+    if (recorded.operation !== key.operation || recorded.requestHash !== key.requestHash) throw new IdempotencyKeyReusedError(key.key, recorded.operation);
+    const [conversation, run] = await Promise.all([
+      recorded.conversationId ? store.getConversation(recorded.conversationId) : null,
+      recorded.runId ? store.getRun(recorded.runId) : null,
+    ]);
+    if (!conversation) return null;
+    return { conversation, run };
+  }
+
+  async #cancelRun(input: { runId: string }, principal: Principal): Promise<RunRecord> {
     const run = await this.options.store.getRun(input.runId);
     // Another user's run is one that does not exist.
     if (!run || !canSee(principal, (await this.options.store.getConversation(run.conversationId)) ?? { owner: null }))

@@ -62,7 +62,16 @@ export const MessageRole = builder.enumType("MessageRole", {
 });
 
 export const ErrorCode = builder.enumType("ErrorCode", {
-  values: ["VALIDATION", "NOT_FOUND", "RUN_IN_PROGRESS", "NOTHING_TO_RESUME", "RUN_NOT_ACTIVE", "INTERRUPT_MISMATCH", "QUOTA_EXCEEDED"] as const,
+  values: [
+    "VALIDATION",
+    "NOT_FOUND",
+    "RUN_IN_PROGRESS",
+    "NOTHING_TO_RESUME",
+    "RUN_NOT_ACTIVE",
+    "INTERRUPT_MISMATCH",
+    "QUOTA_EXCEEDED",
+    "IDEMPOTENCY_KEY_REUSED",
+  ] as const,
 });
 
 // One value per kind of agent, from the kinds themselves.

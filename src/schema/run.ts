@@ -4,6 +4,7 @@
 import { GraphQLError } from "graphql";
 import type { ConversationRecord, RunRecord } from "../domain/records.ts";
 import {
+  IdempotencyKeyReusedError,
   InterruptMismatchError,
   NotFoundError,
   NothingToResumeError,
@@ -97,6 +98,10 @@ const StartRunInput = builder.inputType("StartRunInput", {
     agent: t.string({
       description: "The agent of a new conversation (default: default). A conversation keeps its agent: for one that exists, only its own is accepted.",
     }),
+    idempotencyKey: t.string({
+      description:
+        "A key the client chooses (at most 255 characters): a retry with the same key and input within 24 hours answers the first call's result and does nothing again.",
+    }),
   }),
 });
 
@@ -112,10 +117,19 @@ builder.mutationField("startRun", (t) =>
     type: StartRunSuccess,
     description: "Records a running run and returns at once; the agent works in the background. Follow it with runEvents.",
     args: { input: t.arg({ type: StartRunInput, required: true }) },
-    errors: { types: [ValidationError, NotFoundError, RunInProgressError, QuotaExceededError], directResult: true, union: { name: "StartRunResult" } },
+    errors: {
+      types: [ValidationError, NotFoundError, RunInProgressError, QuotaExceededError, IdempotencyKeyReusedError],
+      directResult: true,
+      union: { name: "StartRunResult" },
+    },
     resolve: (_root, { input }, ctx) =>
       ctx.runs.startRun(
-        { conversationId: input.conversationId == null ? null : String(input.conversationId), message: input.message, agent: input.agent },
+        {
+          conversationId: input.conversationId == null ? null : String(input.conversationId),
+          message: input.message,
+          agent: input.agent,
+          idempotencyKey: input.idempotencyKey,
+        },
         ctx.principal,
       ),
   }),
@@ -138,6 +152,10 @@ const ResumeRunInput = builder.inputType("ResumeRunInput", {
       type: [InterruptResponseInput],
       description: "Answers to every pending interrupt of a WAITING conversation; omit to continue a pending step.",
     }),
+    idempotencyKey: t.string({
+      description:
+        "A key the client chooses (at most 255 characters): a retry with the same key and input within 24 hours answers the first call's result and does nothing again.",
+    }),
   }),
 });
 
@@ -152,7 +170,7 @@ builder.mutationField("resumeRun", (t) =>
       "Starts a run that continues the thread: its pending step (after a failure, cancel or interruption), or, with responses, the interrupts it waits on.",
     args: { input: t.arg({ type: ResumeRunInput, required: true }) },
     errors: {
-      types: [ValidationError, NotFoundError, RunInProgressError, NothingToResumeError, InterruptMismatchError, QuotaExceededError],
+      types: [ValidationError, NotFoundError, RunInProgressError, NothingToResumeError, InterruptMismatchError, QuotaExceededError, IdempotencyKeyReusedError],
       directResult: true,
       union: { name: "ResumeRunResult" },
     },
@@ -161,6 +179,7 @@ builder.mutationField("resumeRun", (t) =>
         {
           conversationId: String(input.conversationId),
           responses: input.responses?.map((r) => ({ interruptId: String(r.interruptId), value: r.value ?? null })),
+          idempotencyKey: input.idempotencyKey,
         },
         ctx.principal,
       ),
@@ -169,7 +188,13 @@ builder.mutationField("resumeRun", (t) =>
 );
 
 const CancelRunInput = builder.inputType("CancelRunInput", {
-  fields: (t) => ({ runId: t.id({ required: true }) }),
+  fields: (t) => ({
+    runId: t.id({ required: true }),
+    idempotencyKey: t.string({
+      description:
+        "A key the client chooses (at most 255 characters): a retry with the same key and input within 24 hours answers the first call's result and does nothing again.",
+    }),
+  }),
 });
 
 const CancelRunSuccess = builder.objectRef<{ run: RunRecord }>("CancelRunSuccess").implement({
@@ -181,7 +206,9 @@ builder.mutationField("cancelRun", (t) =>
     type: CancelRunSuccess,
     description: "Stops a running run at once; its pending step stays resumable.",
     args: { input: t.arg({ type: CancelRunInput, required: true }) },
-    errors: { types: [ValidationError, NotFoundError, RunNotActiveError], directResult: true, union: { name: "CancelRunResult" } },
-    resolve: async (_root, { input }, ctx) => ({ run: await ctx.runs.cancelRun({ runId: String(input.runId) }, ctx.principal) }),
+    errors: { types: [ValidationError, NotFoundError, RunNotActiveError, IdempotencyKeyReusedError], directResult: true, union: { name: "CancelRunResult" } },
+    resolve: async (_root, { input }, ctx) => ({
+      run: await ctx.runs.cancelRun({ runId: String(input.runId), idempotencyKey: input.idempotencyKey }, ctx.principal),
+    }),
   }),
 );

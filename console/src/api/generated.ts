@@ -23,6 +23,7 @@ export type CheckpointSource =
   | '%future added value';
 
 export type ErrorCode =
+  | 'IDEMPOTENCY_KEY_REUSED'
   | 'INTERRUPT_MISMATCH'
   | 'NOTHING_TO_RESUME'
   | 'NOT_FOUND'
@@ -169,6 +170,7 @@ export type ConsoleStartRunMutationVariables = Exact<{
 
 
 export type ConsoleStartRunMutation = { startRun:
+    | { __typename: 'IdempotencyKeyReusedError', code: ErrorCode, message: string }
     | { __typename: 'NotFoundError', code: ErrorCode, message: string }
     | { __typename: 'QuotaExceededError', code: ErrorCode, message: string }
     | { __typename: 'RunInProgressError', code: ErrorCode, message: string }
@@ -183,6 +185,7 @@ export type ConsoleResumeRunMutationVariables = Exact<{
 
 
 export type ConsoleResumeRunMutation = { resumeRun:
+    | { __typename: 'IdempotencyKeyReusedError', code: ErrorCode, message: string }
     | { __typename: 'InterruptMismatchError', code: ErrorCode, message: string }
     | { __typename: 'NotFoundError', code: ErrorCode, message: string }
     | { __typename: 'NothingToResumeError', code: ErrorCode, message: string }
@@ -200,6 +203,7 @@ export type ConsoleForkConversationMutationVariables = Exact<{
 
 export type ConsoleForkConversationMutation = { forkConversation:
     | { __typename: 'ForkConversationSuccess', conversation: { id: string, title: string }, run: { id: string, status: RunStatus, kind: RunKind, input: string | null, startedAt: string } | null }
+    | { __typename: 'IdempotencyKeyReusedError', code: ErrorCode, message: string }
     | { __typename: 'NotFoundError', code: ErrorCode, message: string }
     | { __typename: 'QuotaExceededError', code: ErrorCode, message: string }
     | { __typename: 'ValidationError', code: ErrorCode, message: string }
@@ -212,6 +216,7 @@ export type ConsoleCancelRunMutationVariables = Exact<{
 
 export type ConsoleCancelRunMutation = { cancelRun:
     | { __typename: 'CancelRunSuccess', run: { id: string, status: RunStatus } }
+    | { __typename: 'IdempotencyKeyReusedError', code: ErrorCode, message: string }
     | { __typename: 'NotFoundError', code: ErrorCode, message: string }
     | { __typename: 'RunNotActiveError', code: ErrorCode, message: string }
     | { __typename: 'ValidationError', code: ErrorCode, message: string }

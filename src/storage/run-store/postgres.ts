@@ -3,7 +3,17 @@
 // conversation across every instance. Statements are named, so each connection
 // prepares each once.
 import { NotFoundError, RunInProgressError } from "../../domain/errors.ts";
-import type { ConversationRecord, InterruptRecord, NewConversation, NewRun, OwnerRecord, RunOutcome, RunRecord, Usage } from "../../domain/records.ts";
+import type {
+  ConversationRecord,
+  IdempotencyRecord,
+  InterruptRecord,
+  NewConversation,
+  NewRun,
+  OwnerRecord,
+  RunOutcome,
+  RunRecord,
+  Usage,
+} from "../../domain/records.ts";
 import { inTransaction, isUniqueViolation, type PostgresClient, type PostgresPool } from "../postgres/database.ts";
 import {
   CONVERSATION_COLUMNS,
@@ -24,7 +34,7 @@ import { groupRows, keyRows, valueRows } from "../batch.ts";
 import { QUOTA_WINDOW_MS, quotaRefusal } from "./quota.ts";
 import { noUsage, toUsage } from "./usage.ts";
 import type { UsageRow } from "./usage.ts";
-import type { ClaimRequest, EndedElsewhereFacts, RunStore } from "./types.ts";
+import { IDEMPOTENCY_TTL_MS, IdempotencyKeyTakenError, type ClaimRequest, type EndedElsewhereFacts, type RunStore } from "./types.ts";
 import { CLAIM_SCAN, chooseClaims } from "./queue.ts";
 
 const R = RUN_COLUMNS.replace(/(\w+)/g, "r.$1");
@@ -56,10 +66,15 @@ const SQL = {
       started_by_role, endpoint, queued_at, last_event_seq)
     VALUES ($1, $2, $3, $10, $4, $5, $6, $7, $8, $9, $11, $12, $13, 0) RETURNING ${RUN_COLUMNS}`,
   // Claims take turns (a transaction-scoped lock), so the counts of running runs hold until the claim commits.
+  forgetExpiredKeys: `DELETE FROM idempotency_keys WHERE created_at < $1`,
+  insertKey: `INSERT INTO idempotency_keys (principal, key, operation, request_hash, conversation_id, run_id, created_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING principal`,
+  idempotencyKey: `SELECT principal, key, operation, request_hash, conversation_id, run_id, created_at FROM idempotency_keys
+    WHERE principal = $1 AND key = $2 AND created_at >= $3`,
   anyQueued: `SELECT 1 AS one FROM runs WHERE status = 'queued' LIMIT 1`,
   lockQueue: `SELECT pg_advisory_xact_lock(hashtextextended('runledger:queue', 0))`,
   // A row a cancel is changing right now is skipped, not waited for.
-  queueCandidates: `SELECT id, endpoint, started_by, conversation_id, queue_reason FROM runs WHERE status = 'queued'
+  queueCandidates: `SELECT id, queued_at, endpoint, started_by, conversation_id, queue_reason FROM runs WHERE status = 'queued'
     ORDER BY queued_at, id LIMIT $1 FOR UPDATE SKIP LOCKED`,
   runningByEndpoint: `SELECT endpoint, count(*)::int AS n FROM runs WHERE status = 'running' AND endpoint IS NOT NULL GROUP BY endpoint`,
   runningByStarter: `SELECT COALESCE(started_by, conversation_id) AS k, count(*)::int AS n FROM runs
@@ -166,6 +181,7 @@ export class PostgresRunStore implements RunStore {
         ) {
           throw new NotFoundError("Conversation", run.conversationId);
         }
+        if (run.idempotency) await this.#insertKey(client, { ...run.idempotency, conversationId: run.conversationId, runId: run.id });
         const [row] = await this.#query<RunRow>(client, "insertRun", [
           run.id,
           run.conversationId,
@@ -196,18 +212,61 @@ export class PostgresRunStore implements RunStore {
     }
   }
 
+  async #insertKey(client: PostgresClient, record: IdempotencyRecord): Promise<void> {
+    await this.#query(client, "forgetExpiredKeys", [new Date(record.createdAt.getTime() - IDEMPOTENCY_TTL_MS)]);
+    const { principal, key, operation, requestHash, conversationId, runId, createdAt } = record;
+    // A concurrent call with the same key waits here for the other's commit, then finds the key taken.
+    const inserted = await this.#query(client, "insertKey", [principal, key, operation, requestHash, conversationId, runId, createdAt]);
+    if (inserted.length === 0) throw new IdempotencyKeyTakenError(principal, key);
+  }
+
+  async idempotencyKey(principal: string, key: string, since: Date): Promise<IdempotencyRecord | null> {
+    const [row] = await this.#query<{
+      principal: string;
+      key: string;
+      operation: string;
+      request_hash: string;
+      conversation_id: string | null;
+      run_id: string | null;
+      created_at: Date;
+    }>(this.#pool, "idempotencyKey", [principal, key, since]);
+    if (!row) return null;
+    return {
+      principal: row.principal,
+      key: row.key,
+      operation: row.operation as IdempotencyRecord["operation"],
+      requestHash: row.request_hash,
+      conversationId: row.conversation_id,
+      runId: row.run_id,
+      createdAt: row.created_at,
+    };
+  }
+
+  async recordIdempotencyKey(record: IdempotencyRecord): Promise<void> {
+    await inTransaction(this.#pool, (client) => this.#insertKey(client, record));
+  }
+
   async claimQueued(request: ClaimRequest): Promise<RunRecord[]> {
     // Most looks find nothing queued: they cost a read, not a locking transaction.
     if ((await this.#query(this.#pool, "anyQueued", [])).length === 0) return [];
     return inTransaction(this.#pool, async (client) => {
       await this.#query(client, "lockQueue", []);
-      const rows = await this.#query<{ id: string; endpoint: string | null; started_by: string | null; conversation_id: string; queue_reason: string | null }>(
-        client,
-        "queueCandidates",
-        [CLAIM_SCAN],
-      );
+      const rows = await this.#query<{
+        id: string;
+        queued_at: Date;
+        endpoint: string | null;
+        started_by: string | null;
+        conversation_id: string;
+        queue_reason: string | null;
+      }>(client, "queueCandidates", [CLAIM_SCAN]);
       if (rows.length === 0) return [];
-      const candidates = rows.map((r) => ({ id: r.id, endpoint: r.endpoint, fairnessKey: r.started_by ?? r.conversation_id, queueReason: r.queue_reason }));
+      const candidates = rows.map((r) => ({
+        id: r.id,
+        queuedAt: r.queued_at,
+        endpoint: r.endpoint,
+        fairnessKey: r.started_by ?? r.conversation_id,
+        queueReason: r.queue_reason,
+      }));
       const byEndpoint = new Map((await this.#query<{ endpoint: string; n: number }>(client, "runningByEndpoint", [])).map((r) => [r.endpoint, r.n] as const));
       const keys = [...new Set(candidates.map((c) => c.fairnessKey))];
       const byKey = new Map((await this.#query<{ k: string; n: number }>(client, "runningByStarter", [keys])).map((r) => [r.k, r.n] as const));

@@ -16,6 +16,13 @@ export interface ClaimRequest {
   /** The model endpoints it can run, each with its concurrency (runs executing at once, on every instance together). */
   endpoints: ReadonlyMap<string, number>;
   at: Date;
+  /**
+   * The queued runs this instance took the requests of: it knows their callers
+   * fully (claims, a JWT to forward), so it gets the first chance at them; other
+   * instances leave a run alone for `preferOwnMs` after it was queued.
+   */
+  own?: ReadonlySet<string>;
+  preferOwnMs?: number;
 }
 
 /** How many queued runs one claim looks at, oldest first. */
@@ -23,6 +30,7 @@ export const CLAIM_SCAN = 200;
 
 export interface QueueCandidate {
   id: string;
+  queuedAt: Date;
   endpoint: string | null;
   /** Whose turn it is: the starter, or the conversation for runs started by no one. */
   fairnessKey: string;
@@ -40,7 +48,7 @@ export interface ClaimChoice {
  * runs executing now (every instance).
  */
 export function chooseClaims(
-  request: Pick<ClaimRequest, "room" | "endpoints">,
+  request: Pick<ClaimRequest, "room" | "endpoints" | "at" | "own" | "preferOwnMs">,
   candidates: readonly QueueCandidate[],
   runningByEndpoint: ReadonlyMap<string, number>,
   runningByKey: ReadonlyMap<string, number>,
@@ -56,7 +64,10 @@ export function chooseClaims(
     if (byLoad !== 0) return byLoad < 0;
     return (served.get(a.fairnessKey) ?? -Infinity) < (served.get(b.fairnessKey) ?? -Infinity);
   };
-  const pending = candidates.filter((c) => c.endpoint !== null && request.endpoints.has(c.endpoint));
+  const othersFrom = request.at.getTime() - (request.preferOwnMs ?? 0);
+  const pending = candidates.filter(
+    (c) => c.endpoint !== null && request.endpoints.has(c.endpoint) && (request.own?.has(c.id) || c.queuedAt.getTime() <= othersFrom),
+  );
   const taken = new Set<string>();
   while (taken.size < request.room) {
     let pick: QueueCandidate | undefined;

@@ -4,7 +4,17 @@
 // process's commit cannot make it fail with SQLITE_BUSY_SNAPSHOT), taken in its
 // turn of the write gate. Reads go through the reader connection.
 import { NotFoundError, RunInProgressError } from "../../domain/errors.ts";
-import type { ConversationRecord, InterruptRecord, NewConversation, NewRun, OwnerRecord, RunOutcome, RunRecord, Usage } from "../../domain/records.ts";
+import type {
+  ConversationRecord,
+  IdempotencyRecord,
+  InterruptRecord,
+  NewConversation,
+  NewRun,
+  OwnerRecord,
+  RunOutcome,
+  RunRecord,
+  Usage,
+} from "../../domain/records.ts";
 import type { SqliteDatabase } from "../sqlite/database.ts";
 import type { WriteGate } from "../sqlite/write-gate.ts";
 import {
@@ -27,7 +37,7 @@ import { lastMarkSql, laterEndMarkSql, recoveredEndMarkSql } from "../../correla
 import { groupRows, keyRows, valueRows } from "../batch.ts";
 import { QUOTA_WINDOW_MS, quotaRefusal } from "./quota.ts";
 import { noUsage, toUsage } from "./usage.ts";
-import type { ClaimRequest, EndedElsewhereFacts, RunStore } from "./types.ts";
+import { IDEMPOTENCY_TTL_MS, IdempotencyKeyTakenError, type ClaimRequest, type EndedElsewhereFacts, type RunStore } from "./types.ts";
 import { CLAIM_SCAN, chooseClaims } from "./queue.ts";
 
 /** The one-running-run-per-conversation index (or a primary key) refused the row. */
@@ -61,8 +71,8 @@ function writeStatements(db: SqliteDatabase) {
     // The queue, oldest first, and what executes now (claimQueued).
     queueCandidates: db.prepare<
       [number],
-      { id: string; endpoint: string | null; started_by: string | null; conversation_id: string; queue_reason: string | null }
-    >(`SELECT id, endpoint, started_by, conversation_id, queue_reason FROM runs WHERE status = 'queued' ORDER BY queued_at, id LIMIT ?`),
+      { id: string; queued_at: string; endpoint: string | null; started_by: string | null; conversation_id: string; queue_reason: string | null }
+    >(`SELECT id, queued_at, endpoint, started_by, conversation_id, queue_reason FROM runs WHERE status = 'queued' ORDER BY queued_at, id LIMIT ?`),
     runningByEndpoint: db.prepare<[], { endpoint: string; n: number }>(
       `SELECT endpoint, count(*) AS n FROM runs WHERE status = 'running' AND endpoint IS NOT NULL GROUP BY endpoint`,
     ),
@@ -73,6 +83,12 @@ function writeStatements(db: SqliteDatabase) {
     // When each starter's latest admitted run was asked for (round robin; a queued run's queued_at is its started_at).
     lastServed: db.prepare<[string], { k: string; at: string }>(
       `SELECT started_by AS k, max(started_at) AS at FROM runs WHERE started_by ${IN_IDS} AND status <> 'queued' GROUP BY started_by`,
+    ),
+    // Expired keys go before a key is recorded, so an old key can be used again and the table stays small.
+    forgetExpiredKeys: db.prepare<[string]>(`DELETE FROM idempotency_keys WHERE created_at < ?`),
+    insertKey: db.prepare(
+      `INSERT OR IGNORE INTO idempotency_keys (principal, key, operation, request_hash, conversation_id, run_id, created_at)
+       VALUES (@principal, @key, @operation, @requestHash, @conversationId, @runId, @createdAt)`,
     ),
     claimRun: db.prepare<[string, string]>(`UPDATE runs SET status = 'running', owner_id = ?, queue_reason = NULL WHERE id = ? AND status = 'queued'`),
     setQueueReason: db.prepare<[string, string]>(`UPDATE runs SET queue_reason = ? WHERE id = ? AND status = 'queued'`),
@@ -146,6 +162,12 @@ function readStatements(db: SqliteDatabase) {
     getConversation: db.prepare<[string], ConversationRow>(`SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = ?`),
     getRun: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`),
     activeRun: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = ? AND status IN ('queued', 'running') LIMIT 1`),
+    idempotencyKey: db.prepare<
+      [string, string, string],
+      { principal: string; key: string; operation: string; request_hash: string; conversation_id: string | null; run_id: string | null; created_at: string }
+    >(
+      `SELECT principal, key, operation, request_hash, conversation_id, run_id, created_at FROM idempotency_keys WHERE principal = ? AND key = ? AND created_at >= ?`,
+    ),
     anyQueued: db.prepare<[], { one: number }>(`SELECT 1 AS one FROM runs WHERE status = 'queued' LIMIT 1`),
     notRunning: db.prepare<[string], { id: string }>(`SELECT id FROM runs WHERE id ${IN_IDS} AND status <> 'running'`),
     orphans: db.prepare<[string], RunRow>(
@@ -234,7 +256,11 @@ export class SqliteRunStore implements RunStore {
             forkedFrom?.checkpointId ?? null,
             newConversation.owner,
           );
-        } else if (w.touchConversation.run(startedAt, run.conversationId).changes === 0) throw new NotFoundError("Conversation", run.conversationId);
+          this.#recordKeyOf(run);
+        } else {
+          if (w.touchConversation.run(startedAt, run.conversationId).changes === 0) throw new NotFoundError("Conversation", run.conversationId);
+          this.#recordKeyOf(run);
+        }
         const queued = run.endpoint != null;
         w.insertRun.run({
           id: run.id,
@@ -340,6 +366,37 @@ export class SqliteRunStore implements RunStore {
     });
   }
 
+  /** Inside startRun's transaction: the run's idempotency key (after its conversation exists, which the key refers to). */
+  #recordKeyOf(run: NewRun): void {
+    if (!run.idempotency) return;
+    this.#insertKey({ ...run.idempotency, conversationId: run.conversationId, runId: run.id });
+  }
+
+  #insertKey(record: IdempotencyRecord): void {
+    this.#w.forgetExpiredKeys.run(formatSqliteDate(new Date(record.createdAt.getTime() - IDEMPOTENCY_TTL_MS)));
+    const { principal, key, operation, requestHash, conversationId, runId } = record;
+    const inserted = this.#w.insertKey.run({ principal, key, operation, requestHash, conversationId, runId, createdAt: formatSqliteDate(record.createdAt) });
+    if (inserted.changes === 0) throw new IdempotencyKeyTakenError(principal, key);
+  }
+
+  async idempotencyKey(principal: string, key: string, since: Date): Promise<IdempotencyRecord | null> {
+    const row = this.#r.idempotencyKey.get(principal, key, formatSqliteDate(since));
+    if (!row) return null;
+    return {
+      principal: row.principal,
+      key: row.key,
+      operation: row.operation as IdempotencyRecord["operation"],
+      requestHash: row.request_hash,
+      conversationId: row.conversation_id,
+      runId: row.run_id,
+      createdAt: parseSqliteDate(row.created_at),
+    };
+  }
+
+  async recordIdempotencyKey(record: IdempotencyRecord): Promise<void> {
+    await this.#write(() => this.#insertKey(record));
+  }
+
   async claimQueued(request: ClaimRequest): Promise<RunRecord[]> {
     const w = this.#w;
     // Most looks find nothing queued: they cost a read, not a write transaction.
@@ -347,7 +404,13 @@ export class SqliteRunStore implements RunStore {
     return this.#write(() => {
       const rows = w.queueCandidates.all(CLAIM_SCAN);
       if (rows.length === 0) return [];
-      const candidates = rows.map((r) => ({ id: r.id, endpoint: r.endpoint, fairnessKey: r.started_by ?? r.conversation_id, queueReason: r.queue_reason }));
+      const candidates = rows.map((r) => ({
+        id: r.id,
+        queuedAt: parseSqliteDate(r.queued_at),
+        endpoint: r.endpoint,
+        fairnessKey: r.started_by ?? r.conversation_id,
+        queueReason: r.queue_reason,
+      }));
       const byEndpoint = new Map(w.runningByEndpoint.all().map((r) => [r.endpoint, r.n] as const));
       const keys = JSON.stringify([...new Set(candidates.map((c) => c.fairnessKey))]);
       const byKey = new Map(w.runningByStarter.all(keys).map((r) => [r.k, r.n] as const));

@@ -26,6 +26,21 @@ export interface EndedElsewhereFacts {
   messageCount?: number | null;
 }
 import type { PageQuery } from "../page.ts";
+import type { IdempotencyRecord } from "../../domain/records.ts";
+
+/** How long an idempotency key answers with its first call's result. */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** Another call recorded the idempotency key first (a retry racing the original, on any instance); nothing was written. */
+export class IdempotencyKeyTakenError extends Error {
+  override name = "IdempotencyKeyTakenError";
+  constructor(
+    readonly principal: string,
+    readonly key: string,
+  ) {
+    super(`idempotency key ${JSON.stringify(key)} was recorded by another call`);
+  }
+}
 import type { ClaimRequest } from "./queue.ts";
 
 export type { ClaimRequest } from "./queue.ts";
@@ -75,6 +90,15 @@ export interface RunStore {
   claimQueued(request: ClaimRequest): Promise<RunRecord[]>;
   /** Each queued run's place in its endpoint's queue (1 is next), oldest first; runs not queued are left out. */
   queuePositions(runIds: readonly string[]): Promise<Map<string, number>>;
+
+  /** The principal's idempotency key, unless it was recorded before `since` (then it is as good as gone). */
+  idempotencyKey(principal: string, key: string, since: Date): Promise<IdempotencyRecord | null>;
+  /**
+   * Records a key for a call that started no run (a cancel, a fork without a
+   * message); a run's key is recorded by startRun. IdempotencyKeyTakenError when
+   * another call recorded it first. Keys older than IDEMPOTENCY_TTL_MS are forgotten.
+   */
+  recordIdempotencyKey(record: IdempotencyRecord): Promise<void>;
 
   // Owners: which process executes which run.
   registerOwner(owner: OwnerRecord): Promise<void>;

@@ -5,6 +5,7 @@ export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' |
 import type { TypedDocumentNode as DocumentNode } from '@graphql-typed-document-node/core';
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 export type ErrorCode =
+  | 'IDEMPOTENCY_KEY_REUSED'
   | 'INTERRUPT_MISMATCH'
   | 'NOTHING_TO_RESUME'
   | 'NOT_FOUND'
@@ -54,6 +55,7 @@ export type StartRunMutationVariables = Exact<{
 
 
 export type StartRunMutation = { startRun:
+    | { __typename: 'IdempotencyKeyReusedError', code: ErrorCode, message: string }
     | { __typename: 'NotFoundError', code: ErrorCode, message: string }
     | { __typename: 'QuotaExceededError', code: ErrorCode, message: string }
     | { __typename: 'RunInProgressError', code: ErrorCode, message: string }
