@@ -77,6 +77,9 @@ export interface InterruptResponse {
 
 export const TITLE_MAX_CHARS = 50;
 
+/** What startRun does when the conversation has an active run (the GraphQL enum Multitask). */
+export type Multitask = "reject" | "interrupt" | "rollback";
+
 /** How long other instances leave a run to the instance that queued it (which knows its caller fully). */
 const PREFER_OWN_MS = 1_000;
 
@@ -171,18 +174,25 @@ export class RunService {
   }
 
   async startRun(
-    input: { conversationId?: string | null; message: string; agent?: string | null; idempotencyKey?: string | null },
+    input: { conversationId?: string | null; message: string; agent?: string | null; multitask?: Multitask | null; idempotencyKey?: string | null },
     principal: Principal,
   ): Promise<{ run: RunRecord; conversation: ConversationRecord }> {
     const message = this.validateMessage(input.message);
     if (input.conversationId != null) requireUuid(input.conversationId, "conversationId");
-    const key = this.#key(input.idempotencyKey, "startRun", { conversationId: input.conversationId ?? null, message, agent: input.agent ?? null }, principal);
+    const multitask = input.multitask ?? "reject";
+    const key = this.#key(
+      input.idempotencyKey,
+      "startRun",
+      { conversationId: input.conversationId ?? null, message, agent: input.agent ?? null, multitask },
+      principal,
+    );
     if (key) {
       const replayed = await this.#replay(key);
       if (replayed) return { run: replayed.run!, conversation: replayed.conversation };
     }
     this.#requireAccepting();
     try {
+      if (input.conversationId != null && multitask !== "reject") await this.#makeWay(input.conversationId, multitask, principal);
       return await this.#startRun(input, message, principal, key);
     } catch (error) {
       if (!(error instanceof IdempotencyKeyTakenError) || !key) throw error;
@@ -190,6 +200,47 @@ export class RunService {
       const replayed = await this.#replay(key);
       if (!replayed) throw error;
       return { run: replayed.run!, conversation: replayed.conversation };
+    }
+  }
+
+  /**
+   * INTERRUPT and ROLLBACK: the conversation's active run is cancelled (it keeps
+   * its partial output), and for ROLLBACK the checkpoints it wrote are dropped,
+   * so the new run starts where the cancelled one did.
+   */
+  async #makeWay(conversationId: string, multitask: Exclude<Multitask, "reject">, principal: Principal): Promise<void> {
+    const conversation = await this.#visibleConversation(conversationId, principal);
+    const active = await this.options.store.activeRun(conversation.id);
+    if (!active) return;
+    const cancelled = await this.#cancelRun({ runId: active.id }, principal).catch((error: unknown) => {
+      if (error instanceof RunNotActiveError) return null; // it ended meanwhile
+      throw error;
+    });
+    if (multitask === "rollback" && cancelled?.status === "cancelled") {
+      // A cancel sent to another instance is recorded at once; that instance may still be stopping the graph.
+      await this.#waitUntilStopped(cancelled.id);
+      await this.options.store.rollBackThread(conversation.id, cancelled.startCheckpointId);
+    }
+  }
+
+  /**
+   * Waits until the cancelled run no longer executes: at once for one of this
+   * instance (its cancel waited for it); one of another instance gets the time
+   * that instance needs to see the cancel and stop the graph (its next event, or
+   * a heartbeat), watched through its log ending.
+   */
+  async #waitUntilStopped(runId: string): Promise<void> {
+    if (this.#active.has(runId)) return void (await this.#active.get(runId)!.finished);
+    const log = await this.options.bus.subscribeRun(runId, Number.MAX_SAFE_INTEGER - 1).catch(() => null);
+    if (!log) return;
+    const timer = setTimeout(() => void log.return?.(), 5_000);
+    try {
+      while (!(await log.next()).done);
+    } catch {
+      // The log ended without its terminal event: the instance is gone.
+    } finally {
+      clearTimeout(timer);
+      await log.return?.();
     }
   }
 

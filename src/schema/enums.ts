@@ -27,6 +27,18 @@ export const QueueReason = builder.enumType("QueueReason", {
   } as const,
 });
 
+export const Multitask = builder.enumType("Multitask", {
+  description: "What startRun does when the conversation already has an active (queued or running) run.",
+  values: {
+    REJECT: { value: "reject", description: "Refuse with RunInProgressError (the default)." },
+    INTERRUPT: { value: "interrupt", description: "Cancel the active run (its partial output kept, CANCELLED), then start this one." },
+    ROLLBACK: {
+      value: "rollback",
+      description: "Cancel the active run and drop the checkpoints it wrote (the thread goes back to where it started), then start this one.",
+    },
+  } as const,
+});
+
 export const RunKind = builder.enumType("RunKind", {
   values: {
     START: { value: "start", description: "A new user message." },

@@ -15,7 +15,7 @@ import {
 } from "../domain/errors.ts";
 import { toApiMessages } from "../read/messages.ts";
 import { builder } from "./builder.ts";
-import { QueueReason, RunErrorCode, RunKind, RunStatus } from "./enums.ts";
+import { Multitask, QueueReason, RunErrorCode, RunKind, RunStatus } from "./enums.ts";
 import { Checkpoint, Conversation, Interrupt, Message, Node, Run, TaskError } from "./refs.ts";
 import { RunUsage } from "./usage.ts";
 
@@ -98,6 +98,7 @@ const StartRunInput = builder.inputType("StartRunInput", {
     agent: t.string({
       description: "The agent of a new conversation (default: default). A conversation keeps its agent: for one that exists, only its own is accepted.",
     }),
+    multitask: t.field({ type: Multitask, description: "When the conversation has an active run: REJECT (default), INTERRUPT or ROLLBACK it." }),
     idempotencyKey: t.string({
       description:
         "A key the client chooses (at most 255 characters): a retry with the same key and input within 24 hours answers the first call's result and does nothing again.",
@@ -128,6 +129,7 @@ builder.mutationField("startRun", (t) =>
           conversationId: input.conversationId == null ? null : String(input.conversationId),
           message: input.message,
           agent: input.agent,
+          multitask: input.multitask,
           idempotencyKey: input.idempotencyKey,
         },
         ctx.principal,

@@ -143,9 +143,15 @@ type Statement = keyof typeof SQL;
 export class PostgresRunStore implements RunStore {
   readonly #pool: PostgresPool;
   readonly #deleteThread: (client: PostgresClient, threadId: string) => Promise<void>;
+  readonly #dropCheckpointsAfter: (client: PostgresClient, threadId: string, keepThrough: string | null) => Promise<void>;
 
   /** `deleteThread` removes a LangGraph thread inside the caller's transaction (the saver knows its tables). */
-  constructor(options: { pool: PostgresPool; deleteThread: (client: PostgresClient, threadId: string) => Promise<void> }) {
+  constructor(options: {
+    pool: PostgresPool;
+    deleteThread: (client: PostgresClient, threadId: string) => Promise<void>;
+    dropCheckpointsAfter: (client: PostgresClient, threadId: string, keepThrough: string | null) => Promise<void>;
+  }) {
+    this.#dropCheckpointsAfter = options.dropCheckpointsAfter;
     this.#pool = options.pool;
     this.#deleteThread = options.deleteThread;
   }
@@ -218,6 +224,16 @@ export class PostgresRunStore implements RunStore {
     // A concurrent call with the same key waits here for the other's commit, then finds the key taken.
     const inserted = await this.#query(client, "insertKey", [principal, key, operation, requestHash, conversationId, runId, createdAt]);
     if (inserted.length === 0) throw new IdempotencyKeyTakenError(principal, key);
+  }
+
+  async rollBackThread(conversationId: string, keepThrough: string | null): Promise<void> {
+    await inTransaction(this.#pool, async (client) => {
+      // The conversation's row lock keeps a start out until the checkpoints are gone.
+      await this.#query(client, "lockConversation", [conversationId]);
+      const [active] = await this.#query<RunRow>(client, "activeRun", [conversationId]);
+      if (active) throw new RunInProgressError(conversationId, active.id);
+      await this.#dropCheckpointsAfter(client, conversationId, keepThrough);
+    });
   }
 
   async idempotencyKey(principal: string, key: string, since: Date): Promise<IdempotencyRecord | null> {

@@ -212,13 +212,21 @@ export class SqliteRunStore implements RunStore {
   readonly #w: ReturnType<typeof writeStatements>;
   readonly #r: ReturnType<typeof readStatements>;
   readonly #deleteThread: (threadId: string) => void;
+  readonly #dropCheckpointsAfter: (threadId: string, keepThrough: string | null) => void;
 
   /**
    * `writer` and `reader` are connections to the migrated file; `gate` orders
    * every write of the writer connection; `deleteThread` removes a LangGraph
    * thread synchronously inside the caller's transaction (the saver knows its tables).
    */
-  constructor(options: { writer: SqliteDatabase; reader: SqliteDatabase; gate: WriteGate; deleteThread: (threadId: string) => void }) {
+  constructor(options: {
+    writer: SqliteDatabase;
+    reader: SqliteDatabase;
+    gate: WriteGate;
+    deleteThread: (threadId: string) => void;
+    dropCheckpointsAfter: (threadId: string, keepThrough: string | null) => void;
+  }) {
+    this.#dropCheckpointsAfter = options.dropCheckpointsAfter;
     this.#writer = options.writer;
     this.#gate = options.gate;
     this.#deleteThread = options.deleteThread;
@@ -377,6 +385,13 @@ export class SqliteRunStore implements RunStore {
     const { principal, key, operation, requestHash, conversationId, runId } = record;
     const inserted = this.#w.insertKey.run({ principal, key, operation, requestHash, conversationId, runId, createdAt: formatSqliteDate(record.createdAt) });
     if (inserted.changes === 0) throw new IdempotencyKeyTakenError(principal, key);
+  }
+
+  async rollBackThread(conversationId: string, keepThrough: string | null): Promise<void> {
+    await this.#write(() => {
+      if (this.#w.activeRun.get(conversationId)) throw new RunInProgressError(conversationId, this.#w.activeRun.get(conversationId)!.id);
+      this.#dropCheckpointsAfter(conversationId, keepThrough);
+    });
   }
 
   async idempotencyKey(principal: string, key: string, since: Date): Promise<IdempotencyRecord | null> {

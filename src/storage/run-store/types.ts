@@ -91,6 +91,12 @@ export interface RunStore {
   /** Each queued run's place in its endpoint's queue (1 is next), oldest first; runs not queued are left out. */
   queuePositions(runIds: readonly string[]): Promise<Map<string, number>>;
 
+  /**
+   * Drops the thread's checkpoints after `keepThrough` (every one with null),
+   * and their writes: a ROLLBACK of a cancelled run's work. RunInProgressError
+   * while the conversation has an active run.
+   */
+  rollBackThread(conversationId: string, keepThrough: string | null): Promise<void>;
   /** The principal's idempotency key, unless it was recorded before `since` (then it is as good as gone). */
   idempotencyKey(principal: string, key: string, since: Date): Promise<IdempotencyRecord | null>;
   /**
