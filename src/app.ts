@@ -26,6 +26,9 @@ import { consoleRoute } from "./server/routes/console.ts";
 import { labRoute } from "./server/routes/lab.ts";
 import { loadTrustedManifest } from "./server/trusted-manifest.ts";
 import type { Services } from "./context.ts";
+import { Metrics } from "./telemetry/metrics.ts";
+import { RunTelemetry } from "./telemetry/run-telemetry.ts";
+import { metricsRoute, startMetricsServer, type MetricsServer } from "./server/metrics-route.ts";
 
 export interface App {
   url: string;
@@ -33,6 +36,10 @@ export interface App {
   services: Services;
   storage: Storage;
   ownership: RunOwnership;
+  /** This instance's Prometheus metrics (GET /metrics); a run queue reports its depth through setQueuedRunsSource. */
+  metrics: Metrics;
+  /** METRICS_PORT's server's URL, when /metrics is served there. */
+  metricsUrl: string | undefined;
   /** Graceful shutdown: stop accepting, record active runs interrupted, end subscriptions, close the database. */
   close(): Promise<void>;
 }
@@ -46,7 +53,7 @@ export interface AppOverrides {
 }
 
 /** The event bus REDIS_URL names (several instances), else the in-memory one; Redis's client loads only when used. */
-async function openEventBus(config: Config, logger: Logger): Promise<EventBus> {
+async function openEventBus(config: Config, logger: Logger, metrics: Metrics): Promise<EventBus> {
   const options = { retention: config.eventRetention, graceMs: config.eventGraceMs, subscriberQueueLimit: config.subscriberQueueLimit };
   if (!config.redisUrl) return new MemoryEventBus(options);
   const { connectRedisEventBus } = await import("./storage/event-bus/redis.ts");
@@ -55,6 +62,7 @@ async function openEventBus(config: Config, logger: Logger): Promise<EventBus> {
       ...options,
       keyPrefix: config.redisKeyPrefix,
       onError: (error) => logger.warn("event bus (Redis) error", { error }),
+      onDelivered: (lagMs) => metrics.busLag.observe(lagMs / 1000),
     });
   } catch (error) {
     throw new ConfigError((error as Error).message);
@@ -77,8 +85,9 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
   const graphs = await loadAgentGraphs(definitions);
   const trustedOperations = config.trustedOperationsFile === undefined ? undefined : loadTrustedManifest(config.trustedOperationsFile);
   // Redis before the database: an unreachable one stops start-up before anything is migrated.
-  const bus = await openEventBus(config, logger);
-  const storage = await openStorage(config).catch(async (error: unknown) => {
+  const metrics = new Metrics();
+  const bus = await openEventBus(config, logger, metrics);
+  const storage = await openStorage(config, { onWriteWait: (ms) => metrics.writeGateWait.observe(ms / 1000) }).catch(async (error: unknown) => {
     await bus.close();
     throw error;
   });
@@ -140,9 +149,18 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     maxMessageChars: config.maxMessageChars,
     maxClockSkewMs: config.maxClockSkewMs,
     quotas: config.quotas.activeRuns || config.quotas.runsPerMinute ? config.quotas : undefined,
+    telemetry: new RunTelemetry(metrics),
     admission: { maxActiveRuns: config.maxActiveRuns, modelConcurrency: config.modelConcurrency, ollamaHost: config.ollamaHost },
     logger,
   });
+  const runService = runs;
+  metrics.setActiveRunsSource(() => runService.activeRunIds.length);
+  metrics.setDatabaseWaitingSource(() => storage.waiting());
+  metrics.setQueuedRunsSource(() => runService.queuedHere);
+  if (mcp) {
+    const supervisor = mcp;
+    metrics.setMcpSource(() => supervisor.status().map(({ agent, server, state }) => ({ agent, server, up: state === "ready" })));
+  }
   const conversations = new ConversationService(store, bus, logger);
   const services: Services = { runs, conversations, agent, bus, store, conversationList: storage.conversationList, checkpointReads: storage.checkpointReads };
 
@@ -157,8 +175,15 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     config,
     services,
     logger,
-    readiness: { database: () => storage.ping(), ...modelProbe(config, agent) },
-    routes: [exportRoute(reads), labRoute({ runs, bus, reads, logger, maxBodyBytes: config.limits.requestBytes }), consoleRoute({ logger })],
+    readiness: { database: () => storage.ping(), events: () => bus.ping(), mcpServers: () => mcp?.status() ?? [], ...modelProbe(config, agent) },
+    metrics,
+    // Beside the API unless METRICS_PORT serves it apart.
+    routes: [
+      ...(config.observability.metricsPort === undefined ? [metricsRoute(metrics)] : []),
+      exportRoute(reads),
+      labRoute({ runs, bus, reads, logger, maxBodyBytes: config.limits.requestBytes }),
+      consoleRoute({ logger }),
+    ],
     trustedOperations,
   }).catch(async (error: unknown) => {
     // Nothing was served: put back what start-up opened, then say why (a port in use, say).
@@ -170,6 +195,17 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     throw error;
   });
 
+  let metricsServer: MetricsServer | undefined;
+  if (config.observability.metricsPort !== undefined) {
+    metricsServer = await startMetricsServer(metrics, config.observability.metricsPort, config.host).catch(async (error: unknown) => {
+      await http.close();
+      await mcp?.close();
+      await ownership.stop();
+      await storage.close();
+      await bus.close();
+      throw error;
+    });
+  }
   // Runs left queued by a previous start, or by other instances, go as soon as there is room.
   void runs.claimQueued();
 
@@ -180,11 +216,16 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     services,
     storage,
     ownership,
+    metrics,
+    metricsUrl: metricsServer?.url,
     close() {
       closing ??= (async () => {
         await runs.shutdown(config.shutdownTimeoutMs);
+        // The last runs' LangSmith traces are sent before the process goes.
+        if (config.observability.langsmith) await flushLangSmith(logger);
         await mcp?.close();
         await bus.close();
+        await metricsServer?.close();
         await http.close();
         await ownership.stop();
         await storage.close();
@@ -192,6 +233,22 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
       return closing;
     },
   };
+}
+
+/** Waits for LangChain's queued callbacks and the LangSmith client's pending batches. */
+async function flushLangSmith(logger: Logger): Promise<void> {
+  try {
+    const [{ awaitAllCallbacks }, { LangChainTracer }] = await Promise.all([
+      import("@langchain/core/callbacks/promises"),
+      import("@langchain/core/tracers/tracer_langchain"),
+    ]);
+    await awaitAllCallbacks();
+    // The default client is langsmith's Client, which batches; another has nothing to wait for.
+    const client = new LangChainTracer().client as { awaitPendingTraceBatches?: () => Promise<void> };
+    await client.awaitPendingTraceBatches?.();
+  } catch (error) {
+    logger.warn("LangSmith traces not all sent", { error });
+  }
 }
 
 /** What the readiness check and the start-up report ask Ollama for: OLLAMA_MODEL and each agent's model. */

@@ -104,6 +104,22 @@ export interface Config {
    * agent's `concurrency` gives it a queue of its own.
    */
   modelConcurrency: number;
+  /** Traces, metrics and LangSmith (docs/observability.md). */
+  observability: Observability;
+}
+
+export interface Observability {
+  /**
+   * OpenTelemetry traces are exported when `OTEL_EXPORTER_OTLP_ENDPOINT` or
+   * `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set (and neither `OTEL_SDK_DISABLED=true`
+   * nor `OTEL_TRACES_EXPORTER=none` says otherwise); the SDK reads the other `OTEL_*`
+   * variables itself. Off, no span is made.
+   */
+  tracing: boolean;
+  /** `METRICS_PORT`: serve `GET /metrics` on this port of `HOST`, without authentication, instead of beside the API (admins only). */
+  metricsPort: number | undefined;
+  /** `LANGSMITH_TRACING=true` (LangChain's own variable; `LANGSMITH_API_KEY`, `LANGSMITH_ENDPOINT`, `LANGSMITH_PROJECT` beside it). */
+  langsmith: boolean;
 }
 
 export interface Quotas {
@@ -356,7 +372,60 @@ export function loadConfig(env: Env = process.env, readFile: (p: string) => stri
     trustedOperationsFile: (env.TRUSTED_OPERATIONS_FILE ?? "").trim() || undefined,
     corsOrigins: listVar(env, "CORS_ORIGINS"),
     auth: authConfig(env),
+    observability: observabilityConfig(env),
   };
+}
+
+const OTLP_PROTOCOLS = ["http/protobuf", "http/json"];
+const SAMPLERS = ["always_on", "always_off", "traceidratio", "parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio"];
+
+/** The OTEL_* and LANGSMITH_* settings runledger acts on, checked here so a typo stops start-up rather than silently dropping traces. */
+function observabilityConfig(env: Env): Observability {
+  const value = (name: string) => (env[name] ?? "").trim();
+  for (const name of ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "LANGSMITH_ENDPOINT"]) {
+    const raw = value(name);
+    if (raw === "") continue;
+    let url: URL | undefined;
+    try {
+      url = new URL(raw);
+    } catch {
+      url = undefined;
+    }
+    if (!url || (url.protocol !== "http:" && url.protocol !== "https:"))
+      throw new ConfigError(`${name} must be an http or https URL such as http://127.0.0.1:4318, got "${raw}"`);
+  }
+  for (const name of ["OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"]) {
+    const raw = value(name);
+    // grpc needs a client this server does not ship.
+    if (raw !== "" && !OTLP_PROTOCOLS.includes(raw)) throw new ConfigError(`${name} must be http/protobuf or http/json, got "${raw}"`);
+  }
+  const sampler = value("OTEL_TRACES_SAMPLER");
+  if (sampler !== "" && !SAMPLERS.includes(sampler)) throw new ConfigError(`OTEL_TRACES_SAMPLER must be one of ${SAMPLERS.join(", ")}, got "${sampler}"`);
+  const ratio = value("OTEL_TRACES_SAMPLER_ARG");
+  if (ratio !== "" && sampler.endsWith("traceidratio") && !(/^\d*\.?\d+$/.test(ratio) && Number(ratio) <= 1))
+    throw new ConfigError(`OTEL_TRACES_SAMPLER_ARG must be a ratio between 0 and 1, got "${ratio}"`);
+  const exporters = value("OTEL_TRACES_EXPORTER");
+  if (exporters !== "" && !["otlp", "none"].includes(exporters)) throw new ConfigError(`OTEL_TRACES_EXPORTER must be otlp or none, got "${exporters}"`);
+  const disabled = booleanVar(env, "OTEL_SDK_DISABLED");
+  const endpoint = value("OTEL_EXPORTER_OTLP_ENDPOINT") || value("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+  const metricsPort = value("METRICS_PORT") === "" ? undefined : intVar(env, "METRICS_PORT", 0, 1, 65535);
+  if (metricsPort !== undefined && metricsPort === intVar(env, "PORT", 4000, 0, 65535))
+    throw new ConfigError(`METRICS_PORT must differ from PORT (${metricsPort}): unset it to serve /metrics beside the API`);
+  const langsmith = langsmithTracing(env);
+  if (langsmith && !value("LANGSMITH_API_KEY") && !value("LANGCHAIN_API_KEY"))
+    throw new ConfigError("LANGSMITH_TRACING is true but LANGSMITH_API_KEY is not set: LangSmith refuses runs without a key");
+  return { tracing: endpoint !== "" && !disabled && exporters !== "none", metricsPort, langsmith };
+}
+
+/** LangChain's own reading of LANGSMITH_TRACING and its older names: exactly "true" turns it on, so anything but true or false is a mistake. */
+function langsmithTracing(env: Env): boolean {
+  for (const name of ["LANGSMITH_TRACING", "LANGSMITH_TRACING_V2", "LANGCHAIN_TRACING_V2", "LANGCHAIN_TRACING"]) {
+    const raw = env[name] ?? "";
+    if (raw === "true") return true;
+    if (raw === "" || raw === "false") continue;
+    throw new ConfigError(`${name} must be true or false (LangChain reads exactly "true"), got "${raw}"`);
+  }
+  return false;
 }
 
 const JWT_KEY_VARIABLES = ["AUTH_JWKS_URL", "AUTH_JWT_PUBLIC_KEY", "AUTH_JWT_SECRET"] as const;

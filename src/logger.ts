@@ -1,4 +1,7 @@
-// One JSON line per log record on stderr, filtered by LOG_LEVEL.
+// One JSON line per log record on stderr, filtered by LOG_LEVEL. A line written
+// while a trace span is active names it (trace_id, span_id), so a log search and
+// a trace lead to each other.
+import { trace } from "@opentelemetry/api";
 import type { LogLevel } from "./config.ts";
 
 export interface Logger {
@@ -14,6 +17,12 @@ export function createLogger(level: LogLevel, write: (line: string) => void = (l
   const log = (at: Exclude<LogLevel, "silent">) => (msg: string, fields?: Record<string, unknown>) => {
     if (ORDER[at] < ORDER[level]) return;
     const record: Record<string, unknown> = { time: new Date().toISOString(), level: at, msg, ...fields };
+    // Without a tracing SDK no span is ever active: this is a lookup that finds nothing.
+    const span = trace.getActiveSpan()?.spanContext();
+    if (span) {
+      record.trace_id = span.traceId;
+      record.span_id = span.spanId;
+    }
     if (record.error instanceof Error) record.error = { name: record.error.name, message: record.error.message, stack: record.error.stack };
     write(JSON.stringify(record));
   };

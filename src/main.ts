@@ -6,6 +6,7 @@ import { createLogger } from "./logger.ts";
 import { modelProbe, startApp } from "./app.ts";
 import { reportModelAtStartup } from "./server/readiness.ts";
 import { DEFAULT_AGENT } from "./agent/definitions.ts";
+import { startTracing } from "./telemetry/tracing.ts";
 
 function refuse(error: unknown): never {
   if (error instanceof ConfigError) {
@@ -23,6 +24,8 @@ try {
 }
 
 const logger = createLogger(config.logLevel);
+// Before the app: spans need the SDK registered when the first request comes.
+const tracing = config.observability.tracing ? await startTracing() : null;
 const app = await startApp(config, logger).catch(refuse);
 const agents = app.services.agent.agents().map(({ definition }) => ({ name: definition.name, type: definition.type, model: definition.model }));
 logger.info("runledger listening", {
@@ -34,6 +37,9 @@ logger.info("runledger listening", {
   // The model a run gets when it names no agent: the default agent's, which its file may set.
   model: (agents.find((a) => a.name === DEFAULT_AGENT) ?? agents[0])?.model ?? config.ollamaModel,
   agents,
+  tracing: config.observability.tracing ? "otlp" : "off",
+  langsmith: config.observability.langsmith,
+  ...(app.metricsUrl ? { metrics: `${app.metricsUrl}/metrics` } : {}),
   // The process a supervisor signals (SIGTERM, SIGINT) to stop it gracefully.
   pid: process.pid,
 });
@@ -51,13 +57,17 @@ const stop = (signal: string) => {
     process.exit(1);
   }, config.shutdownTimeoutMs + 5_000);
   force.unref();
-  app.close().then(
-    () => process.exit(0),
-    (error) => {
-      logger.error("shutdown failed", { error });
-      process.exit(1);
-    },
-  );
+  app
+    .close()
+    // The spans of the last runs are exported before the process goes.
+    .then(() => tracing?.shutdown())
+    .then(
+      () => process.exit(0),
+      (error) => {
+        logger.error("shutdown failed", { error });
+        process.exit(1);
+      },
+    );
 };
 process.on("SIGTERM", () => stop("SIGTERM"));
 process.on("SIGINT", () => stop("SIGINT"));

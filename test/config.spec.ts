@@ -51,9 +51,52 @@ describe("configuration", () => {
     [{ LOG_LEVEL: "loud" }, /LOG_LEVEL must be one of/],
     [{ API_TOKEN: "short" }, /API_TOKEN must be at least 8 characters/],
     [{ RUN_HEARTBEAT_MS: "5000", RUN_LEASE_MS: "6000" }, /RUN_LEASE_MS/],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: "collector:4318" }, /OTEL_EXPORTER_OTLP_ENDPOINT must be an http or https URL/],
+    [{ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "grpc://collector:4317" }, /OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must be an http or https URL/],
+    [{ OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" }, /OTEL_EXPORTER_OTLP_PROTOCOL must be http\/protobuf or http\/json, got "grpc"/],
+    [{ OTEL_TRACES_SAMPLER: "sometimes" }, /OTEL_TRACES_SAMPLER must be one of always_on, .*parentbased_traceidratio, got "sometimes"/],
+    [{ OTEL_TRACES_SAMPLER: "traceidratio", OTEL_TRACES_SAMPLER_ARG: "2" }, /OTEL_TRACES_SAMPLER_ARG must be a ratio between 0 and 1, got "2"/],
+    [{ OTEL_TRACES_EXPORTER: "zipkin" }, /OTEL_TRACES_EXPORTER must be otlp or none/],
+    [{ OTEL_SDK_DISABLED: "yes" }, /OTEL_SDK_DISABLED must be true or false/],
+    [{ METRICS_PORT: "0" }, /METRICS_PORT must be between 1 and 65535/],
+    [{ METRICS_PORT: "4000" }, /METRICS_PORT must differ from PORT \(4000\)/],
+    [{ LANGSMITH_TRACING: "True" }, /LANGSMITH_TRACING must be true or false \(LangChain reads exactly "true"\), got "True"/],
+    [{ LANGSMITH_TRACING: "true" }, /LANGSMITH_TRACING is true but LANGSMITH_API_KEY is not set/],
+    [{ LANGSMITH_TRACING: "true", LANGSMITH_API_KEY: "k", LANGSMITH_ENDPOINT: "smith" }, /LANGSMITH_ENDPOINT must be an http or https URL/],
   ])("refuses %j", (env, message) => {
     expect(() => loadConfig(env, () => "")).toThrow(ConfigError);
     expect(() => loadConfig(env, () => "")).toThrow(message);
+  });
+
+  it("turns tracing on with an OTLP endpoint, unless the SDK or its trace exporter is switched off", () => {
+    const observability = (env: Record<string, string>) => loadConfig(env, () => "").observability;
+    expect(observability({})).toEqual({ tracing: false, metricsPort: undefined, langsmith: false });
+    expect(observability({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318" }).tracing).toBe(true);
+    expect(observability({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "https://collector/v1/traces" }).tracing).toBe(true);
+    expect(observability({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318", OTEL_SDK_DISABLED: "true" }).tracing).toBe(false);
+    expect(observability({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318", OTEL_TRACES_EXPORTER: "none" }).tracing).toBe(false);
+    expect(observability({ METRICS_PORT: "9464", LANGSMITH_TRACING: "true", LANGSMITH_API_KEY: "k" })).toEqual({
+      tracing: false,
+      metricsPort: 9464,
+      langsmith: true,
+    });
+  });
+
+  it("start-up on a METRICS_PORT another server holds stops with one line naming it (exit code 2)", async () => {
+    const holder = net.createServer();
+    await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
+    try {
+      const port = (holder.address() as net.AddressInfo).port;
+      const database = tempDatabaseUrl("runledger-startup-");
+      const error = await run(process.execPath, ["--import", "tsx", "src/main.ts"], {
+        cwd: ROOT,
+        env: { ...process.env, PORT: "0", METRICS_PORT: String(port), DATABASE_URL: database.url, LOG_LEVEL: "warn" },
+      }).catch((e) => e);
+      expect(error.code).toBe(2);
+      expect(error.stderr.trim()).toBe(`runledger: METRICS_PORT: 127.0.0.1:${port} is already in use; choose another METRICS_PORT`);
+    } finally {
+      holder.close();
+    }
   });
 
   it("accepts Ollama's bare host:port form and reads the system prompt from a file", () => {

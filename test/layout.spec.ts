@@ -16,6 +16,7 @@ const LAYERS = [
   ["agent"],
   ["storage"],
   ["correlation"],
+  ["telemetry"],
   ["domain"],
   ["config.ts", "logger.ts"],
 ];

@@ -8,6 +8,7 @@ import { collect, sseClient, startRun, wsClient } from "../testkit/graphql.ts";
 import { range, rawSse, rawWs, seqs, sseResults, TRANSPORTS, until } from "../testkit/streaming.ts";
 import { CONVERSATIONS_CHANGED_ROW, RUN_EVENTS } from "../testkit/documents.ts";
 import type { App } from "../src/app.ts";
+import { parsePrometheus, sampleValue } from "../testkit/prometheus.ts";
 
 let fake: FakeOllama;
 beforeAll(async () => {
@@ -164,6 +165,9 @@ describe("a stalled subscriber is cut off; the run and the other subscribers go 
       const rest = (await collect(ws, RUN_EVENTS, { runId, after: delivered.at(-1).seq }).done).map((r) => r.runEvents);
       expect([...delivered, ...rest]).toEqual(whole);
     }
+    // /metrics counts both cut-offs, one per transport.
+    const metrics = parsePrometheus(await (await fetch(`${app.url}/metrics`)).text());
+    expect(sampleValue(metrics, "runledger_subscribers_cut_off_total")).toBe(2);
     stalledWs.socket.close();
     await ws.dispose();
     await sse.dispose();

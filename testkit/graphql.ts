@@ -45,7 +45,7 @@ export async function startRun(baseUrl: string, message: string, conversationId?
   return { runId: startRun.run.id, conversationId: startRun.conversation.id, run: startRun.run, conversation: startRun.conversation };
 }
 
-export function wsClient(baseUrl: string, options: { token?: string; lazy?: boolean } = {}): WsClient {
+export function wsClient(baseUrl: string, options: { token?: string; lazy?: boolean; connectionParams?: Record<string, unknown> } = {}): WsClient {
   return createWsClient({
     url: baseUrl.replace(/^http/, "ws") + "/graphql",
     webSocketImpl: WebSocket,
@@ -53,7 +53,10 @@ export function wsClient(baseUrl: string, options: { token?: string; lazy?: bool
     // A non-lazy client reports the socket's close to console.error by default; tests watch the "closed" event instead.
     onNonLazyError: () => {},
     retryAttempts: 0,
-    connectionParams: options.token ? { authorization: `Bearer ${options.token}` } : undefined,
+    connectionParams:
+      options.token || options.connectionParams
+        ? { ...options.connectionParams, ...(options.token ? { authorization: `Bearer ${options.token}` } : {}) }
+        : undefined,
   });
 }
 

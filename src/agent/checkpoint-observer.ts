@@ -13,6 +13,8 @@ import {
   type CheckpointTuple,
   type PendingWrite,
 } from "@langchain/langgraph-checkpoint";
+import { SpanStatusCode } from "@opentelemetry/api";
+import { tracer, tracingOn } from "../telemetry/tracing.ts";
 
 export class CheckpointObserver extends BaseCheckpointSaver {
   readonly #listeners = new Map<string, (checkpointId: string) => void>();
@@ -38,10 +40,36 @@ export class CheckpointObserver extends BaseCheckpointSaver {
   }
 
   async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
-    const stored = await this.inner.put(config, checkpoint, metadata, newVersions);
+    const stored = tracingOn()
+      ? await this.#tracedPut(config, checkpoint, metadata, newVersions)
+      : await this.inner.put(config, checkpoint, metadata, newVersions);
     // A subgraph's checkpoints (a namespace of their own) are not the conversation's: only the graph's own are reported.
     if (!config.configurable?.checkpoint_ns) this.#listeners.get(String(config.configurable?.thread_id))?.(checkpoint.id);
     return stored;
+  }
+
+  /** The write as a span under the run's (the active context while a run's graph works). */
+  #tracedPut(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
+    return tracer().startActiveSpan(
+      "checkpoint.write",
+      {
+        attributes: {
+          "checkpoint.id": checkpoint.id,
+          "checkpoint.step": metadata.step ?? -1,
+          "checkpoint.namespace": String(config.configurable?.checkpoint_ns ?? ""),
+        },
+      },
+      async (span) => {
+        try {
+          return await this.inner.put(config, checkpoint, metadata, newVersions);
+        } catch (error) {
+          span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+          throw error;
+        } finally {
+          span.end();
+        }
+      },
+    );
   }
 
   putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string): Promise<void> {

@@ -20,6 +20,8 @@ import { CheckpointObserver } from "./checkpoint-observer.ts";
 import type { ModelTransportReport } from "./model-fetch.ts";
 import { GraphSettled } from "./graph-settled.ts";
 import { TokenTap, messageText } from "./token-tap.ts";
+import { ModelSpans } from "./model-spans.ts";
+import type { Context as TraceContext } from "@opentelemetry/api";
 import type { RunUser } from "./run-user.ts";
 
 export type { RunUser } from "./run-user.ts";
@@ -156,6 +158,10 @@ export class AgentRuntime {
     signal: AbortSignal;
     report: ModelTransportReport;
     hooks: RunHooks;
+    /** The run's id, for LangSmith's metadata (with the conversation and agent). */
+    runId: string;
+    /** The run's span context when tracing is on: model and tool calls get spans under it. */
+    trace?: TraceContext;
   }): Promise<void> {
     const agent = this.#compiled(run.agentName);
     const { definition } = agent;
@@ -164,7 +170,8 @@ export class AgentRuntime {
       run.signal,
       run.report,
     );
-    const tools = this.#tools(definition).map((t) => t.tool);
+    const sourced = this.#tools(definition);
+    const tools = sourced.map((t) => t.tool);
     const input =
       run.input.kind === "message"
         ? { messages: [new HumanMessage(run.input.text)] }
@@ -172,6 +179,9 @@ export class AgentRuntime {
           ? new Command({ resume: run.input.answers })
           : null;
     const settled = new GraphSettled();
+    const spans =
+      run.trace &&
+      new ModelSpans(run.trace, new Map(sourced.flatMap(({ tool, source }) => (source.startsWith("mcp:") ? [[tool.name, source.slice(4)] as const] : []))));
     const unwatch = this.#observer.watch(run.conversationId, (id) => run.hooks.onCheckpoint(id));
     try {
       const stream = await agent.graph.stream(input as never, {
@@ -183,7 +193,10 @@ export class AgentRuntime {
         recursionLimit: definition.recursionLimit,
         // Each step is stored before the next starts: the user's message is on disk before the model is called.
         durability: "sync",
-        callbacks: [settled, new UsageMeter(run.hooks), new TokenTap(run.hooks)],
+        callbacks: spans ? [settled, new UsageMeter(run.hooks), new TokenTap(run.hooks), spans] : [settled, new UsageMeter(run.hooks), new TokenTap(run.hooks)],
+        // What LangSmith shows with the run's trace (when LANGSMITH_TRACING is on); LangGraph keeps metadata out of checkpoints.
+        runName: definition.name,
+        metadata: { run_id: run.runId, conversation_id: run.conversationId, agent: definition.name },
         signal: run.signal,
       });
       const events = new RunEvents(run.hooks);
@@ -193,6 +206,7 @@ export class AgentRuntime {
       throw error;
     } finally {
       unwatch();
+      spans?.endAll();
     }
   }
 

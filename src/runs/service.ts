@@ -34,6 +34,7 @@ import { endpointLimits, endpointOf, type AdmissionSettings } from "./admission.
 import { checkIdempotencyKey, requestHash } from "./idempotency.ts";
 import { IDEMPOTENCY_TTL_MS, IdempotencyKeyTakenError } from "../storage/run-store/types.ts";
 import { announceConversationChange } from "./conversation-notices.ts";
+import { RunTelemetry, type RunOrigin, type RunWatch } from "../telemetry/run-telemetry.ts";
 
 export interface RunServiceOptions {
   store: RunStore;
@@ -47,6 +48,8 @@ export interface RunServiceOptions {
   logger: Logger;
   /** Per-principal quotas (QUOTA_ACTIVE_RUNS, QUOTA_RUNS_PER_MINUTE; 0 is no limit), for admins too when `admins` (QUOTA_ADMINS). */
   quotas?: { activeRuns: number; runsPerMinute: number; admins: boolean };
+  /** Each run's metrics and span; none by default. */
+  telemetry?: RunTelemetry;
   /**
    * Capacity (admission.ts): with it, every run is queued first and executes once
    * this instance claims it with room for it and a slot of its model endpoint.
@@ -95,16 +98,20 @@ export function forkTitle(source: string): string {
 export class RunService {
   readonly #active = new Map<string, ActiveRun>();
   readonly #now: () => Date;
+  readonly #telemetry: RunTelemetry;
   readonly #stopListening: () => void;
   #accepting = true;
   /** The callers of runs this instance queued, for when it claims them itself (claims and a JWT are never stored). */
   readonly #queuedBy = new Map<string, Principal>();
+  /** Where the spans of runs this instance queued hang (the request that queued them), for when it claims them itself. */
+  readonly #queuedOrigin = new Map<string, RunOrigin>();
   #claiming: Promise<void> | null = null;
   #claimAgain = false;
   #pollTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: RunServiceOptions) {
     this.#now = options.now ?? (() => new Date());
+    this.#telemetry = options.telemetry ?? new RunTelemetry();
     if (options.admission) {
       // Runs queued by other instances, or left queued by a stopped one, and slots freed elsewhere.
       this.#pollTimer = setInterval(() => void this.claimQueued().then(() => this.#forgetClaimedElsewhere()), options.admission.pollMs ?? 500);
@@ -116,6 +123,11 @@ export class RunService {
 
   get activeRunIds(): string[] {
     return [...this.#active.keys()];
+  }
+
+  /** Runs this instance queued that no instance has claimed yet (as of its last look). */
+  get queuedHere(): number {
+    return this.#queuedBy.size;
   }
 
   validateMessage(message: string): string {
@@ -506,6 +518,7 @@ export class RunService {
       throw new RunNotActiveError(now.id, now.status);
     }
     this.#queuedBy.delete(run.id);
+    this.#queuedOrigin.delete(run.id);
     await this.options.bus.requestCancel(run.id).catch((error: unknown) => this.options.logger.warn("cancel request not delivered", { runId: run.id, error }));
     this.#announce({ conversationId: run.conversationId, kind: "updated", at: this.#now() });
     return finished;
@@ -576,10 +589,11 @@ export class RunService {
    */
   async #begin(run: RunRecord, agent: string, input: RunInput, change: "created" | "updated", principal: Principal): Promise<RunRecord> {
     if (run.status === "running") {
-      await this.#launch(run, agent, input, change, principal);
+      await this.#launch(run, agent, input, change, principal, this.#telemetry.origin());
       return run;
     }
     this.#queuedBy.set(run.id, principal);
+    this.#queuedOrigin.set(run.id, this.#telemetry.origin());
     this.#announce({ conversationId: run.conversationId, kind: change, at: this.#now() });
     await this.claimQueued();
     return (await this.options.store.getRun(run.id)) ?? run;
@@ -630,13 +644,20 @@ export class RunService {
     if (this.#queuedBy.size === 0) return;
     const runs = await this.options.store.runs([...this.#queuedBy.keys()]).catch(() => null);
     if (!runs) return;
-    for (const id of [...this.#queuedBy.keys()]) if (runs.get(id)?.status !== "queued") this.#queuedBy.delete(id);
+    for (const id of [...this.#queuedBy.keys()]) {
+      if (runs.get(id)?.status === "queued") continue;
+      this.#queuedBy.delete(id);
+      this.#queuedOrigin.delete(id);
+    }
   }
 
   /** Executes a run this instance claimed: its agent and input from the database, its caller as this instance knows it. */
   async #launchClaimed(run: RunRecord): Promise<void> {
     const principal = this.#queuedBy.get(run.id) ?? queuedRunPrincipal(run.startedBy ?? "", run.startedByRole ?? "user");
     this.#queuedBy.delete(run.id);
+    // Claimed by another instance than the one that queued it, the run's trace starts here.
+    const origin = this.#queuedOrigin.get(run.id) ?? null;
+    this.#queuedOrigin.delete(run.id);
     const conversation = await this.options.store.getConversation(run.conversationId);
     if (!conversation) return; // deleted meanwhile (only possible once it ended)
     let input: RunInput;
@@ -647,7 +668,7 @@ export class RunService {
       );
       input = answered.length ? { kind: "answers", answers: Object.fromEntries(answered.map((i) => [i.id, i.answer])) } : { kind: "continue" };
     }
-    await this.#launch(run, conversation.agent, input, "updated", principal);
+    await this.#launch(run, conversation.agent, input, "updated", principal, origin);
   }
 
   /**
@@ -665,16 +686,23 @@ export class RunService {
   }
 
   /** Opens the run's event log, publishes RUNNING and starts the work; resolves once RUNNING can be read from any instance. */
-  async #launch(run: RunRecord, agent: string, input: RunInput, change: "created" | "updated", principal: Principal): Promise<void> {
+  async #launch(run: RunRecord, agent: string, input: RunInput, change: "created" | "updated", principal: Principal, origin: RunOrigin): Promise<void> {
     const { bus, logger } = this.options;
     const controller = new AbortController();
     const events = bus.openRun(run.id, run.conversationId);
     events.publish({ type: "status", status: "running", errorCode: null, errorMessage: null });
     this.#announce({ conversationId: run.conversationId, kind: change, at: this.#now() });
-    const finished = this.#execute(run, agent, input, controller, events, principal).catch((error) => {
-      logger.error("run could not be recorded", { runId: run.id, error });
-      return null;
-    });
+    const watch = this.#telemetry.start({ id: run.id, conversationId: run.conversationId, kind: run.kind, agent, queuedAt: run.queuedAt }, origin);
+    const finished = watch
+      .within(() => this.#execute(run, agent, input, controller, events, principal, watch))
+      .catch((error) => {
+        logger.error("run could not be recorded", { runId: run.id, error });
+        return null;
+      })
+      .then((final) => {
+        watch.end(final && { status: final.status, errorCode: final.errorCode });
+        return final;
+      });
     this.#active.set(run.id, { conversationId: run.conversationId, controller, finished });
     void finished.finally(() => {
       this.#active.delete(run.id);
@@ -692,6 +720,7 @@ export class RunService {
     controller: AbortController,
     events: RunPublisher,
     principal: Principal,
+    watch: RunWatch,
   ): Promise<RunRecord | null> {
     const { agent, store, logger } = this.options;
     const report: ModelTransportReport = { timedOut: false };
@@ -717,9 +746,12 @@ export class RunService {
         input,
         signal: controller.signal,
         report,
+        runId: run.id,
+        trace: watch.trace,
         hooks: {
           onToken: (text, messageId, node) => {
             usage.timeToFirstTokenMs ??= Math.round(performance.now() - startedAt);
+            watch.token();
             partial += text;
             publish({ type: "token", text, messageId, node });
           },
@@ -735,6 +767,7 @@ export class RunService {
             usage.inputTokens += call.inputTokens;
             usage.outputTokens += call.outputTokens;
             durationNs += call.durationNs;
+            watch.modelCall(call.inputTokens, call.outputTokens);
           },
         },
       });
@@ -784,6 +817,7 @@ export class RunService {
     if (final) {
       if (recorded) {
         for (const i of interrupts) {
+          watch.interrupt(i.id, i.node);
           events.publish({ type: "interrupt", interrupt: { ...i, runId: run.id, conversationId: run.conversationId, createdAt: outcome.finishedAt } });
         }
       }

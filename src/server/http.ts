@@ -18,6 +18,8 @@ import { isConsoleRequest } from "./routes/console.ts";
 import { graphiqlRoute, isGraphiQLRequest } from "./graphiql.ts";
 import type { TrustedManifest } from "./trusted-manifest.ts";
 import { useTrustedOperations } from "./plugins/trusted-operations.ts";
+import type { Metrics } from "../telemetry/metrics.ts";
+import { traceRestRequest } from "./rest-spans.ts";
 
 export type Route = (req: http.IncomingMessage, res: http.ServerResponse) => Promise<boolean> | boolean;
 
@@ -32,6 +34,8 @@ export interface HttpServerOptions {
   authenticator: Authenticator;
   /** TRUSTED_OPERATIONS_FILE's operations: the only ones non-admins may run, on every transport. */
   trustedOperations?: TrustedManifest;
+  /** This server's metrics: GraphQL operations and live subscriptions are counted here. */
+  metrics?: Metrics;
 }
 
 export interface HttpServer {
@@ -57,10 +61,11 @@ export async function startHttpServer({
   routes = [],
   authenticator,
   trustedOperations,
+  metrics,
 }: HttpServerOptions): Promise<HttpServer> {
   const cors = createCorsPolicy(config.corsOrigins, { logger });
   const trusted = trustedOperations && useTrustedOperations(trustedOperations);
-  const yoga = createYogaServer({ config, services, logger, readiness, trusted });
+  const yoga = createYogaServer({ config, services, logger, readiness, trusted, metrics });
   const graphiql = graphiqlRoute(async () => yoga.fetch("http://localhost/graphql", { headers: { accept: "text/html" } }));
 
   const server = http.createServer(async (req, res) => {
@@ -77,7 +82,13 @@ export async function startHttpServer({
         }
       }
       closeWhenStalled(res, config.writeStallTimeoutMs);
-      for (const route of routes) if (await route(req, res)) return;
+      if (
+        await traceRestRequest(req, path, async () => {
+          for (const route of routes) if (await route(req, res)) return true;
+          return false;
+        })
+      )
+        return;
       if (await graphiql(req, res)) return;
       await yoga.requestListener(req, res);
     } catch (error) {
@@ -92,7 +103,7 @@ export async function startHttpServer({
   });
   // Attached once listening: the WebSocket server re-emits the server's errors,
   // and a port in use would otherwise surface as its "internal error" with a stack.
-  const webSockets = attachWebSocketServer({ server, yoga, config, cors, authenticator, trusted });
+  const webSockets = attachWebSocketServer({ server, yoga, config, cors, authenticator, trusted, metrics });
   const address = server.address() as AddressInfo;
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;

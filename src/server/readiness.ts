@@ -1,6 +1,9 @@
-// Readiness (/ready): the database answers and Ollama serves the configured
-// model and every agent's own. Served by yoga's readiness plugin; liveness
-// (/health) is yoga's own.
+// Readiness (/ready): the database answers, the event bus carries events (Redis,
+// when REDIS_URL is set) and Ollama serves the configured model and every
+// agent's own; any of these failing takes the instance out of rotation (503).
+// An MCP server that is down only degrades it (200, `degraded: true`): its
+// agents run without its tools until it is back, as at start-up. Served by
+// yoga's readiness plugin; liveness (/health) is yoga's own.
 import { useReadinessCheck, type Plugin } from "graphql-yoga";
 import type { Logger } from "../logger.ts";
 
@@ -11,6 +14,10 @@ export interface ReadinessProbe {
   ollamaModel: string;
   /** Agents (RUNLEDGER_CONFIG) and the model each runs; those on OLLAMA_MODEL add nothing to check. */
   agentModels?: { agent: string; model: string }[];
+  /** Throws when the event bus does not carry events. */
+  events?(): Promise<void>;
+  /** The agents' MCP servers as they are now. */
+  mcpServers?(): { agent: string; server: string; state: string; lastError: string | undefined }[];
 }
 
 type ModelProbe = Pick<ReadinessProbe, "ollamaHost" | "ollamaModel" | "agentModels">;
@@ -19,6 +26,11 @@ export interface Readiness {
   ready: boolean;
   database: string;
   model: string;
+  events: string;
+  /** Each MCP server, as "agent/server": "ok", or what is wrong (present when agents have servers). */
+  mcpServers?: Record<string, string>;
+  /** Present, true, when an MCP server is down: the instance serves, some agents lack tools. */
+  degraded?: true;
 }
 
 /** Whether Ollama serves the model: what /ready reports, and what start-up warns about. */
@@ -58,9 +70,23 @@ export async function checkReadiness(probe: ReadinessProbe): Promise<Readiness> 
   } catch (error) {
     database = `error: ${(error as Error).message}`;
   }
+  let events = "ok";
+  try {
+    await probe.events?.();
+  } catch (error) {
+    events = `error: ${(error as Error).message}`;
+  }
   const check = await checkModel(probe);
   const model = check.status === "ok" ? "ok" : check.message;
-  return { ready: database === "ok" && model === "ok", database, model };
+  const result: Readiness = { ready: database === "ok" && model === "ok" && events === "ok", database, model, events };
+  const servers = probe.mcpServers?.() ?? [];
+  if (servers.length) {
+    result.mcpServers = Object.fromEntries(
+      servers.map((s) => [`${s.agent}/${s.server}`, s.state === "ready" ? "ok" : `${s.state}${s.lastError ? `: ${s.lastError}` : ""}`]),
+    );
+    if (servers.some((s) => s.state !== "ready")) result.degraded = true;
+  }
+  return result;
 }
 
 /**
@@ -98,7 +124,7 @@ export async function reportModelAtStartup(probe: ModelProbe, logger: Pick<Logge
   }
 }
 
-/** GET /ready: 200 or 503 with `{ready, database, model}` saying what is wrong. */
+/** GET /ready: 200 or 503 with `{ready, database, model, events, mcpServers?, degraded?}` saying what is wrong. */
 export function useReadiness(probe: ReadinessProbe): Plugin {
   return useReadinessCheck({
     endpoint: "/ready",

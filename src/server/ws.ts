@@ -19,6 +19,7 @@ import { SubscriberOverflowError } from "../storage/event-bus/subscriber.ts";
 import { setPrincipal, UnauthenticatedError, principalOf, type Authenticator } from "./auth.ts";
 import type { Principal } from "../domain/principal.ts";
 import type { TrustedOperations } from "./plugins/trusted-operations.ts";
+import type { Metrics } from "../telemetry/metrics.ts";
 
 /** WebSocket close code for a connection_init without a valid credential (UNAUTHENTICATED). */
 export const CLOSE_UNAUTHORIZED = 4401;
@@ -48,8 +49,10 @@ export function attachWebSocketServer(options: {
   authenticator: Authenticator;
   /** Set: yoga's onParams hooks never see graphql-ws operations, so the trusted-operations rule is applied here. */
   trusted?: TrustedOperations;
+  /** Counts this endpoint's open operations and the subscribers it cuts off. */
+  metrics?: Metrics;
 }): WebSocketEndpoint {
-  const { server, yoga, config, cors, authenticator, trusted } = options;
+  const { server, yoga, config, cors, authenticator, trusted, metrics } = options;
   const wsServer = new WebSocketServer({
     server,
     path: "/graphql",
@@ -65,6 +68,7 @@ export function attachWebSocketServer(options: {
     replayLimit: config.eventRetention,
     formatErrors: formatForWebSocket,
     tooSlow: (limit) => {
+      metrics?.subscribersCutOff.inc();
       const overflow = new SubscriberOverflowError(limit);
       return new GraphQLError(overflow.message, { extensions: { code: overflow.code } });
     },
@@ -167,6 +171,13 @@ export function attachWebSocketServer(options: {
     // WS_KEEPALIVE_MS: ping every socket this often; one that did not answer the previous ping is dropped.
     config.wsKeepAliveMs,
   );
+
+  // Operations open on sockets: subscriptions, and the rare query or mutation in flight.
+  metrics?.setSubscriptionsSource("ws", () => {
+    let operations = 0;
+    for (const ctx of connections) operations += Object.keys(ctx.subscriptions).length;
+    return operations;
+  });
 
   return {
     stats() {

@@ -19,6 +19,9 @@ import { useSharedSubscriptionResults } from "./plugins/shared-subscription-resu
 import { useHiddenSuggestions } from "./plugins/suggestions.ts";
 import { createErrorMasking } from "./plugins/masking.ts";
 import type { TrustedOperations } from "./plugins/trusted-operations.ts";
+import { useOperationMetrics } from "./plugins/operation-metrics.ts";
+import { useTracing } from "./plugins/tracing.ts";
+import type { Metrics } from "../telemetry/metrics.ts";
 
 export type Yoga = YogaServerInstance<Record<string, unknown>, Context>;
 
@@ -29,6 +32,7 @@ export function createYogaServer(options: {
   readiness: ReadinessProbe;
   /** Set: only trusted operations run, except for admins (plugins/trusted-operations.ts). */
   trusted?: TrustedOperations;
+  metrics?: Metrics;
 }): Yoga {
   const { config, services, logger } = options;
   const { limits } = config;
@@ -62,6 +66,10 @@ export function createYogaServer(options: {
       useWellFormedStrings(),
       useSharedSubscriptionResults({ sharedContext: (principal) => createContext(services, principal) }),
       ...(limits.hideSuggestions ? [useHiddenSuggestions()] : []),
+      // graphql-ws operations carry their socket in the context (ws.ts); the WebSocket endpoint counts those.
+      ...(options.metrics ? [useOperationMetrics(options.metrics, (c) => (c as { socket?: unknown } | null)?.socket !== undefined)] : []),
+      // Last: it wraps the execution the plugins before it settled on, so the span's context is active in every resolver.
+      useTracing(),
     ],
     logging: {
       debug: (...args) => logger.debug(String(args[0]), { args: args.slice(1).map(String) }),

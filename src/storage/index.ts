@@ -28,6 +28,10 @@ import { openPostgresStorage } from "./open-postgres.ts";
 export type { Storage };
 
 /** Opens (and migrates) the database the configuration names. */
-export async function openStorage(config: Pick<Config, "databaseKind" | "databasePath" | "databaseUrl">): Promise<Storage & { migrated: string[] }> {
-  return config.databaseKind === "postgres" ? openPostgresStorage(config.databaseUrl) : openSqliteStorage(config.databasePath);
+/** `onWriteWait`: told how long each SQLite write waited for its turn, in ms (metrics). */
+export async function openStorage(
+  config: Pick<Config, "databaseKind" | "databasePath" | "databaseUrl">,
+  options: { onWriteWait?: (ms: number) => void } = {},
+): Promise<Storage & { migrated: string[] }> {
+  return config.databaseKind === "postgres" ? openPostgresStorage(config.databaseUrl) : openSqliteStorage(config.databasePath, options);
 }

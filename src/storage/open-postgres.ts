@@ -33,6 +33,7 @@ export async function openPostgresStorage(url: string): Promise<PostgresStorage>
       apiKeys: new PostgresApiKeyStore(pool),
       saver,
       migrated: applied,
+      waiting: () => pool.waitingCount,
       async ping() {
         await pool.query("SELECT 1");
       },

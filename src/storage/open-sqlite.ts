@@ -21,11 +21,12 @@ export interface SqliteStorage extends Storage {
   migrated: string[];
 }
 
-export async function openSqliteStorage(file: string): Promise<SqliteStorage> {
+/** `onWriteWait`: told how long each write waited at the write gate, in ms. */
+export async function openSqliteStorage(file: string, options: { onWriteWait?: (ms: number) => void } = {}): Promise<SqliteStorage> {
   const writer = openSqlite(file);
   try {
     const { applied } = migrate(writer);
-    const gate = new WriteGate();
+    const gate = new WriteGate(options.onWriteWait);
     const saver = new GatedSqliteSaver(writer, gate);
     saver.createTables();
     const reader = openSqlite(file, { readonly: true });
@@ -43,6 +44,7 @@ export async function openSqliteStorage(file: string): Promise<SqliteStorage> {
       apiKeys: new SqliteApiKeyStore({ writer, reader, gate }),
       saver,
       migrated: applied,
+      waiting: () => gate.queued,
       async ping() {
         reader.prepare("SELECT 1").get();
       },

@@ -14,6 +14,8 @@ export interface Storage {
   apiKeys: ApiKeyStore;
   /** LangGraph's checkpointer on the same database (the thread's history). */
   saver: BaseCheckpointSaver;
+  /** Callers waiting for the database now: writes queued at SQLite's write gate, or queries waiting for a PostgreSQL pool connection (metrics). */
+  waiting(): number;
   /** Throws when the database does not answer (readiness). */
   ping(): Promise<void>;
   /** The database server's clock, for checking this host's against it; null when the database is a local file. */

@@ -151,6 +151,11 @@ export class MemoryEventBus implements EventBus {
     return () => this.#cancelListeners.delete(entry);
   }
 
+  /** In this process: up while it is open. */
+  async ping(): Promise<void> {
+    if (this.#closed) throw new Error("the event bus is closed");
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;

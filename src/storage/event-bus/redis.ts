@@ -44,6 +44,8 @@ export interface RedisEventBusOptions extends EventBusOptions {
   livenessCheckMs?: number;
   /** Told about errors no caller is waiting for (a reader's failed XREAD, a lost connection); ioredis reconnects by itself. Default: ignored. */
   onError?: (error: Error) => void;
+  /** Told, for each event this instance reads for its subscribers that was published after it began following the run, how many ms after its publication it arrived (the instances' clocks may differ by up to MAX_CLOCK_SKEW_MS). */
+  onDelivered?: (lagMs: number) => void;
 }
 
 /** Runs one reader connection follows at once; past it, another connection opens. Keeps each XREAD's key list short. */
@@ -84,6 +86,8 @@ interface Feed extends FollowedStream {
   reader: StreamReader<Feed> | null;
   /** The terminal event has been read: nothing more will come. */
   ended: boolean;
+  /** When this instance began following the run: events published before are replays, not deliveries. */
+  readonly since: number;
 }
 
 interface LocalLog {
@@ -106,9 +110,12 @@ export function connectRedisEventBus(url: string, options: RedisEventBusOptions)
   return RedisEventBus.connect(url, options);
 }
 
+/** How long readiness waits for Redis's answer to PING. */
+const PING_TIMEOUT_MS = 2_000;
+
 export class RedisEventBus implements EventBus {
   readonly #url: string;
-  readonly #options: Required<Omit<RedisEventBusOptions, "onError">> & Pick<RedisEventBusOptions, "onError">;
+  readonly #options: Required<Omit<RedisEventBusOptions, "onError" | "onDelivered">> & Pick<RedisEventBusOptions, "onError" | "onDelivered">;
   readonly #prefix: string;
   readonly #command: Redis;
   readonly #pipeline: CommandPipeline;
@@ -289,7 +296,7 @@ export class RedisEventBus implements EventBus {
     this.#assertOpen();
     let feed = this.#feeds.get(runId);
     if (!feed) {
-      feed = { runId, key: this.#runKey(runId), cursor: null, live: new Map(), joiners: new Set(), reader: null, ended: false };
+      feed = { runId, key: this.#runKey(runId), cursor: null, live: new Map(), joiners: new Set(), reader: null, ended: false, since: Date.now() };
       this.#feeds.set(runId, feed);
     }
     // Already following this run from a point the subscriber has: nothing to
@@ -415,6 +422,10 @@ export class RedisEventBus implements EventBus {
       if (feed.ended) return;
       const event = decodeEntry(entry);
       feed.cursor = event.seq;
+      if (this.#options.onDelivered) {
+        const published = event.at.getTime();
+        if (published >= feed.since) this.#options.onDelivered(Math.max(0, Date.now() - published));
+      }
       const limit = this.#options.subscriberQueueLimit;
       for (const joiner of feed.joiners) {
         if (joiner.buffer.length >= limit) joiner.overflowed = true;
@@ -566,6 +577,28 @@ export class RedisEventBus implements EventBus {
   }
 
   // ---- lifecycle ----
+
+  /** Both connections up, and Redis answering a PING within PING_TIMEOUT_MS (a command to a lost Redis would wait in the client's queue). */
+  async ping(): Promise<void> {
+    if (this.#closed) throw new Error("the event bus is closed");
+    for (const [name, connection] of [
+      ["command", this.#command],
+      ["subscriber", this.#pubsub],
+    ] as const) {
+      if (connection.status !== "ready") throw new Error(`Redis ${name} connection is ${connection.status}`);
+    }
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        this.#command.ping(),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`Redis did not answer PING within ${PING_TIMEOUT_MS} ms`)), PING_TIMEOUT_MS);
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
 
   async close(): Promise<void> {
     if (this.#closed) return;

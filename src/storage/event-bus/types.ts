@@ -89,6 +89,8 @@ export interface EventBus {
   requestCancel(runId: string): Promise<void>;
   /** Called on every instance for every cancel request; the executing one acts on it. Returns the unsubscribe function. */
   onCancelRequest(listener: (runId: string) => void): () => void;
+  /** Resolves when the backend carries events now; throws, saying why, when it does not (readiness). */
+  ping(): Promise<void>;
   /** Ends every subscriber of this instance and releases the backend's connections. */
   close(): Promise<void>;
   /** This instance's subscribers and logs, for leak checks and metrics. */

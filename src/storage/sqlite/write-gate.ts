@@ -7,10 +7,25 @@
 
 export class WriteGate {
   #tail: Promise<unknown> = Promise.resolve();
+  #queued = 0;
+
+  /** `onWait`: told how long each write waited for its turn, in ms (metrics). */
+  constructor(private readonly onWait?: (ms: number) => void) {}
+
+  /** Writes waiting for their turn now. */
+  get queued(): number {
+    return this.#queued;
+  }
 
   /** Runs `work` once every write queued before it has settled. Never call run() from inside work: it would wait for itself. */
   run<T>(work: () => Promise<T> | T): Promise<T> {
-    const result = this.#tail.then(nextTurn).then(work);
+    const queuedAt = performance.now();
+    this.#queued++;
+    const result = this.#tail.then(nextTurn).then(() => {
+      this.#queued--;
+      this.onWait?.(performance.now() - queuedAt);
+      return work();
+    });
     this.#tail = result.catch(() => {});
     return result;
   }

@@ -1,0 +1,188 @@
+// Prometheus metrics (prom-client), one registry per server: a test process may
+// hold several servers, each with its own counts. Process metrics (CPU, memory,
+// event loop, GC) are the process's, collected once and served by every registry.
+// Labels are bounded sets: agents and MCP servers come from the configuration,
+// statuses and error codes from the API's enums, GraphQL fields from the schema;
+// never a run, conversation or user id.
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+
+let processRegistry: Registry | undefined;
+
+function processMetrics(): Registry {
+  if (!processRegistry) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
+}
+
+/** A number read at scrape time. */
+export type Source = () => number;
+
+export class Metrics {
+  readonly registry = new Registry();
+  #queued: Source = () => 0;
+  #active: Source = () => 0;
+  #dbWaiting: Source = () => 0;
+  #subscriptions = new Map<string, Source>();
+  #mcp: () => { agent: string; server: string; up: boolean }[] = () => [];
+
+  readonly runsStarted = new Counter({
+    name: "runledger_runs_started_total",
+    help: "Runs started on this instance, by agent and run kind (start, resume).",
+    labelNames: ["agent", "kind"] as const,
+    registers: [this.registry],
+  });
+  readonly runsFinished = new Counter({
+    name: "runledger_runs_finished_total",
+    help: "Runs this instance executed to an outcome, by agent, run kind, status and error code (empty when none).",
+    labelNames: ["agent", "kind", "status", "error_code"] as const,
+    registers: [this.registry],
+  });
+  readonly runDuration = new Histogram({
+    name: "runledger_run_duration_seconds",
+    help: "From a run's start to its recorded outcome, by agent and status.",
+    labelNames: ["agent", "status"] as const,
+    buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
+    registers: [this.registry],
+  });
+  readonly queueWait = new Histogram({
+    name: "runledger_queue_wait_seconds",
+    help: "From a run's queueing to its start on this instance, by agent.",
+    labelNames: ["agent"] as const,
+    buckets: [0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    registers: [this.registry],
+  });
+  readonly timeToFirstToken = new Histogram({
+    name: "runledger_time_to_first_token_seconds",
+    help: "From a run's start to its first relayed token, by agent.",
+    labelNames: ["agent"] as const,
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
+  readonly tokenGap = new Histogram({
+    name: "runledger_token_gap_seconds",
+    help: "Time between a run's consecutive relayed tokens, by agent.",
+    labelNames: ["agent"] as const,
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
+    registers: [this.registry],
+  });
+  readonly tokens = new Counter({
+    name: "runledger_tokens_total",
+    help: "Tokens relayed to subscribers (one per streamed chunk with text), by agent.",
+    labelNames: ["agent"] as const,
+    registers: [this.registry],
+  });
+  readonly modelTokens = new Counter({
+    name: "runledger_model_tokens_total",
+    help: "Tokens the model reported, by agent and type (input, output).",
+    labelNames: ["agent", "type"] as const,
+    registers: [this.registry],
+  });
+  readonly busLag = new Histogram({
+    name: "runledger_event_bus_delivery_lag_seconds",
+    help: "From an event's publication on the instance executing the run to its arrival through Redis on this one.",
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [this.registry],
+  });
+  readonly writeGateWait = new Histogram({
+    name: "runledger_db_write_gate_wait_seconds",
+    help: "SQLite: how long each write waited for its turn at the write gate.",
+    buckets: [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5],
+    registers: [this.registry],
+  });
+  readonly subscribersCutOff = new Counter({
+    name: "runledger_subscribers_cut_off_total",
+    help: "Subscriptions ended with SUBSCRIBER_TOO_SLOW because their client read too slowly.",
+    registers: [this.registry],
+  });
+  readonly graphqlOperations = new Counter({
+    name: "runledger_graphql_operations_total",
+    help: "GraphQL operations executed, by type, root field and outcome (ok, error).",
+    labelNames: ["type", "field", "outcome"] as const,
+    registers: [this.registry],
+  });
+  readonly graphqlDuration = new Histogram({
+    name: "runledger_graphql_operation_duration_seconds",
+    help: "Execution time of GraphQL queries and mutations, by type and root field.",
+    labelNames: ["type", "field"] as const,
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+    registers: [this.registry],
+  });
+
+  constructor() {
+    const self = this;
+    new Gauge({
+      name: "runledger_runs_active",
+      help: "Runs executing on this instance now.",
+      registers: [this.registry],
+      collect() {
+        this.set(self.#active());
+      },
+    });
+    new Gauge({
+      name: "runledger_runs_queued",
+      help: "Runs this instance queued that no instance has claimed yet.",
+      registers: [this.registry],
+      collect() {
+        this.set(self.#queued());
+      },
+    });
+    new Gauge({
+      name: "runledger_db_waiting",
+      help: "Callers waiting for the database now: writes queued at SQLite's write gate, or queries waiting for a PostgreSQL pool connection.",
+      registers: [this.registry],
+      collect() {
+        this.set(self.#dbWaiting());
+      },
+    });
+    new Gauge({
+      name: "runledger_subscriptions",
+      help: "Live GraphQL subscriptions on this instance, by transport (ws, sse).",
+      labelNames: ["transport"] as const,
+      registers: [this.registry],
+      collect() {
+        for (const [transport, source] of self.#subscriptions) this.set({ transport }, source());
+      },
+    });
+    new Gauge({
+      name: "runledger_mcp_server_up",
+      help: "1 when an agent's MCP server is connected, else 0.",
+      labelNames: ["agent", "server"] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const { agent, server, up } of self.#mcp()) this.set({ agent, server }, up ? 1 : 0);
+      },
+    });
+  }
+
+  /** What `runledger_runs_queued` reports (0 until a queue feeds it). */
+  setQueuedRunsSource(source: Source): void {
+    this.#queued = source;
+  }
+
+  setDatabaseWaitingSource(source: Source): void {
+    this.#dbWaiting = source;
+  }
+
+  setActiveRunsSource(source: Source): void {
+    this.#active = source;
+  }
+
+  setSubscriptionsSource(transport: "ws" | "sse", source: Source): void {
+    this.#subscriptions.set(transport, source);
+  }
+
+  setMcpSource(source: () => { agent: string; server: string; up: boolean }[]): void {
+    this.#mcp = source;
+  }
+
+  /** The exposition: this server's metrics, then the process's. */
+  async text(): Promise<string> {
+    const [own, proc] = await Promise.all([this.registry.metrics(), processMetrics().metrics()]);
+    return `${own}\n${proc}`;
+  }
+
+  readonly contentType = Registry.PROMETHEUS_CONTENT_TYPE;
+}
