@@ -948,6 +948,7 @@ describe("a queued run", () => {
     const card = runCard(page, 1);
     await card.filter({ hasText: "QUEUED" }).filter({ hasText: "#1 in line · the model is busy" }).waitFor();
     await thread(page).getByText("Waiting its turn…").waitFor();
+    await page.getByText("Run #1 is waiting its turn").first().waitFor();
     await screenshot(page, "queued-run");
     // The run ahead ends; this one starts and streams in the open page.
     await gqlOk(queueing.url, CANCEL_RUN, { runId: busy.run.id });

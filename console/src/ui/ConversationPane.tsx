@@ -303,7 +303,7 @@ function PendingWork(props: {
     return (
       <div class="banner banner-running">
         <span>
-          Run #{active.number} is running · <Duration startedAt={active.startedAt} finishedAt={null} />
+          Run #{active.number} is {active.status === "QUEUED" ? "waiting its turn" : "running"} · <Duration startedAt={active.startedAt} finishedAt={null} />
         </span>
         <button type="button" onClick={() => props.onCancel(active.id)}>
           Cancel run
@@ -378,7 +378,7 @@ function Composer({
       <div class="composer-foot">
         <span class="hint">
           {blocked
-            ? `Run #${blockedBy.number} is running: cancel it or wait for it to end.`
+            ? `Run #${blockedBy.number} is ${blockedBy.status === "QUEUED" ? "waiting its turn" : "running"}: cancel it or wait for it to end.`
             : waiting
               ? "A new message goes ahead without answering the question above."
               : ""}

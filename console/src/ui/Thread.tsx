@@ -91,7 +91,8 @@ function RunTurn({ run, context }: { run: RunView; context: ThreadContext }) {
         </span>{" "}
         <RunStatusBadge run={run} /> <Duration class="hint" startedAt={run.startedAt} finishedAt={run.finishedAt} />
       </li>
-      {run.live ? <LiveTurn run={run} context={context} /> : <RecordedTurn run={run} context={context} />}
+      {/* A queued run has nothing recorded yet: shown as a live one that has not begun (its message, and that it waits). */}
+      {run.live || run.status === "QUEUED" ? <LiveTurn run={run} context={context} /> : <RecordedTurn run={run} context={context} />}
       {ended && run.status === "WAITING" && <WaitingOutcome run={run} runLabel={context.runLabel} />}
       {ended && run.status !== "COMPLETED" && run.status !== "WAITING" && <Outcome run={run} />}
     </>
@@ -118,15 +119,15 @@ function RecordedTurn({ run, context }: { run: RunView; context: ThreadContext }
 }
 
 function LiveTurn({ run, context }: { run: RunView; context: ThreadContext }) {
-  const live = run.live!;
+  const items = run.live?.items ?? [];
   const running = isActive(run.status);
   return (
     <>
       {run.kind === "START" && run.input !== null && <Bubble role="USER" content={run.input} />}
-      {live.items.map((item) => (
-        <LiveEntry key={item.key} item={item} streaming={running && item === live.items.at(-1)} running={running} context={context} />
+      {items.map((item) => (
+        <LiveEntry key={item.key} item={item} streaming={running && item === items.at(-1)} running={running} context={context} />
       ))}
-      {running && live.items.length === 0 && (
+      {running && items.length === 0 && (
         <li class="message message-assistant waiting">
           <span class="hint">{run.status === "QUEUED" ? "Waiting its turn…" : "Waiting for the model…"}</span>
         </li>
