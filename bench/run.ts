@@ -27,10 +27,11 @@ import { concurrent } from "./scenarios/concurrent.ts";
 import { cost } from "./scenarios/cost.ts";
 import { multiInstance } from "./scenarios/multi-instance.ts";
 import { auth } from "./scenarios/auth.ts";
+import { burstScenario } from "./scenarios/burst.ts";
 import { observability } from "./scenarios/observability.ts";
 import { outside } from "./outside/scenario.ts";
 
-const SCENARIOS: Scenario[] = [relay, ttft, fanout, correlation, throughput, concurrent, cost, multiInstance, auth, observability, outside];
+const SCENARIOS: Scenario[] = [relay, ttft, fanout, correlation, throughput, concurrent, cost, multiInstance, auth, burstScenario, observability, outside];
 
 const { values } = parseArgs({
   options: {

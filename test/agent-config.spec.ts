@@ -263,12 +263,12 @@ describe("a bad config file stops start-up with one line naming the file, the pa
     [
       "a misspelt agent key",
       { agents: { default: { type: "chat", sytemPrompt: "x" } } },
-      'RUNLEDGER_CONFIG ./agents.json: agents.default.sytemPrompt: unknown key (did you mean "systemPrompt"?); known keys: type, description, model, think, recursionLimit, systemPrompt, systemPromptFile, tools, mcpServers, requireApproval (line 5)',
+      'RUNLEDGER_CONFIG ./agents.json: agents.default.sytemPrompt: unknown key (did you mean "systemPrompt"?); known keys: type, description, model, think, recursionLimit, concurrency, systemPrompt, systemPromptFile, tools, mcpServers, requireApproval (line 5)',
     ],
     [
       "a chat-only key on a graph agent",
       { agents: { default: DEFAULT, g: { type: "graph", module: "graphs/g.ts", tools: [] } } },
-      "RUNLEDGER_CONFIG ./agents.json: agents.g.tools: unknown key; known keys: type, description, model, think, recursionLimit, module, export (line 9)",
+      "RUNLEDGER_CONFIG ./agents.json: agents.g.tools: unknown key; known keys: type, description, model, think, recursionLimit, concurrency, module, export (line 9)",
     ],
     [
       "a wrong type",
@@ -284,6 +284,11 @@ describe("a bad config file stops start-up with one line naming the file, the pa
       "a zero recursion limit",
       { agents: { default: { type: "chat", recursionLimit: 0 } } },
       "RUNLEDGER_CONFIG ./agents.json: agents.default.recursionLimit: must be at least 1, got the number 0 (line 5, column 25)",
+    ],
+    [
+      "a zero concurrency",
+      { agents: { default: { type: "chat", concurrency: 0 } } },
+      "RUNLEDGER_CONFIG ./agents.json: agents.default.concurrency: must be at least 1, got the number 0 (line 5, column 22)",
     ],
     [
       "several problems",

@@ -1,0 +1,137 @@
+// Scenario: a burst of starts on one instance. N startRun mutations arrive
+// together (100 in flight at a time) against a model endpoint that serves 64
+// runs at once (MODEL_CONCURRENCY 64, MAX_ACTIVE_RUNS 64): every answer must be
+// a StartRunSuccess and every run must complete. Measured: the server's RSS
+// peak (from /proc), GET /health's latency during the burst, the time to first
+// token of admitted runs (stored per run, counted from admission), and request
+// to end (the queue wait included), read from the database file afterwards.
+import Database from "better-sqlite3";
+import { percentiles, type Percentiles } from "../lib/stats.ts";
+import { dist, scalar, type Row } from "../lib/report.ts";
+import { startRunledger } from "../lib/runledger.ts";
+import { sleep, type Scenario } from "./scenario.ts";
+
+const CAPACITY = 64;
+const IN_FLIGHT = 100;
+const TOKENS = 20;
+const INTERVAL_MS = 20;
+const START = JSON.stringify({
+  query: `mutation ($message: String!) { startRun(input: { message: $message }) { __typename } }`,
+});
+
+interface BurstResult {
+  runs: number;
+  accepted: number;
+  completed: number;
+  rssPeakMiB: number;
+  rssStartMiB: number;
+  health: Percentiles;
+  ttft: Percentiles;
+  requestToEnd: Percentiles;
+  wallMs: number;
+}
+
+async function burst(modelUrl: string, runs: number, log: (message: string) => void): Promise<BurstResult> {
+  const server = await startRunledger({ modelUrl, env: { MODEL_CONCURRENCY: String(CAPACITY), MAX_ACTIVE_RUNS: String(CAPACITY), LOG_LEVEL: "warn" } });
+  const rssStart = server.rssBytes();
+  let rssPeak = rssStart;
+  const healthMs: number[] = [];
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      rssPeak = Math.max(rssPeak, server.rssBytes());
+      const at = performance.now();
+      await fetch(`${server.url}/health`).then((r) => r.arrayBuffer());
+      healthMs.push(performance.now() - at);
+      await sleep(50);
+    }
+  })();
+  const started = performance.now();
+  let accepted = 0;
+  try {
+    const message = `bench ${JSON.stringify({ tokens: TOKENS, intervalMs: INTERVAL_MS })}`;
+    const body = JSON.stringify({ ...JSON.parse(START), variables: { message } });
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: IN_FLIGHT }, async () => {
+        while (next < runs) {
+          next += 1;
+          const answer = await fetch(`${server.url}/graphql`, { method: "POST", headers: { "content-type": "application/json" }, body }).then((r) => r.json());
+          if (answer?.data?.startRun?.__typename === "StartRunSuccess") accepted += 1;
+        }
+      }),
+    );
+    log(`  ${runs} starts answered in ${Math.round(performance.now() - started)} ms; ${accepted} accepted`);
+    const db = new Database(server.databaseFile, { readonly: true });
+    try {
+      const active = db.prepare(`SELECT count(*) AS n FROM runs WHERE status IN ('queued', 'running')`);
+      for (let waited = 0; (active.get() as { n: number }).n > 0 && waited < 600_000; waited += 250) await sleep(250);
+      const wallMs = performance.now() - started;
+      const rows = db
+        .prepare(`SELECT status, time_to_first_token_ms AS ttft, (julianday(finished_at) - julianday(started_at)) * 86400000.0 AS total FROM runs`)
+        .all() as { status: string; ttft: number | null; total: number }[];
+      return {
+        runs,
+        accepted,
+        completed: rows.filter((r) => r.status === "completed").length,
+        rssPeakMiB: rssPeak / 2 ** 20,
+        rssStartMiB: rssStart / 2 ** 20,
+        health: percentiles(healthMs),
+        ttft: percentiles(rows.flatMap((r) => (r.ttft === null ? [] : [r.ttft]))),
+        requestToEnd: percentiles(rows.map((r) => r.total)),
+        wallMs,
+      };
+    } finally {
+      db.close();
+    }
+  } finally {
+    sampling = false;
+    await sampler;
+    await server.stop();
+  }
+}
+
+export const burstScenario: Scenario = {
+  name: "burst",
+  title: "A burst of starts on one instance",
+  async run(options) {
+    const sizes = options.quick ? [200, 500] : [1_000, 5_000];
+    const rows: Row[] = [];
+    const notes: string[] = [];
+    for (const runs of sizes) {
+      const r = await burst(options.modelUrl, runs, options.log);
+      options.log(
+        `  ${runs}: ${r.completed} completed, RSS ${r.rssStartMiB.toFixed(0)} → peak ${r.rssPeakMiB.toFixed(0)} MiB, /health p99 ${r.health.p99.toFixed(1)} ms, ttft p99 ${r.ttft.p99.toFixed(0)} ms`,
+      );
+      const c = `${runs.toLocaleString("en")} starts at once`;
+      rows.push(
+        {
+          scenario: "burst",
+          case: c,
+          metric: "runs accepted and completed",
+          runledger: scalar("runs", [r.completed], true),
+          target: { text: `all ${runs} accepted and completed`, met: r.accepted === runs && r.completed === runs },
+        },
+        {
+          scenario: "burst",
+          case: c,
+          metric: "server RSS peak",
+          runledger: scalar("MiB", [r.rssPeakMiB]),
+          baseline: { label: "the same process before the burst", measure: scalar("MiB", [r.rssStartMiB]) },
+          target: { text: "under 300 MiB", met: r.rssPeakMiB < 300 },
+        },
+        {
+          scenario: "burst",
+          case: c,
+          metric: "GET /health during the burst",
+          runledger: dist("ms", [r.health]),
+          target: { text: "p99 under 50 ms", met: r.health.p99 < 50 },
+        },
+        { scenario: "burst", case: c, metric: "time to first token of admitted runs", runledger: dist("ms", [r.ttft]) },
+        { scenario: "burst", case: c, metric: "request to end, queue wait included", runledger: dist("ms", [r.requestToEnd]) },
+      );
+      notes.push(`${runs} starts: every run ${TOKENS} tokens at ${INTERVAL_MS} ms, ${CAPACITY} at once; all ended after ${Math.round(r.wallMs)} ms`);
+    }
+    return { rows, notes };
+  },
+};
