@@ -134,6 +134,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
   runs = new RunService({
     store,
     checkpointReads: storage.checkpointReads,
+    toolJournal: storage.toolJournal,
     bus,
     agent,
     ownerId: ownership.id,
@@ -143,9 +144,24 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     logger,
   });
   const conversations = new ConversationService(store, bus, logger);
-  const services: Services = { runs, conversations, agent, bus, store, conversationList: storage.conversationList, checkpointReads: storage.checkpointReads };
+  const services: Services = {
+    runs,
+    conversations,
+    agent,
+    bus,
+    store,
+    conversationList: storage.conversationList,
+    checkpointReads: storage.checkpointReads,
+    toolJournal: storage.toolJournal,
+  };
 
-  const reads = { runs: store, conversationList: storage.conversationList, checkpointReads: storage.checkpointReads, states: agent };
+  const reads = {
+    runs: store,
+    conversationList: storage.conversationList,
+    checkpointReads: storage.checkpointReads,
+    toolJournal: storage.toolJournal,
+    states: agent,
+  };
   const authenticator = createAuthenticator({
     config,
     apiKeys: storage.apiKeys,
