@@ -28,7 +28,7 @@ export type RunLabel = (runId: string) => string;
 /** The question in a few words: the calls a tool approval asks about, or a custom graph's value. */
 export function describeQuestion(interrupt: Interrupt): string {
   const doubt = inDoubtCall(interrupt.value);
-  if (doubt) return `${doubt.tool} ${compactJson(doubt.args, 80)} was cut off and may have run: retry, skip or fail it`;
+  if (doubt) return `a decision on ${doubt.tool} ${compactJson(doubt.args, 80)}, which was cut off and may have run`;
   const calls = approvalCalls(interrupt.value);
   if (!calls) return compactJson(interrupt.value);
   return `approval of ${calls.map((c) => `${c.name} ${compactJson(c.args, 80)}`).join(", ")}`;
