@@ -27,9 +27,10 @@ import { concurrent } from "./scenarios/concurrent.ts";
 import { cost } from "./scenarios/cost.ts";
 import { multiInstance } from "./scenarios/multi-instance.ts";
 import { auth } from "./scenarios/auth.ts";
+import { journal } from "./scenarios/journal.ts";
 import { outside } from "./outside/scenario.ts";
 
-const SCENARIOS: Scenario[] = [relay, ttft, fanout, correlation, throughput, concurrent, cost, multiInstance, auth, outside];
+const SCENARIOS: Scenario[] = [relay, ttft, fanout, correlation, throughput, concurrent, cost, multiInstance, auth, journal, outside];
 
 const { values } = parseArgs({
   options: {
