@@ -288,6 +288,55 @@ for (const deployment of deployments) {
   });
 }
 
+describe("a call in doubt over the lab's REST routes", () => {
+  it(
+    "is asked about in pendingInterrupts, a wrong answer is a 400, and fail gives the model an error without running the tool",
+    async () => {
+      const database = tempDatabaseUrl("runledger-tools-rest-");
+      const bank = bankAgent(database.dir, 60_000);
+      const app = await startTestApp({ ollamaUrl: fake.url, databaseUrl: database.url, env: { RUNLEDGER_CONFIG: bank.file } });
+      const post = async (body: unknown) => {
+        const response = await fetch(`${app.url}/api/chat`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+        return { status: response.status, json: (await response.json()) as any };
+      };
+      try {
+        const { runId, conversationId } = await start(app.url, "pay INV-rest");
+        await vi.waitFor(() => expect(bank.started()).toHaveLength(1), { timeout: 20_000 });
+        expect((await gqlOk(app.url, CANCEL_RUN, { runId })).cancelRun.run.status).toBe("CANCELLED");
+
+        const resumed = await post({ resume: true, conversation: conversationId });
+        expect(resumed.status).toBe(200);
+        expect((await waitForRun(app.url, resumed.json.run)).status).toBe("WAITING");
+        const { pendingInterrupts } = (await (await fetch(`${app.url}/api/conversations/${conversationId}`)).json()) as any;
+        expect(pendingInterrupts).toMatchObject([{ node: "tools", value: { type: "tool_in_doubt", tool: "pay", args: { invoice: "INV-rest" }, attempt: 1 } }]);
+        const [question] = pendingInterrupts;
+
+        const wrong = await post({
+          resume: true,
+          conversation: conversationId,
+          responses: [{ interruptId: question.id, value: { decision: "retry", result: "x" } }],
+        });
+        expect(wrong).toMatchObject({ status: 400, json: { code: "BAD_REQUEST" } });
+
+        const failed = await post({
+          resume: true,
+          conversation: conversationId,
+          responses: [{ interruptId: question.id, value: { decision: "fail", result: "the bank has no record of it" } }],
+        });
+        expect(failed.status).toBe(200);
+        expect((await waitForRun(app.url, failed.json.run)).status).toBe("COMPLETED");
+        expect(fake.requests.at(-1)!.messages.at(-1)).toMatchObject({ role: "tool", content: "the bank has no record of it" });
+        expect(bank.started()).toHaveLength(1);
+        expect(await toolCallsOf(app.url, runId)).toMatchObject([{ state: "FAILED", attempt: 1, result: "the bank has no record of it" }]);
+      } finally {
+        await app.close();
+        database.remove();
+      }
+    },
+    PROCESS_TEST_TIMEOUT_MS,
+  );
+});
+
 describe("a call whose outcome was recorded", () => {
   it(
     "is never invoked again: a resume gives the model the journal's result even though no checkpoint saw it",
