@@ -141,6 +141,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     maxMessageChars: config.maxMessageChars,
     maxClockSkewMs: config.maxClockSkewMs,
     quotas: config.quotas.activeRuns || config.quotas.runsPerMinute ? config.quotas : undefined,
+    admission: { maxActiveRuns: config.maxActiveRuns, modelConcurrency: config.modelConcurrency, ollamaHost: config.ollamaHost },
     logger,
   });
   const conversations = new ConversationService(store, bus, logger);
@@ -177,12 +178,16 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     trustedOperations,
   }).catch(async (error: unknown) => {
     // Nothing was served: put back what start-up opened, then say why (a port in use, say).
+    await runs.shutdown(0);
     await mcp?.close();
     await ownership.stop();
     await storage.close();
     await bus.close();
     throw error;
   });
+
+  // Runs left queued by a previous start, or by other instances, go as soon as there is room.
+  void runs.claimQueued();
 
   let closing: Promise<void> | null = null;
   return {

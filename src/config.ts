@@ -91,6 +91,19 @@ export interface Config {
   corsOrigins: string[];
   /** Per-principal quotas, enforced in the database so they hold across instances. */
   quotas: Quotas;
+  /**
+   * `MAX_ACTIVE_RUNS`, default 64: runs this instance executes at once; beyond, runs
+   * wait QUEUED (INSTANCE_FULL) for this or another instance. Bounds memory and
+   * keeps time to first token of admitted runs steady under a burst.
+   */
+  maxActiveRuns: number;
+  /**
+   * `MODEL_CONCURRENCY`, default `OLLAMA_NUM_PARALLEL` when set, else 4 (Ollama's
+   * own default where memory allows): runs executing at once per Ollama host and
+   * model, on every instance together; beyond, runs wait QUEUED (MODEL_BUSY). An
+   * agent's `concurrency` gives it a queue of its own.
+   */
+  modelConcurrency: number;
 }
 
 export interface Quotas {
@@ -308,6 +321,8 @@ export function loadConfig(env: Env = process.env, readFile: (p: string) => stri
       runsPerMinute: intVar(env, "QUOTA_RUNS_PER_MINUTE", 0, 0, 1_000_000),
       admins: booleanVar(env, "QUOTA_ADMINS"),
     },
+    maxActiveRuns: intVar(env, "MAX_ACTIVE_RUNS", 64, 1, 100_000),
+    modelConcurrency: intVar(env, "MODEL_CONCURRENCY", intVar(env, "OLLAMA_NUM_PARALLEL", 4, 1, 10_000), 1, 10_000),
     ollamaHost: urlVar(env, "OLLAMA_HOST", "http://127.0.0.1:11434"),
     ollamaModel: model,
     ollamaThink,

@@ -89,7 +89,12 @@ describe("agent definitions from a config file", () => {
           mcpServers: {
             files: { command: "node", args: ["servers/files.mjs"], env: { TOKEN: "${FILES_TOKEN}", PLAIN: "a$b" }, tools: ["read_file", "write_file"] },
             local: { command: "./servers/run.sh", cwd: "servers" },
-            remote: { url: "https://mcp.example.com/mcp", headers: { Authorization: "Bearer ${FILES_TOKEN}" }, timeoutMs: 5000 },
+            remote: {
+              url: "https://mcp.example.com/mcp",
+              headers: { Authorization: "Bearer ${FILES_TOKEN}" },
+              userHeaders: { "X-User-Id": "id", "X-Tenant": "claims.tenant" },
+              timeoutMs: 5000,
+            },
           },
           requireApproval: ["write_file", "calculator"],
           idempotentTools: ["read_file"],
@@ -138,6 +143,8 @@ describe("agent definitions from a config file", () => {
           transport: "http",
           url: "https://mcp.example.com/mcp",
           headers: { Authorization: "Bearer s3cret" },
+          userHeaders: { "X-User-Id": { field: "id" }, "X-Tenant": { field: "claim", name: "tenant" } },
+          forwardToken: false,
           tools: undefined,
           timeoutMs: 5000,
           origin: "RUNLEDGER_CONFIG ./agents.json: agents.support.mcpServers.remote",
@@ -261,12 +268,12 @@ describe("a bad config file stops start-up with one line naming the file, the pa
     [
       "a misspelt agent key",
       { agents: { default: { type: "chat", sytemPrompt: "x" } } },
-      'RUNLEDGER_CONFIG ./agents.json: agents.default.sytemPrompt: unknown key (did you mean "systemPrompt"?); known keys: type, description, model, think, recursionLimit, systemPrompt, systemPromptFile, tools, mcpServers, requireApproval, idempotentTools, retryInDoubt (line 5)',
+      'RUNLEDGER_CONFIG ./agents.json: agents.default.sytemPrompt: unknown key (did you mean "systemPrompt"?); known keys: type, description, model, think, recursionLimit, concurrency, systemPrompt, systemPromptFile, tools, mcpServers, requireApproval, idempotentTools, retryInDoubt (line 5)',
     ],
     [
       "a chat-only key on a graph agent",
       { agents: { default: DEFAULT, g: { type: "graph", module: "graphs/g.ts", tools: [] } } },
-      "RUNLEDGER_CONFIG ./agents.json: agents.g.tools: unknown key; known keys: type, description, model, think, recursionLimit, module, export (line 9)",
+      "RUNLEDGER_CONFIG ./agents.json: agents.g.tools: unknown key; known keys: type, description, model, think, recursionLimit, concurrency, module, export (line 9)",
     ],
     [
       "a wrong type",
@@ -373,7 +380,7 @@ describe("a bad config file stops start-up with one line naming the file, the pa
     [
       "a misspelt server key",
       { agents: { default: { type: "chat", mcpServers: { files: { comand: "node" } } } } },
-      'RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.files.comand: unknown key (did you mean "command"?); known keys: command, args, env, cwd, url, headers, tools, timeoutMs (line 7)',
+      'RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.files.comand: unknown key (did you mean "command"?); known keys: command, args, env, cwd, url, headers, userHeaders, forwardToken, tools, timeoutMs (line 7)',
     ],
     [
       "a server with both command and url",
@@ -409,6 +416,25 @@ describe("a bad config file stops start-up with one line naming the file, the pa
       "a bad header name",
       { agents: { default: { type: "chat", mcpServers: { web: { url: "http://127.0.0.1:1/mcp", headers: { "X Key": "1" } } } } } },
       'RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.web.headers["X Key"]: "X Key" is not a valid HTTP header name (line 9)',
+    ],
+    [
+      "a user header naming something the caller does not have",
+      { agents: { default: { type: "chat", mcpServers: { web: { url: "http://127.0.0.1:1/mcp", userHeaders: { "X-User": "email" } } } } } },
+      'RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.web.userHeaders.X-User: expected "id", "role" or "claims.<name>" (what the header carries from the caller), got "email" (line 9, column 23)',
+    ],
+    [
+      "forwardToken beside a configured Authorization header",
+      {
+        agents: {
+          default: { type: "chat", mcpServers: { web: { url: "http://127.0.0.1:1/mcp", headers: { Authorization: "Bearer x" }, forwardToken: true } } },
+        },
+      },
+      'RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.web.forwardToken: "forwardToken" sends the caller\'s Authorization header; this server already sets one in "headers" or "userHeaders" (line 11, column 27)',
+    ],
+    [
+      "userHeaders on a stdio server",
+      { agents: { default: { type: "chat", mcpServers: { files: { command: "node", userHeaders: { "X-User": "id" } } } } } },
+      'RUNLEDGER_CONFIG ./agents.json: agents.default.mcpServers.files.userHeaders: "userHeaders" is for HTTP servers; this one has no "url" (line 8, column 26)',
     ],
     [
       "an env value that is not a string",

@@ -228,7 +228,7 @@ describe("cross-origin access", () => {
       expect(response.status).toBe(204);
       expect(response.headers.get("access-control-allow-origin")).toBe(ALLOWED);
       expect(response.headers.get("access-control-allow-methods")).toBe("GET, POST, OPTIONS");
-      expect(response.headers.get("access-control-allow-headers")).toBe("authorization, content-type, accept, last-event-id");
+      expect(response.headers.get("access-control-allow-headers")).toBe("authorization, content-type, accept, last-event-id, idempotency-key");
     });
 
     it("serves a listed origin with its CORS header, on GraphQL and on plain routes", async () => {

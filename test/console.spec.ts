@@ -26,6 +26,7 @@ import { draftAnswer, initialDraft } from "../console/src/state/interrupts.ts";
 import { formatDuration } from "../console/src/ui/format.ts";
 import type { ConversationDetails, ConversationRow, Interrupt, Message, RunDetails, RunEvent, RunStatus } from "../console/src/api/types.ts";
 import type { App } from "../src/app.ts";
+import { createApiKey } from "../src/server/identity/api-keys.ts";
 
 const TOKEN = "console-spec-token";
 
@@ -996,6 +997,64 @@ describe("with API_TOKEN set", () => {
     await page.getByRole("button", { name: "Forget token" }).click();
     await form.waitFor();
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+  });
+});
+
+describe("a user's console", () => {
+  let secured: App;
+  beforeAll(async () => {
+    secured = await startTestApp({ ollamaUrl: fake.url, env: { API_TOKEN: TOKEN } });
+  });
+  afterAll(async () => {
+    await secured?.close();
+  });
+
+  it("signs in with the user's API key: alice · user, her own conversations only (no owners, no owner filter), even while the admin works", async () => {
+    const asAdmin = { authorization: `Bearer ${TOKEN}` };
+    const adminsFirst = unique("The admin's own");
+    expect((await gql(secured.url, START_RUN, { message: adminsFirst }, asAdmin)).data.startRun.__typename).toBe("StartRunSuccess");
+    const { key } = await createApiKey(secured.storage.apiKeys, { userId: "alice", role: "user", label: "console" });
+
+    open = await openPage(browser, `${secured.url}/console`);
+    const page = open.page;
+    const form = page.getByRole("form", { name: "API token" });
+    await form.getByLabel("API token").fill(key);
+    await form.getByRole("button", { name: "Connect" }).click();
+    await connection(page)
+      .filter({ hasText: /^connected$/ })
+      .waitFor();
+    await signedIn(page)
+      .filter({ hasText: /^alice · user$/ })
+      .waitFor();
+
+    await page.getByRole("link", { name: "New conversation" }).click();
+    const hers = unique("Alice's question");
+    await send(page, hers);
+    await runCard(page, 1).filter({ hasText: "COMPLETED" }).waitFor();
+    await conversationLinks(page).filter({ hasText: hers }).waitFor();
+
+    // The admin starts another conversation while alice's list is live: it never reaches her.
+    const adminsSecond = unique("The admin's second");
+    const second = (await gql(secured.url, START_RUN, { message: adminsSecond }, asAdmin)).data.startRun;
+    await until(
+      async () => (await gql(secured.url, `query ($id: ID!) { run(id: $id) { status } }`, { id: second.run.id }, asAdmin)).data.run.status === "COMPLETED",
+      "the admin's run to complete",
+    );
+    // A notice of her own, sent after the admin's, has reached her live list: the admin's would have come first.
+    await send(page, unique("Alice again"));
+    await runCard(page, 2).filter({ hasText: "COMPLETED" }).waitFor();
+    expect(await conversationLinks(page).allTextContents()).toEqual([expect.stringContaining(hers)]);
+    // Her list read afresh is the same.
+    await page.reload();
+    await connection(page)
+      .filter({ hasText: /^connected$/ })
+      .waitFor();
+    await conversationLinks(page).filter({ hasText: hers }).waitFor();
+    expect(await conversationLinks(page).allTextContents()).toEqual([expect.stringContaining(hers)]);
+    // A user is shown no owners and has no owner filter.
+    expect(await page.getByText(/owner (alice|admin)|no owner/).count()).toBe(0);
+    expect(await page.getByRole("form", { name: "Filter by owner" }).count()).toBe(0);
+    await screenshot(page, "user-view");
   });
 });
 

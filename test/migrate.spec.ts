@@ -32,7 +32,7 @@ describe("migrations", () => {
       const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map((t) => t.name);
       expect(tables).toEqual(expect.arrayContaining(["_prisma_migrations", "conversations", "runs", "run_owners"]));
       const indexes = db.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs'").all() as { name: string; sql: string }[];
-      expect(indexes.find((i) => i.name === "runs_one_running_per_conversation")?.sql).toMatch(/WHERE "status" = 'running'/);
+      expect(indexes.find((i) => i.name === "runs_one_active_per_conversation")?.sql).toMatch(/WHERE "status" IN \('queued', 'running'\)/);
       expect(indexes.map((i) => i.name)).toContain("runs_conversation_id_started_at_idx");
       const conversationIndexes = (
         db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'conversations'").all() as { name: string }[]

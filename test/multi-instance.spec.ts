@@ -7,6 +7,9 @@
 // a graceful stop of one instance loses nothing on the others; instances that
 // start together on an empty database migrate it once. After each scenario no
 // run is left `running`.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { defaultResponder, startFakeOllama, type FakeOllama, type FakeStep } from "../testkit/fake-ollama.ts";
@@ -57,8 +60,8 @@ describe("three instances on one PostgreSQL and one Redis", () => {
     const client = new pg.Client({ connectionString: database.url });
     await client.connect();
     try {
-      const { rows } = await client.query<{ id: string; owner_id: string | null }>(`SELECT id, owner_id FROM runs WHERE status = 'running'`);
-      expect(rows, "runs left running").toEqual([]);
+      const { rows } = await client.query<{ id: string; owner_id: string | null }>(`SELECT id, owner_id FROM runs WHERE status IN ('running', 'queued')`);
+      expect(rows, "runs left running or queued").toEqual([]);
     } finally {
       await client.end();
     }
@@ -182,6 +185,56 @@ describe("three instances on one PostgreSQL and one Redis", () => {
       const { resumeRun } = await gqlOk(c.url, RESUME_RUN, { conversationId });
       expect(await waitForRun(a.url, resumeRun.run.id)).toMatchObject({ status: "COMPLETED" });
       expect((await gqlOk(b.url, CONVERSATION, { id: conversationId })).conversation.messages.at(-1).content).toBe("Echo: Kill the one that runs me.");
+    },
+    PROCESS_TEST_TIMEOUT_MS,
+  );
+
+  it(
+    "admits queued runs on whichever instance has room, each exactly once, and loses none when one holding queued and running runs is killed",
+    async () => {
+      // Two more instances whose agent has a queue of its own (two runs at once, on both together); a, b and c do not serve it.
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "runledger-queue-"));
+      const agents = path.join(dir, "agents.json");
+      fs.writeFileSync(agents, JSON.stringify({ agents: { default: { type: "chat", concurrency: 2 } } }));
+      const queueEnv = { ...env, RUNLEDGER_CONFIG: agents };
+      const [x, y] = await Promise.all([startServer(queueEnv), startServer(queueEnv)]);
+      let executing = 0;
+      let peak = 0;
+      fake.setResponder(async () => {
+        executing += 1;
+        peak = Math.max(peak, executing);
+        await new Promise((resolve) => setTimeout(resolve, 150));
+        executing -= 1;
+        return { kind: "text", tokens: ["Done ", "once."], delayMs: 30 };
+      });
+      const asked = () => fake.requests.map((r) => r.messages.findLast((m) => m.role === "user")?.content);
+      try {
+        const burst = await Promise.all(Array.from({ length: 8 }, (_, i) => startRun(i % 2 ? y.url : x.url, `queued ${i}`)));
+        for (const { runId } of burst) expect(await waitForRun(x.url, runId, 60_000)).toMatchObject({ status: "COMPLETED" });
+        expect(peak).toBeLessThanOrEqual(2);
+        for (let i = 0; i < 8; i++)
+          expect(
+            asked().filter((m) => m === `queued ${i}`),
+            `queued ${i}`,
+          ).toHaveLength(1);
+
+        // x takes six runs: two execute (on x or y), four wait; then x is killed.
+        const onX = await Promise.all(Array.from({ length: 6 }, (_, i) => startRun(x.url, `survivor ${i}`)));
+        await until(
+          async () => (await Promise.all(onX.map(({ runId }) => gqlOk(y.url, RUN, { id: runId })))).some((r) => r.run.status === "RUNNING"),
+          "a run executing",
+        );
+        await x.stop("SIGKILL");
+        const ended = await Promise.all(onX.map(({ runId }) => waitForRun(y.url, runId, 60_000)));
+        // What executed on x is INTERRUPTED (resumable); everything else completes on y; nothing runs twice.
+        expect(ended.every((r) => r.status === "COMPLETED" || r.status === "INTERRUPTED")).toBe(true);
+        expect(ended.filter((r) => r.status === "COMPLETED").length).toBeGreaterThanOrEqual(4);
+        for (let i = 0; i < 6; i++) expect(asked().filter((m) => m === `survivor ${i}`).length, `survivor ${i}`).toBeLessThanOrEqual(1);
+      } finally {
+        fake.setResponder(defaultResponder);
+        await y.stop("SIGKILL");
+        await x.stop("SIGKILL");
+      }
     },
     PROCESS_TEST_TIMEOUT_MS,
   );

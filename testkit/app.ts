@@ -18,9 +18,23 @@ export interface TestAppOptions {
   env?: Record<string, string>;
 }
 
+/**
+ * The fake model serves any number of chats at once, unlike Ollama (whose
+ * default MODEL_CONCURRENCY suits): specs that start many runs together mean
+ * them to execute together. The admission specs set their own.
+ */
+export const FAKE_MODEL_CAPACITY = { MODEL_CONCURRENCY: "1000" };
+
 export async function startTestApp(options: TestAppOptions): Promise<App & { databaseFile: string }> {
   const databaseUrl = options.databaseUrl ?? tempDatabaseUrl().url;
-  const config = loadConfig({ PORT: "0", DATABASE_URL: databaseUrl, OLLAMA_HOST: options.ollamaUrl, LOG_LEVEL: "silent", ...options.env });
+  const config = loadConfig({
+    PORT: "0",
+    DATABASE_URL: databaseUrl,
+    OLLAMA_HOST: options.ollamaUrl,
+    LOG_LEVEL: "silent",
+    ...FAKE_MODEL_CAPACITY,
+    ...options.env,
+  });
   const app = await startApp(config, createLogger(config.logLevel));
   return Object.assign(app, { databaseFile: config.databasePath });
 }

@@ -131,6 +131,8 @@ export interface FakeOllama {
   setResponder(responder: FakeResponder): void;
   /** Queue steps used in order for the next requests; when the queue is empty the default responder answers. */
   enqueue(...steps: FakeStep[]): void;
+  /** With `parallel`: the most chats served at once so far, how many waited in the fake's queue, and how many were answered 503. */
+  capacity(): { peakServing: number; queued: number; busy: number };
   close(): Promise<void>; // closes the server and destroys all sockets (including hanging ones)
 }
 
@@ -143,6 +145,14 @@ export interface FakeOllamaOptions {
   keepRequests?: boolean;
   /** How long an idle connection stays open (Node's default is 5 s): longer keeps a client's pooled connection between a benchmark's phases, so no measured request pays for a new one. */
   keepAliveTimeoutMs?: number;
+  /**
+   * Chats served at once, as Ollama's OLLAMA_NUM_PARALLEL: a chat beyond them
+   * waits in the fake's own queue and is sent nothing, not even headers, until
+   * one ends (as Ollama holds it). Default: no limit.
+   */
+  parallel?: number;
+  /** With `parallel`: chats that may wait, as OLLAMA_MAX_QUEUE; one more is answered 503 "server busy" at once. Default: no limit. */
+  maxQueue?: number;
 }
 
 /** Splits text into word-ish tokens (word plus its trailing spaces) that join back to the exact text. */
@@ -324,6 +334,46 @@ export async function startFakeOllama(options: FakeOllamaOptions = {}): Promise<
       res.once("close", resume);
     });
   }
+  // Ollama's parallel slots and its queue (options.parallel, options.maxQueue).
+  let serving = 0;
+  let peakServing = 0;
+  let queuedTotal = 0;
+  let busyTotal = 0;
+  const waitingForSlot: (() => void)[] = [];
+  /** Waits for a slot (the response closing gives it back); false when the request was answered 503 or went away while waiting. */
+  async function takeSlot(res: http.ServerResponse): Promise<boolean> {
+    if (options.parallel === undefined) return true;
+    if (serving >= options.parallel) {
+      if (options.maxQueue !== undefined && waitingForSlot.length >= options.maxQueue) {
+        busyTotal += 1;
+        sendJson(res, 503, { error: "server busy, please try again.  maximum pending requests exceeded" });
+        return false;
+      }
+      queuedTotal += 1;
+      await new Promise<void>((resolve) => {
+        const gone = () => {
+          const i = waitingForSlot.indexOf(wake);
+          if (i >= 0) waitingForSlot.splice(i, 1);
+          resolve();
+        };
+        const wake = () => {
+          res.off("close", gone);
+          resolve();
+        };
+        waitingForSlot.push(wake);
+        res.once("close", gone);
+      });
+      if (res.destroyed) return false;
+    }
+    serving += 1;
+    peakServing = Math.max(peakServing, serving);
+    res.once("close", () => {
+      serving -= 1;
+      waitingForSlot.shift()?.();
+    });
+    return true;
+  }
+
   function release(key: string): void {
     released.add(key);
     for (const resume of holders.get(key) ?? []) resume();
@@ -486,6 +536,7 @@ export async function startFakeOllama(options: FakeOllamaOptions = {}): Promise<
     };
     if (keepRequests) requests.push(request);
     if (!isKnown(model)) return notFound(res, model);
+    if (!(await takeSlot(res))) return;
     let step: FakeStep;
     try {
       step = queue.shift() ?? (await responder(request));
@@ -562,6 +613,7 @@ export async function startFakeOllama(options: FakeOllamaOptions = {}): Promise<
     enqueue(...steps) {
       queue.push(...steps);
     },
+    capacity: () => ({ peakServing, queued: queuedTotal, busy: busyTotal }),
     async close() {
       await new Promise<void>((resolve) => {
         // The callback may report "not running" on a second close; either way it is closed.

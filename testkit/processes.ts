@@ -145,7 +145,8 @@ const LISTENING = /"msg":"runledger listening","url":"(http:\/\/[^"]+)\/graphql"
 
 /** Starts runledger as `npm start` does (src/main.ts) and waits until it logs that it listens (on a port of its own choosing unless env sets PORT). */
 export async function startServerProcess(env: Record<string, string>, options: Omit<ChildOptions, "env"> = {}): Promise<ServerProcess> {
-  const server = spawnTs("src/main.ts", { ...options, env: { PORT: "0", LOG_LEVEL: "info", ...env } });
+  // As startTestApp: the fake model serves any number of chats at once (testkit/app.ts, FAKE_MODEL_CAPACITY).
+  const server = spawnTs("src/main.ts", { ...options, env: { PORT: "0", LOG_LEVEL: "info", MODEL_CONCURRENCY: "1000", ...env } });
   const url = await waitForOutput(server, (output) => LISTENING.exec(output)?.[1], '"runledger listening" line');
   return Object.assign(server, { url });
 }

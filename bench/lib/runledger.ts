@@ -34,7 +34,15 @@ export async function startRunledger(options: {
   let server: ServerProcess;
   try {
     server = await startServerProcess(
-      { HOST: "127.0.0.1", DATABASE_URL: options.databaseUrl ?? `file:${databaseFile}`, OLLAMA_HOST: options.modelUrl, ...options.env },
+      // The fake model serves any number of chats at once: the scenarios measure the relay, not a model's queue.
+      {
+        HOST: "127.0.0.1",
+        DATABASE_URL: options.databaseUrl ?? `file:${databaseFile}`,
+        OLLAMA_HOST: options.modelUrl,
+        MODEL_CONCURRENCY: "10000",
+        MAX_ACTIVE_RUNS: "10000",
+        ...options.env,
+      },
       {
         cpuProfileDir: options.cpuProfile ? path.join(PROFILE_DIR, options.cpuProfile) : undefined,
         probe: options.probe ? "bench/lib/probe.ts" : undefined,

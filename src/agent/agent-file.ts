@@ -13,10 +13,12 @@
 //       "think": true,                        default OLLAMA_THINK
 //       "systemPrompt": "..." | "systemPromptFile": "prompt.md",   default SYSTEM_PROMPT(_FILE)
 //       "recursionLimit": 25,                 default AGENT_RECURSION_LIMIT
+//       "concurrency": 2,                     runs of this agent executing at once; default: its model's MODEL_CONCURRENCY
 //       "tools": ["calculator"],              built-in tools; default all of them, [] for none
 //       "mcpServers": {"SERVER": {            letters, digits, _ and -, starting with a letter
 //         "command": "node", "args": [], "env": {}, "cwd": ".",    a stdio server, or
 //         "url": "https://...", "headers": {},                      a streamable HTTP server;
+//         "userHeaders": {"X-User-Id": "id"}, "forwardToken": true,  HTTP only, opt-in: the caller's identity per call
 //         "tools": ["read_file"],             allow-list; default every tool the server offers
 //         "timeoutMs": 60000                  longest wait for one call without progress
 //       }},
@@ -90,7 +92,7 @@ const fileSchema = z.strictObject({
   agents: z.record(z.string(), z.discriminatedUnion("type", KINDS.map((kind) => kind.schema) as unknown as [z.ZodObject, ...z.ZodObject[]])),
 });
 
-type CommonShape = { type: string; description?: string; model?: string; think?: boolean; recursionLimit?: number };
+type CommonShape = { type: string; description?: string; model?: string; think?: boolean; recursionLimit?: number; concurrency?: number };
 
 /**
  * The agents to serve. `file` is RUNLEDGER_CONFIG as given (unset or empty: no
@@ -151,6 +153,7 @@ class FileReader implements DefinitionReader {
         model: this.nonEmpty(entry.model, [...at, "model"]) ?? this.defaults.model,
         think: entry.think ?? this.defaults.think,
         recursionLimit: entry.recursionLimit ?? this.defaults.recursionLimit,
+        ...(entry.concurrency !== undefined ? { concurrency: entry.concurrency } : {}),
         origin: this.origin(at),
       };
       const kind = kindOf({ ...common, type: entry.type });

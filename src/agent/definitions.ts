@@ -34,6 +34,8 @@ export interface AgentDefinitionBase {
   think: boolean | undefined;
   /** LangGraph super-steps per run. */
   recursionLimit: number;
+  /** Its own queue: runs of this agent executing at once, on every instance together; absent, it shares its model's (MODEL_CONCURRENCY). */
+  concurrency?: number;
   /**
    * Where the agent was declared, as a message prefix for problems found after
    * loading (a graph module that fails to import, a tool name clash), e.g.

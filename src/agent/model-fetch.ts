@@ -3,6 +3,9 @@
 // client itself only checks for aborts when a chunk arrives). It also watches the
 // byte stream: an idle timer fails the request when the model goes silent, and it
 // notes what Ollama said (HTTP status, an {"error": ...} line) for classification.
+// An Ollama whose own queue is full answers 503 at once: the request is sent
+// again after a backoff, until it is taken or the run is stopped, so a busy
+// model makes a run wait, never fail.
 
 export class ModelIdleTimeoutError extends Error {
   override name = "ModelIdleTimeoutError";
@@ -19,14 +22,49 @@ export interface ModelTransportReport {
   timedOut: boolean;
 }
 
+/** The first wait after a 503 from Ollama; each next one doubles, up to BUSY_BACKOFF_MAX_MS. */
+export const BUSY_BACKOFF_MS = 200;
+export const BUSY_BACKOFF_MAX_MS = 5_000;
+
 export function createModelFetch(options: {
   signal: AbortSignal;
   idleTimeoutMs: number;
   report: ModelTransportReport;
   baseFetch?: typeof fetch;
+  /** Told each time Ollama answers 503 (its queue is full) and the request waits to be sent again. */
+  onBusy?: (waitMs: number) => void;
 }): typeof fetch {
   const baseFetch = options.baseFetch ?? fetch;
-  const { report, idleTimeoutMs } = options;
+  const watched = watchedFetch({ ...options, baseFetch });
+  return async (input, init) => {
+    // The body is sent again as it was (a string: the Ollama client serializes its request).
+    for (let wait = BUSY_BACKOFF_MS; ; wait = Math.min(wait * 2, BUSY_BACKOFF_MAX_MS)) {
+      const response = await watched(input, init);
+      if (response.status !== 503) return response;
+      await response.body?.cancel().catch(() => {});
+      options.onBusy?.(wait);
+      await sleepUnlessAborted(wait, options.signal);
+    }
+  };
+}
+
+function sleepUnlessAborted(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+function watchedFetch(options: { signal: AbortSignal; idleTimeoutMs: number; report: ModelTransportReport; baseFetch: typeof fetch }): typeof fetch {
+  const { report, idleTimeoutMs, baseFetch } = options;
 
   return async (input, init) => {
     const controller = new AbortController();

@@ -22,6 +22,9 @@ import { GraphSettled } from "./graph-settled.ts";
 import { TokenTap, messageText } from "./token-tap.ts";
 import { isIdempotent, type RunJournal } from "./tool-journal.ts";
 import type { ToolJournal } from "../storage/tool-journal/types.ts";
+import type { RunUser } from "./run-user.ts";
+
+export type { RunUser } from "./run-user.ts";
 
 /** How long a stopped run waits for the graph to store its last writes before its outcome is read. */
 const SETTLE_TIMEOUT_MS = 5_000;
@@ -115,13 +118,6 @@ export interface AgentRuntimeOptions {
   /** The built-in tools (runledger's own by default). */
   builtins?: StructuredToolInterface[];
   ollama: { baseUrl: string; idleTimeoutMs: number };
-}
-
-/** The principal a run works for, as a graph sees it in `config.configurable.user`: its id, role and the JWT claims AUTH_AGENT_CLAIMS lists. */
-export interface RunUser {
-  id: string;
-  role: "user" | "admin";
-  claims: Record<string, unknown>;
 }
 
 export class AgentRuntime {

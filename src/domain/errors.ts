@@ -1,7 +1,8 @@
 // Refusals the API returns as typed results (the Error types of the GraphQL
 // contract). Thrown by services before anything is written.
 
-export type ApiErrorCode = "VALIDATION" | "NOT_FOUND" | "RUN_IN_PROGRESS" | "NOTHING_TO_RESUME" | "RUN_NOT_ACTIVE" | "INTERRUPT_MISMATCH" | "QUOTA_EXCEEDED";
+export type ApiErrorCode =
+  "VALIDATION" | "NOT_FOUND" | "RUN_IN_PROGRESS" | "NOTHING_TO_RESUME" | "RUN_NOT_ACTIVE" | "INTERRUPT_MISMATCH" | "QUOTA_EXCEEDED" | "IDEMPOTENCY_KEY_REUSED";
 
 export abstract class ApiError extends Error {
   abstract readonly code: ApiErrorCode;
@@ -109,6 +110,19 @@ export class QuotaExceededError extends ApiError {
     message: string,
   ) {
     super(message);
+  }
+}
+
+/** The idempotency key was used, within its 24 hours, for another operation or another input: nothing was written. */
+export class IdempotencyKeyReusedError extends ApiError {
+  override name = "IdempotencyKeyReusedError";
+  readonly code = "IDEMPOTENCY_KEY_REUSED" as const;
+  constructor(
+    readonly idempotencyKey: string,
+    /** The operation the key was first used for. */
+    readonly operation: string,
+  ) {
+    super(`idempotency key ${JSON.stringify(idempotencyKey)} was already used for ${operation} with another input; use a new key for a new request`);
   }
 }
 

@@ -10,7 +10,7 @@ export interface Principal {
   /** Admins see and act on every conversation; users only on their own. */
   role: PrincipalRole;
   /** How the caller proved it. */
-  source: "jwt" | "api-key" | "api-token" | "local";
+  source: "jwt" | "api-key" | "api-token" | "local" | "queue";
   /** When the credential stops being valid (a JWT's exp); null when it does not expire. A WebSocket is closed with 4401 then. */
   expiresAt: Date | null;
   /** The JWT's claims the configuration passes on to agents (AUTH_AGENT_CLAIMS); empty for other sources. */
@@ -34,6 +34,31 @@ export const API_TOKEN_PRINCIPAL: Principal = Object.freeze({
   expiresAt: null,
   claims: Object.freeze({}),
 }) as Principal;
+
+// A JWT as the caller sent it, kept beside its principal in memory only, for the
+// MCP servers configured to receive it ("forwardToken"): never a field, so a
+// principal that is logged or serialized never carries it.
+const bearerTokens = new WeakMap<Principal, string>();
+
+/** Records the JWT a principal was verified from (see bearerTokens). */
+export function withBearerToken<P extends Principal>(principal: P, token: string): P {
+  bearerTokens.set(principal, token);
+  return principal;
+}
+
+/** The JWT the principal was verified from, when it came from one. */
+export function bearerTokenOf(principal: Principal): string | undefined {
+  return bearerTokens.get(principal);
+}
+
+/**
+ * Whom a queued run works for on an instance that claimed it from the queue
+ * without having taken its request: the starter's id and role from the run's
+ * row (claims and tokens are never stored, so there are none).
+ */
+export function queuedRunPrincipal(id: string, role: PrincipalRole): Principal {
+  return { id, role, source: "queue", expiresAt: null, claims: {} };
+}
 
 export function isAdmin(principal: Principal): boolean {
   return principal.role === "admin";

@@ -2,10 +2,16 @@
 // shapes the rest of the code uses. Values are stored as written here
 // (statuses lowercase, error codes upper case), so the seed's own SQL works.
 
-export const RUN_STATUSES = ["running", "completed", "failed", "cancelled", "interrupted", "waiting"] as const;
+export const RUN_STATUSES = ["queued", "running", "completed", "failed", "cancelled", "interrupted", "waiting"] as const;
 export type RunStatusValue = (typeof RUN_STATUSES)[number];
-export type TerminalRunStatus = Exclude<RunStatusValue, "running">;
-export const TERMINAL_STATUSES: ReadonlySet<RunStatusValue> = new Set(RUN_STATUSES.filter((s) => s !== "running"));
+/** A run still to end: waiting its turn in the queue, or executing. A conversation has at most one. */
+export type ActiveRunStatus = "queued" | "running";
+export type TerminalRunStatus = Exclude<RunStatusValue, ActiveRunStatus>;
+export const TERMINAL_STATUSES: ReadonlySet<RunStatusValue> = new Set(RUN_STATUSES.filter((s) => s !== "running" && s !== "queued"));
+
+/** Why a queued run waits: its model endpoint is at its concurrency, or no instance has room for another run. */
+export const QUEUE_REASONS = ["MODEL_BUSY", "INSTANCE_FULL", "BEHIND_ACTIVE_RUN"] as const;
+export type QueueReasonValue = (typeof QUEUE_REASONS)[number];
 
 export const RUN_KINDS = ["start", "resume"] as const;
 export type RunKindValue = (typeof RUN_KINDS)[number];
@@ -99,6 +105,16 @@ export interface RunRecord {
   startCheckpointId: string | null;
   /** Stored when the run ends; null while it runs. */
   usage: RunUsage | null;
+  /** The principal that started it; null for runs from before principals. */
+  startedBy: string | null;
+  /** That principal's role, for an instance that claims the run from the queue. */
+  startedByRole: "user" | "admin" | null;
+  /** The model endpoint whose capacity the run needs (see src/runs/admission.ts); null for runs from before the queue. */
+  endpoint: string | null;
+  /** When the run entered the queue; null for runs from before the queue. */
+  queuedAt: Date | null;
+  /** Why it waits, while queued; null otherwise. */
+  queueReason: QueueReasonValue | null;
 }
 
 /** A server process that executes runs; its heartbeat tells the others it is alive. */
@@ -122,6 +138,9 @@ export interface NewRun {
   startCheckpointId: string | null;
   /** The principal that starts it; quotas count its runs. Absent: no one's. */
   startedBy?: string | null;
+  startedByRole?: "user" | "admin" | null;
+  /** The model endpoint whose capacity it needs; the run waits queued until an instance claims it (RunStore.claimQueued). */
+  endpoint?: string | null;
   /**
    * The starter's quotas, checked in the same transaction as the insert (so they
    * hold across instances): QuotaExceededError when it already has `activeRuns`
@@ -131,7 +150,23 @@ export interface NewRun {
   quota?: RunQuota;
   /** The interrupts this run answers (a resume with responses): recorded as answered by it, in the same transaction. */
   answers?: { interruptId: string; value: unknown }[];
+  /** The caller's idempotency key, recorded with the run in its transaction (IdempotencyKeyTakenError when another call recorded it first). */
+  idempotency?: NewIdempotencyKey;
 }
+
+/** A client's idempotency key and what its first call created; kept 24 hours. */
+export interface IdempotencyRecord {
+  principal: string;
+  key: string;
+  operation: "startRun" | "resumeRun" | "forkConversation" | "cancelRun";
+  /** SHA-256 of the operation's input. */
+  requestHash: string;
+  conversationId: string | null;
+  runId: string | null;
+  createdAt: Date;
+}
+
+export type NewIdempotencyKey = Omit<IdempotencyRecord, "conversationId" | "runId">;
 
 /** Per-principal limits (QUOTA_ACTIVE_RUNS, QUOTA_RUNS_PER_MINUTE); 0 is no limit. */
 export interface RunQuota {

@@ -144,6 +144,7 @@ export class ReadScope {
   readonly #activeRuns: DataLoader<string, RunRecord | null>;
   readonly #latestRuns: DataLoader<string, RunRecord | null>;
   readonly #runCounts: DataLoader<string, number>;
+  readonly #queuePositions: DataLoader<string, number | null>;
   readonly #usage: DataLoader<string, Usage>;
   readonly #interrupts: DataLoader<string, InterruptRecord[]>;
   readonly #toolCalls: DataLoader<string, ToolCallRecord[]>;
@@ -170,6 +171,7 @@ export class ReadScope {
     this.#runs = new DataLoader(async (ids) => this.#visible(byKey(ids, await runs.runs(ids), null), (run) => run.conversationId));
     this.#activeRuns = new DataLoader(async (ids) => byKey(ids, await runs.activeRuns(ids), null));
     this.#latestRuns = new DataLoader(async (ids) => byKey(ids, await runs.latestRuns(ids), null));
+    this.#queuePositions = new DataLoader(async (ids) => byKey(ids, await runs.queuePositions(ids), null));
     this.#runCounts = new DataLoader(async (ids) => byKey(ids, await runs.runCounts(ids), 0));
     this.#usage = new DataLoader(async (ids) => byKey(ids, await runs.usageOf(ids), { inputTokens: 0, outputTokens: 0, modelCalls: 0, modelDurationMs: 0 }));
     this.#interrupts = new DataLoader(async (ids) => byKey(ids, await runs.interruptsOf(ids), []));
@@ -225,6 +227,11 @@ export class ReadScope {
 
   activeRun(conversationId: string): Promise<RunRecord | null> {
     return this.#activeRuns.load(conversationId);
+  }
+
+  /** A queued run's place in its endpoint's queue (the run itself was read through this scope); null once it is not queued. */
+  queuePosition(runId: string): Promise<number | null> {
+    return this.#queuePositions.load(runId);
   }
 
   latestRun(conversationId: string): Promise<RunRecord | null> {

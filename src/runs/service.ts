@@ -8,10 +8,12 @@ import type { AgentRuntime, PendingInterrupt, RunInput } from "../agent/runtime.
 import { approvalAnswerProblem, isToolApprovalRequest } from "../agent/chat-graph.ts";
 import { inDoubtAnswerProblem, isToolInDoubtRequest } from "../agent/tool-journal.ts";
 import { DEFAULT_AGENT } from "../agent/definitions.ts";
+import { runUserOf } from "../agent/run-user.ts";
 import type { ModelTransportReport } from "../agent/model-fetch.ts";
 import type { ConversationChange, RunEventBody } from "../domain/events.ts";
-import type { ConversationRecord, NewRun, RunOutcome, RunRecord, RunUsage } from "../domain/records.ts";
+import type { ConversationRecord, IdempotencyRecord, NewIdempotencyKey, NewRun, RunOutcome, RunRecord, RunUsage } from "../domain/records.ts";
 import {
+  IdempotencyKeyReusedError,
   InterruptMismatchError,
   NothingToResumeError,
   NotFoundError,
@@ -29,7 +31,10 @@ import type { EventBus, RunPublisher } from "../storage/event-bus/types.ts";
 import type { Logger } from "../logger.ts";
 import { classifyFailure, RunAbortReason, type Classified } from "./classify.ts";
 import { threadMessageCounts } from "./message-counts.ts";
-import { canSee, type Principal } from "../domain/principal.ts";
+import { canSee, queuedRunPrincipal, type Principal } from "../domain/principal.ts";
+import { endpointLimits, endpointOf, type AdmissionSettings } from "./admission.ts";
+import { checkIdempotencyKey, requestHash } from "./idempotency.ts";
+import { IDEMPOTENCY_TTL_MS, IdempotencyKeyTakenError } from "../storage/run-store/types.ts";
 import { announceConversationChange } from "./conversation-notices.ts";
 
 export interface RunServiceOptions {
@@ -46,6 +51,15 @@ export interface RunServiceOptions {
   logger: Logger;
   /** Per-principal quotas (QUOTA_ACTIVE_RUNS, QUOTA_RUNS_PER_MINUTE; 0 is no limit), for admins too when `admins` (QUOTA_ADMINS). */
   quotas?: { activeRuns: number; runsPerMinute: number; admins: boolean };
+  /**
+   * Capacity (admission.ts): with it, every run is queued first and executes once
+   * this instance claims it with room for it and a slot of its model endpoint.
+   * Without it, runs execute at once (embedded uses and store-level tests).
+   */
+  admission?: AdmissionSettings & {
+    /** How often the queue is looked at for runs other instances queued or capacity they freed; default 500 ms. */
+    pollMs?: number;
+  };
   now?: () => Date;
 }
 
@@ -64,6 +78,12 @@ export interface InterruptResponse {
 
 export const TITLE_MAX_CHARS = 50;
 
+/** What startRun does when the conversation has an active run (the GraphQL enum Multitask). */
+export type Multitask = "reject" | "interrupt" | "rollback";
+
+/** How long other instances leave a run to the instance that queued it (which knows its caller fully). */
+const PREFER_OWN_MS = 1_000;
+
 /** The first line of the trimmed message, cut to 50 characters plus "...". */
 export function titleFromMessage(message: string): string {
   const firstLine = message.trim().split(/\r?\n/, 1)[0]!.trim();
@@ -81,9 +101,19 @@ export class RunService {
   readonly #now: () => Date;
   readonly #stopListening: () => void;
   #accepting = true;
+  /** The callers of runs this instance queued, for when it claims them itself (claims and a JWT are never stored). */
+  readonly #queuedBy = new Map<string, Principal>();
+  #claiming: Promise<void> | null = null;
+  #claimAgain = false;
+  #pollTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: RunServiceOptions) {
     this.#now = options.now ?? (() => new Date());
+    if (options.admission) {
+      // Runs queued by other instances, or left queued by a stopped one, and slots freed elsewhere.
+      this.#pollTimer = setInterval(() => void this.claimQueued().then(() => this.#forgetClaimedElsewhere()), options.admission.pollMs ?? 500);
+      this.#pollTimer.unref();
+    }
     // A cancelRun received by another instance: stop the run if it executes here.
     this.#stopListening = options.bus.onCancelRequest((runId) => this.#active.get(runId)?.controller.abort(new RunAbortReason("cancel")));
   }
@@ -136,29 +166,101 @@ export class RunService {
   }
 
   async startRun(
-    input: { conversationId?: string | null; message: string; agent?: string | null },
+    input: { conversationId?: string | null; message: string; agent?: string | null; multitask?: Multitask | null; idempotencyKey?: string | null },
     principal: Principal,
   ): Promise<{ run: RunRecord; conversation: ConversationRecord }> {
     const message = this.validateMessage(input.message);
     if (input.conversationId != null) requireUuid(input.conversationId, "conversationId");
+    const multitask = input.multitask ?? "reject";
+    const key = this.#key(
+      input.idempotencyKey,
+      "startRun",
+      { conversationId: input.conversationId ?? null, message, agent: input.agent ?? null, multitask },
+      principal,
+    );
+    if (key) {
+      const replayed = await this.#replay(key);
+      if (replayed) return { run: replayed.run!, conversation: replayed.conversation };
+    }
     this.#requireAccepting();
+    try {
+      if (input.conversationId != null && multitask !== "reject") await this.#makeWay(input.conversationId, multitask, principal);
+      return await this.#startRun(input, message, principal, key);
+    } catch (error) {
+      if (!(error instanceof IdempotencyKeyTakenError) || !key) throw error;
+      // A retry racing the first call (on any instance): answer what the first one did.
+      const replayed = await this.#replay(key);
+      if (!replayed) throw error;
+      return { run: replayed.run!, conversation: replayed.conversation };
+    }
+  }
+
+  /**
+   * INTERRUPT and ROLLBACK: the conversation's active run is cancelled (it keeps
+   * its partial output), and for ROLLBACK the checkpoints it wrote are dropped,
+   * so the new run starts where the cancelled one did.
+   */
+  async #makeWay(conversationId: string, multitask: Exclude<Multitask, "reject">, principal: Principal): Promise<void> {
+    const conversation = await this.#visibleConversation(conversationId, principal);
+    const active = await this.options.store.activeRun(conversation.id);
+    if (!active) return;
+    const cancelled = await this.#cancelRun({ runId: active.id }, principal).catch((error: unknown) => {
+      if (error instanceof RunNotActiveError) return null; // it ended meanwhile
+      throw error;
+    });
+    if (multitask === "rollback" && cancelled?.status === "cancelled") {
+      // A cancel sent to another instance is recorded at once; that instance may still be stopping the graph.
+      await this.#waitUntilStopped(cancelled.id);
+      await this.options.store.rollBackThread(conversation.id, cancelled.startCheckpointId);
+    }
+  }
+
+  /**
+   * Waits until the cancelled run no longer executes: at once for one of this
+   * instance (its cancel waited for it); one of another instance gets the time
+   * that instance needs to see the cancel and stop the graph (its next event, or
+   * a heartbeat), watched through its log ending.
+   */
+  async #waitUntilStopped(runId: string): Promise<void> {
+    if (this.#active.has(runId)) return void (await this.#active.get(runId)!.finished);
+    const log = await this.options.bus.subscribeRun(runId, Number.MAX_SAFE_INTEGER - 1).catch(() => null);
+    if (!log) return;
+    const timer = setTimeout(() => void log.return?.(), 5_000);
+    try {
+      while (!(await log.next()).done);
+    } catch {
+      // The log ended without its terminal event: the instance is gone.
+    } finally {
+      clearTimeout(timer);
+      await log.return?.();
+    }
+  }
+
+  async #startRun(
+    input: { conversationId?: string | null; agent?: string | null },
+    message: string,
+    principal: Principal,
+    key: NewIdempotencyKey | null,
+  ): Promise<{ run: RunRecord; conversation: ConversationRecord }> {
+    const idempotency = key ?? undefined;
     if (input.conversationId == null) {
       const agent = this.#requireAgent(input.agent ?? DEFAULT_AGENT);
       const conversationId = randomUUID();
-      const result = await this.options.store.startRun(this.#newRun(conversationId, "start", message, mintMark(), null, principal), {
-        title: titleFromMessage(message),
-        agent,
-        owner: principal.id,
-      });
-      await this.#launch(result.run, agent, { kind: "message", text: message }, "created", principal);
-      return result;
+      const result = await this.options.store.startRun(
+        { ...this.#newRun(conversationId, "start", message, mintMark(), null, principal, agent), idempotency },
+        {
+          title: titleFromMessage(message),
+          agent,
+          owner: principal.id,
+        },
+      );
+      return { ...result, run: await this.#begin(result.run, agent, { kind: "message", text: message }, "created", principal) };
     }
     const conversation = await this.#visibleConversation(input.conversationId, principal);
     const agent = this.#requireAgent(input.agent ?? conversation.agent, conversation);
     const [startMark, head] = await this.#startPoint(conversation.id);
-    const result = await this.options.store.startRun(this.#newRun(conversation.id, "start", message, startMark, head, principal));
-    await this.#launch(result.run, agent, { kind: "message", text: message }, "updated", principal);
-    return result;
+    const result = await this.options.store.startRun({ ...this.#newRun(conversation.id, "start", message, startMark, head, principal, agent), idempotency });
+    return { ...result, run: await this.#begin(result.run, agent, { kind: "message", text: message }, "updated", principal) };
   }
 
   /**
@@ -168,9 +270,32 @@ export class RunService {
    * other (InterruptMismatchError); answers to tool approvals are checked
    * against what each asks (ValidationError).
    */
-  async resumeRun(input: { conversationId: string; responses?: InterruptResponse[] | null }, principal: Principal): Promise<RunRecord> {
+  async resumeRun(
+    input: { conversationId: string; responses?: InterruptResponse[] | null; idempotencyKey?: string | null },
+    principal: Principal,
+  ): Promise<RunRecord> {
     requireUuid(input.conversationId, "conversationId");
+    const key = this.#key(input.idempotencyKey, "resumeRun", { conversationId: input.conversationId, responses: input.responses ?? [] }, principal);
+    if (key) {
+      const replayed = await this.#replay(key);
+      if (replayed) return replayed.run!;
+    }
     this.#requireAccepting();
+    try {
+      return await this.#resumeRun(input, principal, key);
+    } catch (error) {
+      if (!(error instanceof IdempotencyKeyTakenError) || !key) throw error;
+      const replayed = await this.#replay(key);
+      if (!replayed) throw error;
+      return replayed.run!;
+    }
+  }
+
+  async #resumeRun(
+    input: { conversationId: string; responses?: InterruptResponse[] | null },
+    principal: Principal,
+    key: NewIdempotencyKey | null,
+  ): Promise<RunRecord> {
     const conversation = await this.#visibleConversation(input.conversationId, principal);
     const agent = this.#requireAgent(conversation.agent, conversation);
     const active = await this.options.store.activeRun(conversation.id);
@@ -181,12 +306,12 @@ export class RunService {
     if (!answers && thread.next.length === 0 && thread.interrupts.length === 0) throw new NothingToResumeError(conversation.id);
     const [startMark] = await this.#startPoint(conversation.id);
     const run: NewRun = {
-      ...this.#newRun(conversation.id, "resume", null, startMark, thread.checkpointId, principal),
+      ...this.#newRun(conversation.id, "resume", null, startMark, thread.checkpointId, principal, agent),
       answers: responses.length ? responses : undefined,
+      idempotency: key ?? undefined,
     };
     const { run: started } = await this.options.store.startRun(run);
-    await this.#launch(started, agent, answers ? { kind: "answers", answers } : { kind: "continue" }, "updated", principal);
-    return started;
+    return this.#begin(started, agent, answers ? { kind: "answers", answers } : { kind: "continue" }, "updated", principal);
   }
 
   /** The answers by interrupt id, or null for a plain resume; refuses what LangGraph could not use. */
@@ -243,17 +368,38 @@ export class RunService {
    * source is untouched.
    */
   async forkConversation(
-    input: { checkpointId: string; message?: string | null },
+    input: { checkpointId: string; message?: string | null; idempotencyKey?: string | null },
     principal: Principal,
   ): Promise<{ conversation: ConversationRecord; run: RunRecord | null }> {
     requireUuid(input.checkpointId, "checkpointId");
     const message = input.message == null ? null : this.validateMessage(input.message);
+    const key = this.#key(input.idempotencyKey, "forkConversation", { checkpointId: input.checkpointId.toLowerCase(), message }, principal);
+    if (key) {
+      const replayed = await this.#replay(key);
+      if (replayed) return replayed;
+    }
     this.#requireAccepting();
-    const [checkpoint] = await this.options.checkpointReads.checkpointsByIds([input.checkpointId.toLowerCase()]);
-    if (!checkpoint) throw new NotFoundError("Checkpoint", input.checkpointId);
+    try {
+      return await this.#fork(input.checkpointId, message, principal, key);
+    } catch (error) {
+      if (!(error instanceof IdempotencyKeyTakenError) || !key) throw error;
+      const replayed = await this.#replay(key);
+      if (!replayed) throw error;
+      return replayed;
+    }
+  }
+
+  async #fork(
+    checkpointId: string,
+    message: string | null,
+    principal: Principal,
+    key: NewIdempotencyKey | null,
+  ): Promise<{ conversation: ConversationRecord; run: RunRecord | null }> {
+    const [checkpoint] = await this.options.checkpointReads.checkpointsByIds([checkpointId.toLowerCase()]);
+    if (!checkpoint) throw new NotFoundError("Checkpoint", checkpointId);
     const source = await this.options.store.getConversation(checkpoint.threadId);
     // Another user's checkpoint is one that does not exist; the fork belongs to whoever forks.
-    if (!source || !canSee(principal, source)) throw new NotFoundError("Checkpoint", input.checkpointId);
+    if (!source || !canSee(principal, source)) throw new NotFoundError("Checkpoint", checkpointId);
     const agent = this.#requireAgent(source.agent, source);
     const conversationId = randomUUID();
     // The copy first: a crash before the row leaves an unreferenced thread, never a conversation without its history.
@@ -267,16 +413,72 @@ export class RunService {
     };
     if (message === null) {
       const conversation = await this.options.store.createConversation(conversationId, fork, this.#now());
+      if (key) {
+        try {
+          await this.options.store.recordIdempotencyKey({ ...key, conversationId, runId: null });
+        } catch (error) {
+          // A retry racing this call recorded the key first: this fork is the extra one.
+          await this.options.store.deleteConversation(conversationId).catch(() => {});
+          throw error;
+        }
+      }
       this.#announce({ conversationId, kind: "created", at: this.#now() });
       return { conversation, run: null };
     }
-    const result = await this.options.store.startRun(this.#newRun(conversationId, "start", message, mintMark(), head, principal), fork);
-    await this.#launch(result.run, agent, { kind: "message", text: message }, "created", principal);
-    return result;
+    const result = await this.options.store.startRun(
+      { ...this.#newRun(conversationId, "start", message, mintMark(), head, principal, agent), idempotency: key ?? undefined },
+      fork,
+    );
+    return { ...result, run: await this.#begin(result.run, agent, { kind: "message", text: message }, "created", principal) };
   }
 
-  async cancelRun(input: { runId: string }, principal: Principal): Promise<RunRecord> {
+  async cancelRun(input: { runId: string; idempotencyKey?: string | null }, principal: Principal): Promise<RunRecord> {
     requireUuid(input.runId, "runId");
+    const key = this.#key(input.idempotencyKey, "cancelRun", { runId: input.runId.toLowerCase() }, principal);
+    if (key) {
+      const replayed = await this.#replay(key);
+      if (replayed) return replayed.run!;
+    }
+    const cancelled = await this.#cancelRun(input, principal);
+    if (key) {
+      await this.options.store.recordIdempotencyKey({ ...key, conversationId: cancelled.conversationId, runId: cancelled.id }).catch((error: unknown) => {
+        if (!(error instanceof IdempotencyKeyTakenError)) throw error;
+      });
+    }
+    return cancelled;
+  }
+
+  /** The key of a call, checked, with the hash of its input; null without one. */
+  #key(
+    key: string | null | undefined,
+    operation: IdempotencyRecord["operation"],
+    input: Record<string, unknown>,
+    principal: Principal,
+  ): NewIdempotencyKey | null {
+    if (key == null) return null;
+    return { principal: principal.id, key: checkIdempotencyKey(key), operation, requestHash: requestHash(operation, input), createdAt: this.#now() };
+  }
+
+  /**
+   * What the key's first call created, for a call with the same key: its
+   * conversation and run as they stand now. Null for a key not recorded (or
+   * expired, or whose conversation was deleted since); IdempotencyKeyReusedError
+   * for a key recorded for another operation or input.
+   */
+  async #replay(key: NewIdempotencyKey): Promise<{ conversation: ConversationRecord; run: RunRecord | null } | null> {
+    const { store } = this.options;
+    const recorded = await store.idempotencyKey(key.principal, key.key, new Date(key.createdAt.getTime() - IDEMPOTENCY_TTL_MS));
+    if (!recorded) return null;
+    if (recorded.operation !== key.operation || recorded.requestHash !== key.requestHash) throw new IdempotencyKeyReusedError(key.key, recorded.operation);
+    const [conversation, run] = await Promise.all([
+      recorded.conversationId ? store.getConversation(recorded.conversationId) : null,
+      recorded.runId ? store.getRun(recorded.runId) : null,
+    ]);
+    if (!conversation) return null;
+    return { conversation, run };
+  }
+
+  async #cancelRun(input: { runId: string }, principal: Principal): Promise<RunRecord> {
     const run = await this.options.store.getRun(input.runId);
     // Another user's run is one that does not exist.
     if (!run || !canSee(principal, (await this.options.store.getConversation(run.conversationId)) ?? { owner: null }))
@@ -287,9 +489,10 @@ export class RunService {
       const finished = await active.finished;
       return finished ?? (await this.options.store.getRun(input.runId))!;
     }
-    if (run.status !== "running") throw new RunNotActiveError(run.id, run.status);
-    // Owned by another process: record the cancel and ask the owner to stop the
-    // work (it also sees the row is no longer running on its next heartbeat).
+    if (run.status !== "running" && run.status !== "queued") throw new RunNotActiveError(run.id, run.status);
+    // Queued, it ends here at once. Owned by another process (or claimed by one
+    // meanwhile): record the cancel and ask the owner to stop the work (it also
+    // sees the row is no longer running on its next heartbeat).
     // The thread is counted as found; the owner records its own count once stopped.
     const counts = await threadMessageCounts(this.options.checkpointReads, [run.conversationId]);
     const finished = await this.options.store.finishRun(run.id, {
@@ -310,6 +513,7 @@ export class RunService {
       const now = (await this.options.store.getRun(run.id))!;
       throw new RunNotActiveError(now.id, now.status);
     }
+    this.#queuedBy.delete(run.id);
     await this.options.bus.requestCancel(run.id).catch((error: unknown) => this.options.logger.warn("cancel request not delivered", { runId: run.id, error }));
     this.#announce({ conversationId: run.conversationId, kind: "updated", at: this.#now() });
     return finished;
@@ -329,6 +533,9 @@ export class RunService {
   /** Refuses new runs, aborts the active ones and waits until each is recorded `interrupted`. */
   async shutdown(timeoutMs: number): Promise<void> {
     this.#accepting = false;
+    // Queued runs stay queued, for another instance or the next start.
+    clearInterval(this.#pollTimer);
+    await this.#claiming;
     this.#stopListening();
     const pending = [...this.#active.values()];
     for (const run of pending) run.controller.abort(new RunAbortReason("shutdown"));
@@ -349,6 +556,7 @@ export class RunService {
     startMark: string,
     startCheckpointId: string | null,
     principal: Principal,
+    agent: string,
   ): NewRun {
     const { quotas } = this.options;
     // Admins are exempt unless QUOTA_ADMINS says otherwise.
@@ -363,8 +571,91 @@ export class RunService {
       ownerId: this.options.ownerId,
       startCheckpointId,
       startedBy: principal.id,
+      startedByRole: principal.role,
+      endpoint: this.options.admission ? endpointOf(this.options.agent.agent(agent)!.definition, this.options.admission.ollamaHost) : null,
       quota,
     };
+  }
+
+  /**
+   * A run just recorded: executed at once without admission; queued otherwise,
+   * then a claim, which executes it here when this instance has room and its
+   * endpoint a slot (or another instance takes it). Answers the run as it stands.
+   */
+  async #begin(run: RunRecord, agent: string, input: RunInput, change: "created" | "updated", principal: Principal): Promise<RunRecord> {
+    if (run.status === "running") {
+      await this.#launch(run, agent, input, change, principal);
+      return run;
+    }
+    this.#queuedBy.set(run.id, principal);
+    this.#announce({ conversationId: run.conversationId, kind: change, at: this.#now() });
+    await this.claimQueued();
+    return (await this.options.store.getRun(run.id)) ?? run;
+  }
+
+  /**
+   * Claims what queued runs this instance has room for and executes them. Calls
+   * while a claim is under way share it, and one more follows it, so a run
+   * queued meanwhile is looked at.
+   */
+  claimQueued(): Promise<void> {
+    if (!this.options.admission || !this.#accepting) return Promise.resolve();
+    if (this.#claiming) {
+      this.#claimAgain = true;
+      return this.#claiming;
+    }
+    this.#claiming = (async () => {
+      try {
+        do {
+          this.#claimAgain = false;
+          await this.#claimOnce();
+        } while (this.#claimAgain && this.#accepting);
+      } catch (error) {
+        this.options.logger.warn("could not claim queued runs", { error });
+      } finally {
+        this.#claiming = null;
+      }
+    })();
+    return this.#claiming;
+  }
+
+  async #claimOnce(): Promise<void> {
+    const admission = this.options.admission!;
+    // With no room it still looks: the queued runs' reasons are brought up to date.
+    const room = Math.max(0, admission.maxActiveRuns - this.#active.size);
+    const agents = this.options.agent.agents().map((a) => a.definition);
+    const claimed = await this.options.store.claimQueued({
+      ownerId: this.options.ownerId,
+      room,
+      endpoints: endpointLimits(agents, admission),
+      at: this.#now(),
+    });
+    await Promise.all(claimed.map((run) => this.#launchClaimed(run)));
+  }
+
+  /** Forgets the callers of runs this instance queued that another instance claimed (or that ended). */
+  async #forgetClaimedElsewhere(): Promise<void> {
+    if (this.#queuedBy.size === 0) return;
+    const runs = await this.options.store.runs([...this.#queuedBy.keys()]).catch(() => null);
+    if (!runs) return;
+    for (const id of [...this.#queuedBy.keys()]) if (runs.get(id)?.status !== "queued") this.#queuedBy.delete(id);
+  }
+
+  /** Executes a run this instance claimed: its agent and input from the database, its caller as this instance knows it. */
+  async #launchClaimed(run: RunRecord): Promise<void> {
+    const principal = this.#queuedBy.get(run.id) ?? queuedRunPrincipal(run.startedBy ?? "", run.startedByRole ?? "user");
+    this.#queuedBy.delete(run.id);
+    const conversation = await this.options.store.getConversation(run.conversationId);
+    if (!conversation) return; // deleted meanwhile (only possible once it ended)
+    let input: RunInput;
+    if (run.kind === "start") input = { kind: "message", text: run.input ?? "" };
+    else {
+      const answered = ((await this.options.store.interruptsOf([run.conversationId])).get(run.conversationId) ?? []).filter(
+        (i) => i.answeredByRunId === run.id,
+      );
+      input = answered.length ? { kind: "answers", answers: Object.fromEntries(answered.map((i) => [i.id, i.answer])) } : { kind: "continue" };
+    }
+    await this.#launch(run, conversation.agent, input, "updated", principal);
   }
 
   /**
@@ -393,7 +684,11 @@ export class RunService {
       return null;
     });
     this.#active.set(run.id, { conversationId: run.conversationId, controller, finished });
-    void finished.finally(() => this.#active.delete(run.id));
+    void finished.finally(() => {
+      this.#active.delete(run.id);
+      // Its room and its endpoint's slot are free: the next queued run may go.
+      void this.claimQueued();
+    });
     // A subscriber told of the run by this mutation's answer finds its log, on any instance.
     await events.flushed().catch((error: unknown) => logger.warn("run events not yet delivered", { runId: run.id, error }));
   }
@@ -428,7 +723,7 @@ export class RunService {
         runId: run.id,
         journal: this.options.toolJournal,
         // Who the run works for: the caller that started or resumed it, never stored in the thread.
-        user: { id: principal.id, role: principal.role, claims: principal.claims },
+        user: runUserOf(principal),
         input,
         signal: controller.signal,
         report,

@@ -2,7 +2,7 @@
 // conversation queries and the rename and delete mutations.
 import { GraphQLError } from "graphql";
 import type { ConversationRecord, RunRecord } from "../domain/records.ts";
-import { ValidationError, NotFoundError, QuotaExceededError, RunInProgressError } from "../domain/errors.ts";
+import { ValidationError, NotFoundError, QuotaExceededError, RunInProgressError, IdempotencyKeyReusedError } from "../domain/errors.ts";
 import { isAdmin, type Principal } from "../domain/principal.ts";
 import { toApiMessages } from "../read/messages.ts";
 import { builder } from "./builder.ts";
@@ -236,6 +236,10 @@ const ForkConversationInput = builder.inputType("ForkConversationInput", {
   fields: (t) => ({
     checkpointId: t.id({ required: true, description: "A checkpoint of any conversation: the fork's thread copies the source's up to and including it." }),
     message: t.string({ description: "With a message, a run starts on the fork at once." }),
+    idempotencyKey: t.string({
+      description:
+        "A key the client chooses (at most 255 characters): a retry with the same key and input within 24 hours answers the first call's result and does nothing again.",
+    }),
   }),
 });
 
@@ -251,7 +255,12 @@ builder.mutationField("forkConversation", (t) =>
     type: ForkConversationSuccess,
     description: "A new conversation (same agent) whose thread is a copy of the source's up to and including the checkpoint; the source is untouched.",
     args: { input: t.arg({ type: ForkConversationInput, required: true }) },
-    errors: { types: [ValidationError, NotFoundError, QuotaExceededError], directResult: true, union: { name: "ForkConversationResult" } },
-    resolve: (_root, { input }, ctx) => ctx.runs.forkConversation({ checkpointId: String(input.checkpointId), message: input.message }, ctx.principal),
+    errors: {
+      types: [ValidationError, NotFoundError, QuotaExceededError, IdempotencyKeyReusedError],
+      directResult: true,
+      union: { name: "ForkConversationResult" },
+    },
+    resolve: (_root, { input }, ctx) =>
+      ctx.runs.forkConversation({ checkpointId: String(input.checkpointId), message: input.message, idempotencyKey: input.idempotencyKey }, ctx.principal),
   }),
 );

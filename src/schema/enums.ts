@@ -4,12 +4,38 @@ import { builder } from "./builder.ts";
 
 export const RunStatus = builder.enumType("RunStatus", {
   values: {
+    QUEUED: {
+      value: "queued",
+      description:
+        "Waiting its turn: its model endpoint is at MODEL_CONCURRENCY, or no instance has room (MAX_ACTIVE_RUNS). See queuePosition and queueReason.",
+    },
     RUNNING: { value: "running" },
     COMPLETED: { value: "completed" },
     FAILED: { value: "failed" },
     CANCELLED: { value: "cancelled" },
     INTERRUPTED: { value: "interrupted" },
     WAITING: { value: "waiting", description: "Paused on an interrupt until a person answers it (resumeRun with responses)." },
+  } as const,
+});
+
+export const QueueReason = builder.enumType("QueueReason", {
+  description: "Why a QUEUED run waits.",
+  values: {
+    MODEL_BUSY: { description: "Its model endpoint already serves as many runs as its concurrency (MODEL_CONCURRENCY, or the agent's own)." },
+    INSTANCE_FULL: { description: "Every instance that can run it already executes MAX_ACTIVE_RUNS runs." },
+    BEHIND_ACTIVE_RUN: { description: "It waits for the conversation's active run to end." },
+  } as const,
+});
+
+export const Multitask = builder.enumType("Multitask", {
+  description: "What startRun does when the conversation already has an active (queued or running) run.",
+  values: {
+    REJECT: { value: "reject", description: "Refuse with RunInProgressError (the default)." },
+    INTERRUPT: { value: "interrupt", description: "Cancel the active run (its partial output kept, CANCELLED), then start this one." },
+    ROLLBACK: {
+      value: "rollback",
+      description: "Cancel the active run and drop the checkpoints it wrote (the thread goes back to where it started), then start this one.",
+    },
   } as const,
 });
 
@@ -48,7 +74,16 @@ export const MessageRole = builder.enumType("MessageRole", {
 });
 
 export const ErrorCode = builder.enumType("ErrorCode", {
-  values: ["VALIDATION", "NOT_FOUND", "RUN_IN_PROGRESS", "NOTHING_TO_RESUME", "RUN_NOT_ACTIVE", "INTERRUPT_MISMATCH", "QUOTA_EXCEEDED"] as const,
+  values: [
+    "VALIDATION",
+    "NOT_FOUND",
+    "RUN_IN_PROGRESS",
+    "NOTHING_TO_RESUME",
+    "RUN_NOT_ACTIVE",
+    "INTERRUPT_MISMATCH",
+    "QUOTA_EXCEEDED",
+    "IDEMPOTENCY_KEY_REUSED",
+  ] as const,
 });
 
 // One value per kind of agent, from the kinds themselves.

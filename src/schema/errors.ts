@@ -3,6 +3,7 @@
 // of the mutation's result union.
 import {
   ApiError,
+  IdempotencyKeyReusedError,
   InterruptMismatchError,
   NotFoundError,
   NothingToResumeError,
@@ -87,4 +88,23 @@ builder.objectType(QuotaExceededError, {
   }),
 });
 
-export { ValidationError, NotFoundError, RunInProgressError, NothingToResumeError, RunNotActiveError, InterruptMismatchError, QuotaExceededError };
+builder.objectType(IdempotencyKeyReusedError, {
+  name: "IdempotencyKeyReusedError",
+  description: "The idempotency key was already used, within its 24 hours, for another operation or input. Nothing was written.",
+  interfaces: [ErrorInterface],
+  fields: (t) => ({
+    idempotencyKey: t.exposeString("idempotencyKey"),
+    operation: t.exposeString("operation", { description: "The mutation the key was first used for." }),
+  }),
+});
+
+export {
+  ValidationError,
+  NotFoundError,
+  RunInProgressError,
+  NothingToResumeError,
+  RunNotActiveError,
+  InterruptMismatchError,
+  QuotaExceededError,
+  IdempotencyKeyReusedError,
+};

@@ -4,6 +4,7 @@
 import { GraphQLError } from "graphql";
 import type { ConversationRecord, RunRecord } from "../domain/records.ts";
 import {
+  IdempotencyKeyReusedError,
   InterruptMismatchError,
   NotFoundError,
   NothingToResumeError,
@@ -14,7 +15,7 @@ import {
 } from "../domain/errors.ts";
 import { toApiMessages } from "../read/messages.ts";
 import { builder } from "./builder.ts";
-import { RunErrorCode, RunKind, RunStatus } from "./enums.ts";
+import { Multitask, QueueReason, RunErrorCode, RunKind, RunStatus } from "./enums.ts";
 import { Checkpoint, Conversation, Interrupt, Message, Node, Run, TaskError } from "./refs.ts";
 import { RunUsage } from "./usage.ts";
 import { ToolCallRecord } from "./tool-call.ts";
@@ -38,8 +39,15 @@ Run.implement({
     errorCode: t.field({ type: RunErrorCode, nullable: true, resolve: (r) => r.errorCode }),
     errorMessage: t.exposeString("errorMessage", { nullable: true, description: "The original error text." }),
     partialOutput: t.exposeString("partialOutput", { nullable: true, description: "Text streamed before a failure, cancel or interruption." }),
-    startedAt: t.expose("startedAt", { type: "DateTime" }),
+    startedAt: t.expose("startedAt", { type: "DateTime", description: "When it was asked for (a queued run's wait included)." }),
     finishedAt: t.expose("finishedAt", { type: "DateTime", nullable: true }),
+    queuedAt: t.expose("queuedAt", { type: "DateTime", nullable: true, description: "When it entered the queue; null for runs from before the queue." }),
+    queuePosition: t.int({
+      nullable: true,
+      description: "While QUEUED, its place among the runs waiting for the same model endpoint (1 is next, oldest first); null otherwise.",
+      resolve: (run, _a, ctx, info) => (run.status === "queued" ? ctx.reads(info.rootValue).queuePosition(run.id) : null),
+    }),
+    queueReason: t.field({ type: QueueReason, nullable: true, description: "Why it waits, while QUEUED; null otherwise.", resolve: (r) => r.queueReason }),
     checkpoints: t.field({
       type: [Checkpoint],
       description: "The checkpoints inside the run's window, oldest first (timestamp correlation).",
@@ -96,6 +104,11 @@ const StartRunInput = builder.inputType("StartRunInput", {
     agent: t.string({
       description: "The agent of a new conversation (default: default). A conversation keeps its agent: for one that exists, only its own is accepted.",
     }),
+    multitask: t.field({ type: Multitask, description: "When the conversation has an active run: REJECT (default), INTERRUPT or ROLLBACK it." }),
+    idempotencyKey: t.string({
+      description:
+        "A key the client chooses (at most 255 characters): a retry with the same key and input within 24 hours answers the first call's result and does nothing again.",
+    }),
   }),
 });
 
@@ -111,10 +124,20 @@ builder.mutationField("startRun", (t) =>
     type: StartRunSuccess,
     description: "Records a running run and returns at once; the agent works in the background. Follow it with runEvents.",
     args: { input: t.arg({ type: StartRunInput, required: true }) },
-    errors: { types: [ValidationError, NotFoundError, RunInProgressError, QuotaExceededError], directResult: true, union: { name: "StartRunResult" } },
+    errors: {
+      types: [ValidationError, NotFoundError, RunInProgressError, QuotaExceededError, IdempotencyKeyReusedError],
+      directResult: true,
+      union: { name: "StartRunResult" },
+    },
     resolve: (_root, { input }, ctx) =>
       ctx.runs.startRun(
-        { conversationId: input.conversationId == null ? null : String(input.conversationId), message: input.message, agent: input.agent },
+        {
+          conversationId: input.conversationId == null ? null : String(input.conversationId),
+          message: input.message,
+          agent: input.agent,
+          multitask: input.multitask,
+          idempotencyKey: input.idempotencyKey,
+        },
         ctx.principal,
       ),
   }),
@@ -138,6 +161,10 @@ const ResumeRunInput = builder.inputType("ResumeRunInput", {
       type: [InterruptResponseInput],
       description: "Answers to every pending interrupt of a WAITING conversation; omit to continue a pending step.",
     }),
+    idempotencyKey: t.string({
+      description:
+        "A key the client chooses (at most 255 characters): a retry with the same key and input within 24 hours answers the first call's result and does nothing again.",
+    }),
   }),
 });
 
@@ -152,7 +179,7 @@ builder.mutationField("resumeRun", (t) =>
       "Starts a run that continues the thread: its pending step (after a failure, cancel or interruption), or, with responses, the interrupts it waits on.",
     args: { input: t.arg({ type: ResumeRunInput, required: true }) },
     errors: {
-      types: [ValidationError, NotFoundError, RunInProgressError, NothingToResumeError, InterruptMismatchError, QuotaExceededError],
+      types: [ValidationError, NotFoundError, RunInProgressError, NothingToResumeError, InterruptMismatchError, QuotaExceededError, IdempotencyKeyReusedError],
       directResult: true,
       union: { name: "ResumeRunResult" },
     },
@@ -161,6 +188,7 @@ builder.mutationField("resumeRun", (t) =>
         {
           conversationId: String(input.conversationId),
           responses: input.responses?.map((r) => ({ interruptId: String(r.interruptId), value: r.value ?? null })),
+          idempotencyKey: input.idempotencyKey,
         },
         ctx.principal,
       ),
@@ -169,7 +197,13 @@ builder.mutationField("resumeRun", (t) =>
 );
 
 const CancelRunInput = builder.inputType("CancelRunInput", {
-  fields: (t) => ({ runId: t.id({ required: true }) }),
+  fields: (t) => ({
+    runId: t.id({ required: true }),
+    idempotencyKey: t.string({
+      description:
+        "A key the client chooses (at most 255 characters): a retry with the same key and input within 24 hours answers the first call's result and does nothing again.",
+    }),
+  }),
 });
 
 const CancelRunSuccess = builder.objectRef<{ run: RunRecord }>("CancelRunSuccess").implement({
@@ -181,7 +215,9 @@ builder.mutationField("cancelRun", (t) =>
     type: CancelRunSuccess,
     description: "Stops a running run at once; its pending step stays resumable.",
     args: { input: t.arg({ type: CancelRunInput, required: true }) },
-    errors: { types: [ValidationError, NotFoundError, RunNotActiveError], directResult: true, union: { name: "CancelRunResult" } },
-    resolve: async (_root, { input }, ctx) => ({ run: await ctx.runs.cancelRun({ runId: String(input.runId) }, ctx.principal) }),
+    errors: { types: [ValidationError, NotFoundError, RunNotActiveError, IdempotencyKeyReusedError], directResult: true, union: { name: "CancelRunResult" } },
+    resolve: async (_root, { input }, ctx) => ({
+      run: await ctx.runs.cancelRun({ runId: String(input.runId), idempotencyKey: input.idempotencyKey }, ctx.principal),
+    }),
   }),
 );

@@ -25,7 +25,7 @@ export interface CorsPolicy {
 
 const ALLOWED_METHODS = "GET, POST, OPTIONS";
 // last-event-id: a fetch-based event-stream client resuming GET /api/chat sets it itself.
-const ALLOWED_HEADERS = "authorization, content-type, accept, last-event-id";
+const ALLOWED_HEADERS = "authorization, content-type, accept, last-event-id, idempotency-key";
 const PREFLIGHT_MAX_AGE_SECONDS = "600";
 
 /** One line per origin per this interval; the refusals between are counted in the next line. */

@@ -24,7 +24,11 @@ export async function openPostgresStorage(url: string): Promise<PostgresStorage>
     const saver = new RunledgerPostgresSaver(pool);
     const { applied } = await migratePostgres(pool, saver);
     return {
-      runs: new PostgresRunStore({ pool, deleteThread: (client, threadId) => saver.deleteThreadIn(client, threadId) }),
+      runs: new PostgresRunStore({
+        pool,
+        deleteThread: (client, threadId) => saver.deleteThreadIn(client, threadId),
+        dropCheckpointsAfter: (client, threadId, keepThrough) => saver.dropCheckpointsAfterIn(client, threadId, keepThrough),
+      }),
       conversationList: new PostgresConversationList(pool),
       checkpointReads: new PostgresCheckpointReads(pool),
       apiKeys: new PostgresApiKeyStore(pool),

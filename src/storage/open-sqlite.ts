@@ -30,7 +30,13 @@ export async function openSqliteStorage(file: string): Promise<SqliteStorage> {
     const saver = new GatedSqliteSaver(writer, gate);
     saver.createTables();
     const reader = openSqlite(file, { readonly: true });
-    const runs = new SqliteRunStore({ writer, reader, gate, deleteThread: (threadId) => saver.deleteThreadRows(threadId) });
+    const runs = new SqliteRunStore({
+      writer,
+      reader,
+      gate,
+      deleteThread: (threadId) => saver.deleteThreadRows(threadId),
+      dropCheckpointsAfter: (threadId, keepThrough) => saver.dropCheckpointsAfterRows(threadId, keepThrough),
+    });
     return {
       runs,
       conversationList: new SqliteConversationList(reader),

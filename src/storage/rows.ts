@@ -13,7 +13,8 @@ export const CONVERSATION_COLUMNS = "id, title, created_at, updated_at, message_
 
 export const RUN_COLUMNS = `id, conversation_id, kind, status, input, error_code, error_message, partial_output,
   started_at, finished_at, start_mark, end_mark, last_event_seq, owner_id, start_checkpoint_id,
-  input_tokens, output_tokens, model_calls, time_to_first_token_ms, model_duration_ms`;
+  input_tokens, output_tokens, model_calls, time_to_first_token_ms, model_duration_ms,
+  started_by, started_by_role, endpoint, queued_at, queue_reason`;
 
 export const INTERRUPT_COLUMNS = "run_id, id, conversation_id, node, value, created_at, answered_by_run_id, answer, answered_at";
 
@@ -50,6 +51,11 @@ export interface RunRow<D> {
   model_calls: number | null;
   time_to_first_token_ms: number | null;
   model_duration_ms: number | null;
+  started_by: string | null;
+  started_by_role: string | null;
+  endpoint: string | null;
+  queued_at: D | null;
+  queue_reason: string | null;
 }
 
 export interface OwnerRow<D> {
@@ -116,6 +122,11 @@ export function rowCodec<D, J>({ date, json }: ColumnDecoders<D, J>) {
                 timeToFirstTokenMs: row.time_to_first_token_ms,
                 modelDurationMs: row.model_duration_ms ?? 0,
               },
+        startedBy: row.started_by,
+        startedByRole: row.started_by_role as RunRecord["startedByRole"],
+        endpoint: row.endpoint,
+        queuedAt: row.queued_at === null ? null : date(row.queued_at),
+        queueReason: row.queue_reason as RunRecord["queueReason"],
       };
     },
     toOwnerRecord(row: OwnerRow<D>): OwnerRecord {

@@ -48,7 +48,7 @@ export function derivedFieldProblems(c: TruthNode): string[] {
   const problems: string[] = [];
   const runs = c.runs.edges.map((e) => e.node);
   if (runs.length < c.runs.totalCount) return [`${c.runs.totalCount} runs: more than this check reads`];
-  const running = runs.filter((r) => r.status === "RUNNING");
+  const running = runs.filter((r) => r.status === "RUNNING" || r.status === "QUEUED");
   if (running.length > 1) problems.push(`${running.length} running runs`);
   if ((c.activeRun?.id ?? null) !== (running[0]?.id ?? null)) problems.push(`activeRun ${c.activeRun?.id ?? null}, running ${running[0]?.id ?? null}`);
   // Runs are listed oldest first (startedAt, then id): the latest is the last one.

@@ -29,7 +29,7 @@ async function writeThread(saver: BaseCheckpointSaver, threadId: string, checkpo
 
 /**
  * The invariant every scenario ends on: a conversation's derived fields say what
- * its runs say (activeRun the running one, latestRun the last started, updatedAt
+ * its runs say (activeRun the queued or running one, latestRun the last started, updatedAt
  * no earlier than any run's start or end) and, where its thread has a head
  * checkpoint and no run is active, what the thread says (messageCount).
  */
@@ -45,7 +45,7 @@ async function expectDerivedFieldsTrue(store: RunStore, reads: CheckpointReads, 
   const problems: string[] = [];
   for (const [id, conversation] of conversations) {
     const runs = runsOf.get(id) ?? [];
-    const running = runs.filter((r) => r.status === "running");
+    const running = runs.filter((r) => r.status === "running" || r.status === "queued");
     if ((active.get(id)?.id ?? null) !== (running[0]?.id ?? null) || running.length > 1)
       problems.push(`${id}: activeRun ${active.get(id)?.id}, running ${running.map((r) => r.id)}`);
     const byStart = [...runs].sort((a, b) => a.startedAt.getTime() - b.startedAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
@@ -285,6 +285,92 @@ export function describeRunStoreConformance(backend: StorageBackend) {
         expect(won).toHaveLength(1);
         for (const lost of attempts.filter((a) => a.status === "rejected")) expect((lost as PromiseRejectedResult).reason).toBeInstanceOf(RunInProgressError);
         expect((await store.activeRun(id))?.id).toBe((won[0] as PromiseFulfilledResult<{ run: { id: string } }>).value.run.id);
+      }));
+
+    it("queues a run that names an endpoint and admits it by claim: within each endpoint's concurrency and the claimer's room, starters in turn", () =>
+      withStore(async (store) => {
+        const E = "http://127.0.0.1:11434#qwen3";
+        const F = "agent:other";
+        const ids = Array.from({ length: 5 }, () => randomUUID());
+        const queue = (i: number, who: string, endpoint: string) =>
+          store.startRun(newRun(ids[i]!, { startedAt: at(i * 10), startedBy: who, startedByRole: "user", endpoint }), newConversation(`q${i}`));
+        const started = [
+          await queue(0, "alice", E),
+          await queue(1, "alice", E),
+          await queue(2, "alice", E),
+          await queue(3, "bob", E),
+          await queue(4, "carol", F),
+        ];
+        const [a0, a1, a2, b0, c0] = started.map((s) => s.run);
+        for (const [i, run] of [a0, a1, a2, b0, c0].entries()) {
+          expect(run).toMatchObject({
+            status: "queued",
+            ownerId: null,
+            queueReason: null,
+            endpoint: i === 4 ? F : E,
+            startedBy: ["alice", "alice", "alice", "bob", "carol"][i],
+          });
+          expect(run!.queuedAt?.getTime()).toBe(at(i * 10).getTime());
+        }
+        // A queued run is the conversation's active run: a second one is refused.
+        await expect(store.startRun(newRun(ids[0]!, { startedAt: at(100), endpoint: E }))).rejects.toBeInstanceOf(RunInProgressError);
+        expect((await store.activeRun(ids[0]!))?.id).toBe(a0!.id);
+        expect([...(await store.activeRuns(ids)).values()].map((r) => r.id).sort()).toEqual([a0, a1, a2, b0, c0].map((r) => r!.id).sort());
+        const positions = await store.queuePositions([a0, a1, a2, b0, c0].map((r) => r!.id));
+        expect([a0, a1, a2, b0, c0].map((r) => positions.get(r!.id))).toEqual([1, 2, 3, 4, 1]);
+
+        // No room: nothing is claimed, but each run on an endpoint the claimer serves learns why it waits.
+        expect(await store.claimQueued({ ownerId: "owner-a", room: 0, endpoints: new Map([[E, 1]]), at: at(200) })).toEqual([]);
+        expect((await store.runs([a0!.id, c0!.id])).get(a0!.id)?.queueReason).toBe("INSTANCE_FULL");
+        expect((await store.getRun(c0!.id))?.queueReason).toBeNull();
+
+        // E serves one run at once: the oldest goes; the rest wait MODEL_BUSY. F is not the claimer's.
+        const first = await store.claimQueued({ ownerId: "owner-a", room: 5, endpoints: new Map([[E, 1]]), at: at(300) });
+        expect(first.map((r) => [r.id, r.status, r.ownerId, r.queueReason])).toEqual([[a0!.id, "running", "owner-a", null]]);
+        expect((await store.getRun(a1!.id))?.queueReason).toBe("MODEL_BUSY");
+        expect(await store.claimQueued({ ownerId: "owner-a", room: 5, endpoints: new Map([[E, 1]]), at: at(310) })).toEqual([]);
+
+        // Alice was served last: bob, never served, goes before her older runs; carol's endpoint has room.
+        await store.finishRun(a0!.id, outcome({ finishedAt: at(400) }));
+        const second = await store.claimQueued({
+          ownerId: "owner-b",
+          room: 5,
+          endpoints: new Map([
+            [E, 1],
+            [F, 2],
+          ]),
+          at: at(410),
+        });
+        expect(second.map((r) => r.id).sort()).toEqual([b0!.id, c0!.id].sort());
+        expect(second.every((r) => r.status === "running" && r.ownerId === "owner-b")).toBe(true);
+
+        // A queued run's cancel ends it at once; the queue behind it moves up.
+        expect(await store.finishRun(a1!.id, outcome({ status: "cancelled", errorCode: "CANCELLED", finishedAt: at(420), messageCount: null }))).toMatchObject({
+          status: "cancelled",
+        });
+        expect((await store.queuePositions([a2!.id])).get(a2!.id)).toBe(1);
+        expect((await store.queuePositions([a1!.id])).has(a1!.id)).toBe(false);
+
+        // Two claims racing for E's one free slot: exactly one takes alice's last run.
+        await store.finishRun(b0!.id, outcome({ finishedAt: at(500) }));
+        const racing = await Promise.all(
+          ["owner-a", "owner-b"].map((ownerId) => store.claimQueued({ ownerId, room: 5, endpoints: new Map([[E, 1]]), at: at(510) })),
+        );
+        expect(racing.flat().map((r) => r.id)).toEqual([a2!.id]);
+        await store.finishRun(a2!.id, outcome({ finishedAt: at(600) }));
+        await store.finishRun(c0!.id, outcome({ finishedAt: at(600) }));
+      }));
+
+    it("counts a starter's queued runs among its active ones for the quota", () =>
+      withStore(async (store) => {
+        const quota = { activeRuns: 1, runsPerMinute: 0 };
+        const first = randomUUID();
+        await store.startRun(newRun(first, { startedBy: "dana", quota, endpoint: "agent:a" }), newConversation("one"));
+        const second = randomUUID();
+        await expect(store.startRun(newRun(second, { startedBy: "dana", quota, endpoint: "agent:a" }), newConversation("two"))).rejects.toBeInstanceOf(
+          QuotaExceededError,
+        );
+        expect(await store.getConversation(second)).toBeNull();
       }));
 
     it("adds what only the executing process knows to a run another process ended", () =>

@@ -23,6 +23,7 @@ export type CheckpointSource =
   | '%future added value';
 
 export type ErrorCode =
+  | 'IDEMPOTENCY_KEY_REUSED'
   | 'INTERRUPT_MISMATCH'
   | 'NOTHING_TO_RESUME'
   | 'NOT_FOUND'
@@ -90,6 +91,8 @@ export type RunStatus =
   | 'COMPLETED'
   | 'FAILED'
   | 'INTERRUPTED'
+  /** Waiting its turn: its model endpoint is at MODEL_CONCURRENCY, or no instance has room (MAX_ACTIVE_RUNS). See queuePosition and queueReason. */
+  | 'QUEUED'
   | 'RUNNING'
   /** Paused on an interrupt until a person answers it (resumeRun with responses). */
   | 'WAITING'
@@ -167,6 +170,7 @@ export type ConsoleStartRunMutationVariables = Exact<{
 
 
 export type ConsoleStartRunMutation = { startRun:
+    | { __typename: 'IdempotencyKeyReusedError', code: ErrorCode, message: string }
     | { __typename: 'NotFoundError', code: ErrorCode, message: string }
     | { __typename: 'QuotaExceededError', code: ErrorCode, message: string }
     | { __typename: 'RunInProgressError', code: ErrorCode, message: string }
@@ -181,6 +185,7 @@ export type ConsoleResumeRunMutationVariables = Exact<{
 
 
 export type ConsoleResumeRunMutation = { resumeRun:
+    | { __typename: 'IdempotencyKeyReusedError', code: ErrorCode, message: string }
     | { __typename: 'InterruptMismatchError', code: ErrorCode, message: string }
     | { __typename: 'NotFoundError', code: ErrorCode, message: string }
     | { __typename: 'NothingToResumeError', code: ErrorCode, message: string }
@@ -198,6 +203,7 @@ export type ConsoleForkConversationMutationVariables = Exact<{
 
 export type ConsoleForkConversationMutation = { forkConversation:
     | { __typename: 'ForkConversationSuccess', conversation: { id: string, title: string }, run: { id: string, status: RunStatus, kind: RunKind, input: string | null, startedAt: string } | null }
+    | { __typename: 'IdempotencyKeyReusedError', code: ErrorCode, message: string }
     | { __typename: 'NotFoundError', code: ErrorCode, message: string }
     | { __typename: 'QuotaExceededError', code: ErrorCode, message: string }
     | { __typename: 'ValidationError', code: ErrorCode, message: string }
@@ -210,6 +216,7 @@ export type ConsoleCancelRunMutationVariables = Exact<{
 
 export type ConsoleCancelRunMutation = { cancelRun:
     | { __typename: 'CancelRunSuccess', run: { id: string, status: RunStatus } }
+    | { __typename: 'IdempotencyKeyReusedError', code: ErrorCode, message: string }
     | { __typename: 'NotFoundError', code: ErrorCode, message: string }
     | { __typename: 'RunNotActiveError', code: ErrorCode, message: string }
     | { __typename: 'ValidationError', code: ErrorCode, message: string }

@@ -39,6 +39,7 @@ export const commonKeys = {
   model: z.string().optional(),
   think: z.boolean().optional(),
   recursionLimit: z.number().int().min(1).max(10_000).optional(),
+  concurrency: z.number().int().min(1).max(10_000).optional(),
 };
 
 /** Why a file could not be read, in a few words. */

@@ -35,7 +35,18 @@ export interface HttpMcpServerDefinition extends McpServerBase {
   url: string;
   /** Sent with every request (an API key, say), `${NAME}` already substituted. */
   headers: Record<string, string>;
+  /**
+   * Opt-in: headers that tell the server whom a tool call works for, each
+   * naming what it carries from the run's caller: `id`, `role` or
+   * `claims.<name>` (a claim AUTH_AGENT_CLAIMS passes on). Empty: none sent.
+   */
+  userHeaders: Record<string, UserField>;
+  /** Opt-in: each tool call carries the caller's own JWT as `Authorization: Bearer`, when the caller signed in with one. */
+  forwardToken: boolean;
 }
+
+/** What a user header carries from the caller: its id, its role, or one of its passed-on claims. */
+export type UserField = { field: "id" } | { field: "role" } | { field: "claim"; name: string };
 
 export type McpServerDefinition = StdioMcpServerDefinition | HttpMcpServerDefinition;
 
@@ -49,11 +60,20 @@ export const mcpServerSchema = z.strictObject({
   cwd: z.string().optional(),
   url: z.string().optional(),
   headers: stringMap.optional(),
+  userHeaders: stringMap.optional(),
+  forwardToken: z.boolean().optional(),
   tools: stringList.optional(),
   timeoutMs: z.number().int().min(1).max(86_400_000).optional(),
 });
 
 type ServerShape = z.infer<typeof mcpServerSchema>;
+
+function readUserField(value: string, at: JsonPath, reader: DefinitionReader): UserField {
+  if (value === "id" || value === "role") return { field: value };
+  const claim = /^claims\.(.+)$/.exec(value);
+  if (claim) return { field: "claim", name: claim[1]! };
+  return reader.fail(at, `expected "id", "role" or "claims.<name>" (what the header carries from the caller), got "${value}"`);
+}
 
 /**
  * The agent's servers, in the file's order (which decides name clashes). A tool
@@ -99,7 +119,7 @@ function readServer(name: string, server: ServerShape, at: JsonPath, reader: Def
     server.tools.forEach((tool, i) => reader.nonEmpty(tool, [...at, "tools", i]));
   }
   const stdioKeys = (["command", "args", "env", "cwd"] as const).filter((k) => server[k] !== undefined);
-  const httpKeys = (["url", "headers"] as const).filter((k) => server[k] !== undefined);
+  const httpKeys = (["url", "headers", "userHeaders", "forwardToken"] as const).filter((k) => server[k] !== undefined);
   if (server.command !== undefined && server.url !== undefined) {
     reader.fail([...at, "url"], `a server has "command" (stdio) or "url" (streamable HTTP), not both`);
   }
@@ -119,7 +139,22 @@ function readServer(name: string, server: ServerShape, at: JsonPath, reader: Def
       if (!HEADER_NAME.test(header)) reader.fail([...at, "headers", header], `"${header}" is not a valid HTTP header name`, { key: true });
       headers[header] = reader.substitute(value, [...at, "headers", header]);
     }
-    return { ...common, transport: "http", url: server.url, headers };
+    const userHeaders: Record<string, UserField> = {};
+    for (const [header, value] of Object.entries(server.userHeaders ?? {})) {
+      const where = [...at, "userHeaders", header];
+      if (!HEADER_NAME.test(header)) reader.fail(where, `"${header}" is not a valid HTTP header name`, { key: true });
+      if (Object.keys(headers).some((h) => h.toLowerCase() === header.toLowerCase()))
+        reader.fail(where, `"${header}" is also in "headers"; a header has one source`, { key: true });
+      userHeaders[header] = readUserField(value, where, reader);
+    }
+    const forwardToken = server.forwardToken ?? false;
+    if (forwardToken && [...Object.keys(headers), ...Object.keys(userHeaders)].some((h) => h.toLowerCase() === "authorization")) {
+      reader.fail(
+        [...at, "forwardToken"],
+        `"forwardToken" sends the caller's Authorization header; this server already sets one in "headers" or "userHeaders"`,
+      );
+    }
+    return { ...common, transport: "http", url: server.url, headers, userHeaders, forwardToken };
   }
   if (server.command === undefined) reader.fail(at, `a server needs "command" (stdio) or "url" (streamable HTTP)`);
   if (httpKeys.length > 0) reader.fail([...at, httpKeys[0]!], `"${httpKeys[0]}" is for HTTP servers; this one has no "url"`);

@@ -12,6 +12,8 @@ import { loadMcpTools } from "@langchain/mcp-adapters";
 import type { DynamicStructuredTool } from "@langchain/core/tools";
 import type { McpServerDefinition } from "../kinds/mcp-servers.ts";
 import { raceAbort } from "./abort.ts";
+import { headersFor, receivesCaller, withCallerHeaders } from "./caller-identity.ts";
+import type { RunUser } from "../run-user.ts";
 import type { McpLogger } from "./types.ts";
 
 /** The key of `params._meta` that carries the model's tool call id: the same for every attempt at one call. */
@@ -35,12 +37,7 @@ export interface ListOptions {
 }
 
 /** The server's tools listed on `client`, the allow-list of `server` applied; their calls go to `calls`. */
-export async function listServerTools(
-  client: Client,
-  server: Pick<McpServerDefinition, "name" | "tools">,
-  calls: ToolCalls,
-  options: ListOptions,
-): Promise<DynamicStructuredTool[]> {
+export async function listServerTools(client: Client, server: McpServerDefinition, calls: ToolCalls, options: ListOptions): Promise<DynamicStructuredTool[]> {
   let offered: string[] = [];
   // mcp-adapters needs something shaped like an SDK client: listing goes to the client being
   // connected, calls to whichever connection is current when they happen.
@@ -59,7 +56,7 @@ export async function listServerTools(
       calls.readResource(params, requestOptions) as Promise<ReadResourceResult>,
   };
   const loaded = await loadMcpTools(server.name, facade as unknown as Client, { throwOnLoadError: false });
-  for (const tool of loaded) wrapCall(tool);
+  for (const tool of loaded) wrapCall(tool, server);
   const unusable = offered.filter((name) => !loaded.some((t) => t.name === name));
   if (unusable.length)
     options.log.warn("MCP server offers tools whose input schema could not be used; they are left out", { ...options.fields, tools: unusable });
@@ -75,13 +72,17 @@ export async function listServerTools(
  * the signal fires. DynamicStructuredTool does not watch the signal itself, and
  * mcp-adapters would wrap the reason as "Error calling tool x: Error: <reason>";
  * the run's cancel must surface as the cancel it is. The call's id (LangChain
- * puts the tool call in the config) is kept for the request's `_meta`.
+ * puts the tool call in the config) is kept for the request's `_meta`. A server
+ * configured to receive the caller's identity gets it on the call (the run's
+ * `configurable.user`, see caller-identity.ts).
  */
-function wrapCall(tool: DynamicStructuredTool): void {
+function wrapCall(tool: DynamicStructuredTool, server: McpServerDefinition): void {
   const call = tool.func;
   tool.func = ((input, runManager, config) => {
-    const run = () => raceAbort(Promise.resolve(call(input, runManager, config)), config?.signal);
+    const invoke = () => raceAbort(Promise.resolve(call(input, runManager, config)), config?.signal);
+    const withIdentity = () =>
+      receivesCaller(server) ? withCallerHeaders(headersFor(server, config?.configurable?.user as RunUser | undefined), invoke) : invoke();
     const toolCallId = (config as { toolCall?: { id?: string } } | undefined)?.toolCall?.id;
-    return toolCallId ? currentCall.run(toolCallId, run) : run();
+    return toolCallId ? currentCall.run(toolCallId, withIdentity) : withIdentity();
   }) as typeof tool.func;
 }

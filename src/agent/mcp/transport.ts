@@ -3,6 +3,7 @@
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { McpServerDefinition } from "../kinds/mcp-servers.ts";
 import { ProcessGroupStdioTransport } from "./stdio-transport.ts";
+import { callerFetch, receivesCaller } from "./caller-identity.ts";
 
 export type McpTransport = ProcessGroupStdioTransport | StreamableHTTPClientTransport;
 
@@ -15,7 +16,10 @@ export interface StdioOutput {
 
 export function createTransport(server: McpServerDefinition, stopGraceMs: number, output: StdioOutput): McpTransport {
   if (server.transport === "http") {
-    return new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: server.headers } });
+    return new StreamableHTTPClientTransport(new URL(server.url), {
+      requestInit: { headers: server.headers },
+      ...(receivesCaller(server) ? { fetch: callerFetch() } : {}),
+    });
   }
   return new ProcessGroupStdioTransport({
     command: server.command,

@@ -6,7 +6,7 @@ import { createPublicKey } from "node:crypto";
 import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey, type KeyInput } from "jose";
 import type { AuthConfig, JwtKeySource } from "../../config.ts";
 import { UnauthenticatedError } from "../../domain/errors.ts";
-import type { Principal } from "../../domain/principal.ts";
+import { withBearerToken, type Principal } from "../../domain/principal.ts";
 
 export type JwtVerifier = (token: string) => Promise<Principal>;
 
@@ -77,7 +77,7 @@ export function createJwtVerifier(auth: AuthConfig, options: JwtVerifierOptions 
     } catch (error) {
       throw new UnauthenticatedError(whyRefused(error, auth));
     }
-    return principalOf(payload, auth);
+    return withBearerToken(principalOf(payload, auth), token);
   };
 }
 

@@ -26,6 +26,7 @@ import {
   ApiError,
   InterruptMismatchError,
   QuotaExceededError,
+  IdempotencyKeyReusedError,
   NothingToResumeError,
   NotFoundError,
   RunInProgressError,
@@ -83,6 +84,7 @@ function refusal(error: unknown): LabError | null {
     return new LabError(429, error.code, error.message, { limit: error.limit, retryAfterSeconds: error.retryAfterSeconds });
   }
   if (error instanceof InterruptMismatchError) return new LabError(409, error.code, error.message, { pendingInterruptIds: error.pendingInterruptIds });
+  if (error instanceof IdempotencyKeyReusedError) return new LabError(422, error.code, error.message, { operation: error.operation });
   if (error instanceof ShuttingDownError) return new LabError(503, error.code, error.message);
   if (error instanceof ApiError) return new LabError(400, error.code, error.message);
   return null;
@@ -172,6 +174,14 @@ function labEvent(event: RunEvent): { event: string; data: unknown } {
   }
 }
 
+/** The `Idempotency-Key` header (the IETF draft's name); null without one. */
+function idempotencyKeyHeader(req: IncomingMessage): string | null {
+  const value = req.headers["idempotency-key"];
+  if (value === undefined) return null;
+  if (Array.isArray(value)) throw new LabError(400, "BAD_REQUEST", "send one Idempotency-Key header");
+  return value;
+}
+
 function sseFrame(event: string, data: unknown, id?: string): string {
   return `${id === undefined ? "" : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 }
@@ -188,9 +198,14 @@ export function labRoute(options: LabRouteOptions): (req: IncomingMessage, res: 
 
   async function postChat(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readJsonBody(req, maxBodyBytes);
+    // A client retrying after a dropped connection sends the same Idempotency-Key: it gets the first call's answer.
+    const idempotencyKey = idempotencyKeyHeader(req);
     if (body.resume === true) {
       if (body.message !== undefined) throw new LabError(400, "BAD_REQUEST", "send either a message or resume: true, not both");
-      const run = await runs.resumeRun({ conversationId: conversationIdParam(body.conversation), responses: responsesParam(body.responses) }, principalOf(req));
+      const run = await runs.resumeRun(
+        { conversationId: conversationIdParam(body.conversation), responses: responsesParam(body.responses), idempotencyKey },
+        principalOf(req),
+      );
       sendJson(res, 200, { conversation: run.conversationId, run: run.id });
       return;
     }
@@ -198,7 +213,7 @@ export function labRoute(options: LabRouteOptions): (req: IncomingMessage, res: 
     if (body.responses !== undefined) throw new LabError(400, "BAD_REQUEST", "responses answer a waiting conversation: send them with resume: true");
     if (typeof body.message !== "string") throw new LabError(400, "BAD_REQUEST", "message must be a string (or send resume: true)");
     const conversationId = body.conversation === undefined || body.conversation === null ? null : conversationIdParam(body.conversation);
-    const { run, conversation } = await runs.startRun({ conversationId, message: body.message }, principalOf(req));
+    const { run, conversation } = await runs.startRun({ conversationId, message: body.message, idempotencyKey }, principalOf(req));
     sendJson(res, 200, { conversation: conversation.id, run: run.id });
   }
 

@@ -21,6 +21,18 @@ export class RunledgerPostgresSaver extends PostgresSaver {
     return next as unknown as number;
   }
 
+  /**
+   * Drops the thread's checkpoints after `keepThrough` (every one with null) and
+   * their writes, in the caller's transaction. Channel blobs stay: versions are
+   * shared between checkpoints, and an unused one is only space.
+   */
+  async dropCheckpointsAfterIn(client: PostgresClient, threadId: string, keepThrough: string | null): Promise<void> {
+    if (keepThrough === null) return this.deleteThreadIn(client, threadId);
+    // Checkpoint ids are time-ordered text: compared byte by byte, whatever the database's collation.
+    await client.query(`DELETE FROM checkpoint_writes WHERE thread_id = $1 AND checkpoint_id COLLATE "C" > $2`, [threadId, keepThrough]);
+    await client.query(`DELETE FROM checkpoints WHERE thread_id = $1 AND checkpoint_id COLLATE "C" > $2`, [threadId, keepThrough]);
+  }
+
   /** Deletes the thread's checkpoints, blobs and writes in the caller's transaction. */
   async deleteThreadIn(client: PostgresClient, threadId: string): Promise<void> {
     await client.query(`DELETE FROM checkpoint_blobs WHERE thread_id = $1`, [threadId]);

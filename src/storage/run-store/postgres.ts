@@ -3,7 +3,17 @@
 // conversation across every instance. Statements are named, so each connection
 // prepares each once.
 import { NotFoundError, RunInProgressError } from "../../domain/errors.ts";
-import type { ConversationRecord, InterruptRecord, NewConversation, NewRun, OwnerRecord, RunOutcome, RunRecord, Usage } from "../../domain/records.ts";
+import type {
+  ConversationRecord,
+  IdempotencyRecord,
+  InterruptRecord,
+  NewConversation,
+  NewRun,
+  OwnerRecord,
+  RunOutcome,
+  RunRecord,
+  Usage,
+} from "../../domain/records.ts";
 import { inTransaction, isUniqueViolation, type PostgresClient, type PostgresPool } from "../postgres/database.ts";
 import {
   CONVERSATION_COLUMNS,
@@ -24,7 +34,8 @@ import { groupRows, keyRows, valueRows } from "../batch.ts";
 import { QUOTA_WINDOW_MS, quotaRefusal } from "./quota.ts";
 import { noUsage, toUsage } from "./usage.ts";
 import type { UsageRow } from "./usage.ts";
-import type { EndedElsewhereFacts, RunStore } from "./types.ts";
+import { IDEMPOTENCY_TTL_MS, IdempotencyKeyTakenError, type ClaimRequest, type EndedElsewhereFacts, type RunStore } from "./types.ts";
+import { CLAIM_SCAN, chooseClaims } from "./queue.ts";
 
 const R = RUN_COLUMNS.replace(/(\w+)/g, "r.$1");
 
@@ -51,21 +62,43 @@ const SQL = {
   getConversation: `SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = $1`,
   lockConversation: `SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = $1 FOR UPDATE`,
   deleteConversation: `DELETE FROM conversations WHERE id = $1`,
-  insertRun: `INSERT INTO runs (id, conversation_id, kind, status, input, started_at, start_mark, owner_id, start_checkpoint_id, started_by, last_event_seq)
-    VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, $9, 0) RETURNING ${RUN_COLUMNS}`,
+  insertRun: `INSERT INTO runs (id, conversation_id, kind, status, input, started_at, start_mark, owner_id, start_checkpoint_id, started_by,
+      started_by_role, endpoint, queued_at, last_event_seq)
+    VALUES ($1, $2, $3, $10, $4, $5, $6, $7, $8, $9, $11, $12, $13, 0) RETURNING ${RUN_COLUMNS}`,
+  // Claims take turns (a transaction-scoped lock), so the counts of running runs hold until the claim commits.
+  forgetExpiredKeys: `DELETE FROM idempotency_keys WHERE created_at < $1`,
+  insertKey: `INSERT INTO idempotency_keys (principal, key, operation, request_hash, conversation_id, run_id, created_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING principal`,
+  idempotencyKey: `SELECT principal, key, operation, request_hash, conversation_id, run_id, created_at FROM idempotency_keys
+    WHERE principal = $1 AND key = $2 AND created_at >= $3`,
+  anyQueued: `SELECT 1 AS one FROM runs WHERE status = 'queued' LIMIT 1`,
+  lockQueue: `SELECT pg_advisory_xact_lock(hashtextextended('runledger:queue', 0))`,
+  // A row a cancel is changing right now is skipped, not waited for.
+  queueCandidates: `SELECT id, queued_at, endpoint, started_by, conversation_id, queue_reason FROM runs WHERE status = 'queued'
+    ORDER BY queued_at, id LIMIT $1 FOR UPDATE SKIP LOCKED`,
+  runningByEndpoint: `SELECT endpoint, count(*)::int AS n FROM runs WHERE status = 'running' AND endpoint IS NOT NULL GROUP BY endpoint`,
+  runningByStarter: `SELECT COALESCE(started_by, conversation_id) AS k, count(*)::int AS n FROM runs
+    WHERE status = 'running' AND COALESCE(started_by, conversation_id) = ANY($1) GROUP BY 1`,
+  // When each starter's latest admitted run was asked for (round robin; a queued run's queued_at is its started_at).
+  lastServed: `SELECT started_by AS k, max(started_at) AS at FROM runs WHERE started_by = ANY($1) AND status <> 'queued' GROUP BY started_by`,
+  claimRuns: `UPDATE runs SET status = 'running', owner_id = $1, queue_reason = NULL WHERE id = ANY($2) AND status = 'queued' RETURNING ${RUN_COLUMNS}`,
+  setQueueReasons: `UPDATE runs SET queue_reason = v.reason FROM unnest($1::text[], $2::text[]) AS v(id, reason) WHERE runs.id = v.id AND runs.status = 'queued'`,
+  queuePositions: `SELECT r.id, (SELECT count(*) FROM runs q WHERE q.status = 'queued' AND q.endpoint IS NOT DISTINCT FROM r.endpoint
+      AND (q.queued_at, q.id) <= (r.queued_at, r.id))::int AS position
+    FROM runs r WHERE r.id = ANY($1) AND r.status = 'queued'`,
   // One starter's starts take turns (a transaction-scoped lock on its id), so the counts below hold until the insert commits.
   lockStarter: `SELECT pg_advisory_xact_lock(hashtextextended('runledger:quota:' || $1, 0))`,
-  quotaCounts: `SELECT (SELECT count(*) FROM runs WHERE started_by = $1 AND status = 'running')::int AS active,
+  quotaCounts: `SELECT (SELECT count(*) FROM runs WHERE started_by = $1 AND status IN ('queued', 'running'))::int AS active,
       count(*)::int AS recent, min(started_at) AS oldest
     FROM runs WHERE started_by = $1 AND started_at > $2`,
   finishRun: `UPDATE runs SET status = $1, error_code = $2, error_message = $3, partial_output = $4, finished_at = $5, end_mark = $6, last_event_seq = $7,
       input_tokens = $9, output_tokens = $10, model_calls = $11, time_to_first_token_ms = $12, model_duration_ms = $13
-    WHERE id = $8 AND status = 'running' RETURNING ${RUN_COLUMNS}`,
+    WHERE id = $8 AND status IN ('queued', 'running') RETURNING ${RUN_COLUMNS}`,
   insertInterrupt: `INSERT INTO interrupts (run_id, id, conversation_id, node, value, created_at) VALUES ($1, $2, $3, $4, $5::jsonb, $6)`,
   answerInterrupt: `UPDATE interrupts SET answered_by_run_id = $1, answer = $2::jsonb, answered_at = $3 WHERE conversation_id = $4 AND id = $5 AND answered_by_run_id IS NULL`,
   interruptsOf: `SELECT ${INTERRUPT_COLUMNS} FROM interrupts WHERE conversation_id = ANY($1) ORDER BY conversation_id, created_at, position`,
   getRun: `SELECT ${RUN_COLUMNS} FROM runs WHERE id = $1`,
-  activeRun: `SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = $1 AND status = 'running' LIMIT 1`,
+  activeRun: `SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = $1 AND status IN ('queued', 'running') LIMIT 1`,
   // Running rows whose owner is gone (listed) or was never registered; RETURNING gives only
   // the rows this transaction changed, so two instances sweeping at once report each run once.
   interruptOrphans: `UPDATE runs SET status = 'interrupted', error_code = 'INTERRUPTED', error_message = $1, finished_at = $2,
@@ -91,7 +124,7 @@ const SQL = {
   notRunning: `SELECT id FROM runs WHERE id = ANY($1) AND status <> 'running'`,
   conversations: `SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = ANY($1)`,
   runs: `SELECT ${RUN_COLUMNS} FROM runs WHERE id = ANY($1)`,
-  activeRuns: `SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = ANY($1) AND status = 'running'`,
+  activeRuns: `SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = ANY($1) AND status IN ('queued', 'running')`,
   latestRuns: `SELECT DISTINCT ON (conversation_id) ${RUN_COLUMNS} FROM runs WHERE conversation_id = ANY($1) ORDER BY conversation_id, started_at DESC, id DESC`,
   runsOf: `SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = ANY($1) ORDER BY conversation_id, start_mark`,
   runCounts: `SELECT conversation_id, count(*)::int AS n FROM runs WHERE conversation_id = ANY($1) GROUP BY conversation_id`,
@@ -110,9 +143,15 @@ type Statement = keyof typeof SQL;
 export class PostgresRunStore implements RunStore {
   readonly #pool: PostgresPool;
   readonly #deleteThread: (client: PostgresClient, threadId: string) => Promise<void>;
+  readonly #dropCheckpointsAfter: (client: PostgresClient, threadId: string, keepThrough: string | null) => Promise<void>;
 
   /** `deleteThread` removes a LangGraph thread inside the caller's transaction (the saver knows its tables). */
-  constructor(options: { pool: PostgresPool; deleteThread: (client: PostgresClient, threadId: string) => Promise<void> }) {
+  constructor(options: {
+    pool: PostgresPool;
+    deleteThread: (client: PostgresClient, threadId: string) => Promise<void>;
+    dropCheckpointsAfter: (client: PostgresClient, threadId: string, keepThrough: string | null) => Promise<void>;
+  }) {
+    this.#dropCheckpointsAfter = options.dropCheckpointsAfter;
     this.#pool = options.pool;
     this.#deleteThread = options.deleteThread;
   }
@@ -148,6 +187,7 @@ export class PostgresRunStore implements RunStore {
         ) {
           throw new NotFoundError("Conversation", run.conversationId);
         }
+        if (run.idempotency) await this.#insertKey(client, { ...run.idempotency, conversationId: run.conversationId, runId: run.id });
         const [row] = await this.#query<RunRow>(client, "insertRun", [
           run.id,
           run.conversationId,
@@ -155,9 +195,13 @@ export class PostgresRunStore implements RunStore {
           run.input,
           run.startedAt,
           run.startMark,
-          run.ownerId,
+          run.endpoint != null ? null : run.ownerId,
           run.startCheckpointId,
           run.startedBy ?? null,
+          run.endpoint != null ? "queued" : "running",
+          run.startedByRole ?? null,
+          run.endpoint ?? null,
+          run.endpoint != null ? run.startedAt : null,
         ]);
         for (const { interruptId, value } of run.answers ?? []) {
           await this.#query(client, "answerInterrupt", [run.id, JSON.stringify(value ?? null), run.startedAt, run.conversationId, interruptId]);
@@ -172,6 +216,92 @@ export class PostgresRunStore implements RunStore {
       }
       throw error;
     }
+  }
+
+  async #insertKey(client: PostgresClient, record: IdempotencyRecord): Promise<void> {
+    await this.#query(client, "forgetExpiredKeys", [new Date(record.createdAt.getTime() - IDEMPOTENCY_TTL_MS)]);
+    const { principal, key, operation, requestHash, conversationId, runId, createdAt } = record;
+    // A concurrent call with the same key waits here for the other's commit, then finds the key taken.
+    const inserted = await this.#query(client, "insertKey", [principal, key, operation, requestHash, conversationId, runId, createdAt]);
+    if (inserted.length === 0) throw new IdempotencyKeyTakenError(principal, key);
+  }
+
+  async rollBackThread(conversationId: string, keepThrough: string | null): Promise<void> {
+    await inTransaction(this.#pool, async (client) => {
+      // The conversation's row lock keeps a start out until the checkpoints are gone.
+      await this.#query(client, "lockConversation", [conversationId]);
+      const [active] = await this.#query<RunRow>(client, "activeRun", [conversationId]);
+      if (active) throw new RunInProgressError(conversationId, active.id);
+      await this.#dropCheckpointsAfter(client, conversationId, keepThrough);
+    });
+  }
+
+  async idempotencyKey(principal: string, key: string, since: Date): Promise<IdempotencyRecord | null> {
+    const [row] = await this.#query<{
+      principal: string;
+      key: string;
+      operation: string;
+      request_hash: string;
+      conversation_id: string | null;
+      run_id: string | null;
+      created_at: Date;
+    }>(this.#pool, "idempotencyKey", [principal, key, since]);
+    if (!row) return null;
+    return {
+      principal: row.principal,
+      key: row.key,
+      operation: row.operation as IdempotencyRecord["operation"],
+      requestHash: row.request_hash,
+      conversationId: row.conversation_id,
+      runId: row.run_id,
+      createdAt: row.created_at,
+    };
+  }
+
+  async recordIdempotencyKey(record: IdempotencyRecord): Promise<void> {
+    await inTransaction(this.#pool, (client) => this.#insertKey(client, record));
+  }
+
+  async claimQueued(request: ClaimRequest): Promise<RunRecord[]> {
+    // Most looks find nothing queued: they cost a read, not a locking transaction.
+    if ((await this.#query(this.#pool, "anyQueued", [])).length === 0) return [];
+    return inTransaction(this.#pool, async (client) => {
+      await this.#query(client, "lockQueue", []);
+      const rows = await this.#query<{
+        id: string;
+        queued_at: Date;
+        endpoint: string | null;
+        started_by: string | null;
+        conversation_id: string;
+        queue_reason: string | null;
+      }>(client, "queueCandidates", [CLAIM_SCAN]);
+      if (rows.length === 0) return [];
+      const candidates = rows.map((r) => ({
+        id: r.id,
+        queuedAt: r.queued_at,
+        endpoint: r.endpoint,
+        fairnessKey: r.started_by ?? r.conversation_id,
+        queueReason: r.queue_reason,
+      }));
+      const byEndpoint = new Map((await this.#query<{ endpoint: string; n: number }>(client, "runningByEndpoint", [])).map((r) => [r.endpoint, r.n] as const));
+      const keys = [...new Set(candidates.map((c) => c.fairnessKey))];
+      const byKey = new Map((await this.#query<{ k: string; n: number }>(client, "runningByStarter", [keys])).map((r) => [r.k, r.n] as const));
+      const served = new Map((await this.#query<{ k: string; at: Date }>(client, "lastServed", [keys])).map((r) => [r.k, r.at.getTime()] as const));
+      const choice = chooseClaims(request, candidates, byEndpoint, byKey, served);
+      if (choice.reasons.length) await this.#query(client, "setQueueReasons", [choice.reasons.map((r) => r.id), choice.reasons.map((r) => r.reason)]);
+      if (choice.claim.length === 0) return [];
+      return (await this.#query<RunRow>(client, "claimRuns", [request.ownerId, choice.claim])).map(toRunRecord);
+    });
+  }
+
+  async queuePositions(runIds: readonly string[]): Promise<Map<string, number>> {
+    if (runIds.length === 0) return new Map();
+    const rows = await this.#query<{ id: string; position: number }>(this.#pool, "queuePositions", [runIds]);
+    return keyRows(
+      rows,
+      (row) => row.id,
+      (row) => row.position,
+    );
   }
 
   finishRun(runId: string, outcome: RunOutcome): Promise<RunRecord | null> {

@@ -4,7 +4,17 @@
 // process's commit cannot make it fail with SQLITE_BUSY_SNAPSHOT), taken in its
 // turn of the write gate. Reads go through the reader connection.
 import { NotFoundError, RunInProgressError } from "../../domain/errors.ts";
-import type { ConversationRecord, InterruptRecord, NewConversation, NewRun, OwnerRecord, RunOutcome, RunRecord, Usage } from "../../domain/records.ts";
+import type {
+  ConversationRecord,
+  IdempotencyRecord,
+  InterruptRecord,
+  NewConversation,
+  NewRun,
+  OwnerRecord,
+  RunOutcome,
+  RunRecord,
+  Usage,
+} from "../../domain/records.ts";
 import type { SqliteDatabase } from "../sqlite/database.ts";
 import type { WriteGate } from "../sqlite/write-gate.ts";
 import {
@@ -27,7 +37,8 @@ import { lastMarkSql, laterEndMarkSql, recoveredEndMarkSql } from "../../correla
 import { groupRows, keyRows, valueRows } from "../batch.ts";
 import { QUOTA_WINDOW_MS, quotaRefusal } from "./quota.ts";
 import { noUsage, toUsage } from "./usage.ts";
-import type { EndedElsewhereFacts, RunStore } from "./types.ts";
+import { IDEMPOTENCY_TTL_MS, IdempotencyKeyTakenError, type ClaimRequest, type EndedElsewhereFacts, type RunStore } from "./types.ts";
+import { CLAIM_SCAN, chooseClaims } from "./queue.ts";
 
 /** The one-running-run-per-conversation index (or a primary key) refused the row. */
 function isUniqueViolation(error: unknown): boolean {
@@ -51,13 +62,39 @@ function writeStatements(db: SqliteDatabase) {
     renameConversation: db.prepare<[string, string, string]>(`UPDATE conversations SET title = ?, updated_at = ? WHERE id = ?`),
     deleteConversation: db.prepare<[string]>(`DELETE FROM conversations WHERE id = ?`),
     getConversation: db.prepare<[string], ConversationRow>(`SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = ?`),
-    insertRun: db.prepare<[string, string, string, string | null, string, string, string, string | null, string | null]>(
-      `INSERT INTO runs (id, conversation_id, kind, status, input, started_at, start_mark, owner_id, start_checkpoint_id, started_by, last_event_seq)
-       VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, 0)`,
+    insertRun: db.prepare(
+      `INSERT INTO runs (id, conversation_id, kind, status, input, started_at, start_mark, owner_id, start_checkpoint_id, started_by, started_by_role,
+         endpoint, queued_at, last_event_seq)
+       VALUES (@id, @conversationId, @kind, @status, @input, @startedAt, @startMark, @ownerId, @startCheckpointId, @startedBy, @startedByRole,
+         @endpoint, @queuedAt, 0)`,
     ),
+    // The queue, oldest first, and what executes now (claimQueued).
+    queueCandidates: db.prepare<
+      [number],
+      { id: string; queued_at: string; endpoint: string | null; started_by: string | null; conversation_id: string; queue_reason: string | null }
+    >(`SELECT id, queued_at, endpoint, started_by, conversation_id, queue_reason FROM runs WHERE status = 'queued' ORDER BY queued_at, id LIMIT ?`),
+    runningByEndpoint: db.prepare<[], { endpoint: string; n: number }>(
+      `SELECT endpoint, count(*) AS n FROM runs WHERE status = 'running' AND endpoint IS NOT NULL GROUP BY endpoint`,
+    ),
+    runningByStarter: db.prepare<[string], { k: string; n: number }>(
+      `SELECT COALESCE(started_by, conversation_id) AS k, count(*) AS n FROM runs
+       WHERE status = 'running' AND COALESCE(started_by, conversation_id) ${IN_IDS} GROUP BY k`,
+    ),
+    // When each starter's latest admitted run was asked for (round robin; a queued run's queued_at is its started_at).
+    lastServed: db.prepare<[string], { k: string; at: string }>(
+      `SELECT started_by AS k, max(started_at) AS at FROM runs WHERE started_by ${IN_IDS} AND status <> 'queued' GROUP BY started_by`,
+    ),
+    // Expired keys go before a key is recorded, so an old key can be used again and the table stays small.
+    forgetExpiredKeys: db.prepare<[string]>(`DELETE FROM idempotency_keys WHERE created_at < ?`),
+    insertKey: db.prepare(
+      `INSERT OR IGNORE INTO idempotency_keys (principal, key, operation, request_hash, conversation_id, run_id, created_at)
+       VALUES (@principal, @key, @operation, @requestHash, @conversationId, @runId, @createdAt)`,
+    ),
+    claimRun: db.prepare<[string, string]>(`UPDATE runs SET status = 'running', owner_id = ?, queue_reason = NULL WHERE id = ? AND status = 'queued'`),
+    setQueueReason: db.prepare<[string, string]>(`UPDATE runs SET queue_reason = ? WHERE id = ? AND status = 'queued'`),
     // A starter's running runs, and its runs started since a moment (the quotas).
     quotaCounts: db.prepare<{ who: string; since: string }, { active: number; recent: number; oldest: string | null }>(
-      `SELECT (SELECT count(*) FROM runs WHERE started_by = @who AND status = 'running') AS active,
+      `SELECT (SELECT count(*) FROM runs WHERE started_by = @who AND status IN ('queued', 'running')) AS active,
               count(*) AS recent, min(started_at) AS oldest
        FROM runs WHERE started_by = @who AND started_at > @since`,
     ),
@@ -66,7 +103,7 @@ function writeStatements(db: SqliteDatabase) {
          finished_at = @finishedAt, end_mark = @endMark, last_event_seq = @lastEventSeq,
          input_tokens = @inputTokens, output_tokens = @outputTokens, model_calls = @modelCalls,
          time_to_first_token_ms = @timeToFirstTokenMs, model_duration_ms = @modelDurationMs
-       WHERE id = @id AND status = 'running'`,
+       WHERE id = @id AND status IN ('queued', 'running')`,
     ),
     insertInterrupt: db.prepare<[string, string, string, string, string, string]>(
       `INSERT INTO interrupts (run_id, id, conversation_id, node, value, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
@@ -75,7 +112,7 @@ function writeStatements(db: SqliteDatabase) {
       `UPDATE interrupts SET answered_by_run_id = ?, answer = ?, answered_at = ? WHERE conversation_id = ? AND id = ? AND answered_by_run_id IS NULL`,
     ),
     getRun: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`),
-    activeRun: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = ? AND status = 'running' LIMIT 1`),
+    activeRun: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = ? AND status IN ('queued', 'running') LIMIT 1`),
     runsByIds: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id ${IN_IDS}`),
     // Running rows whose owner is gone (listed) or was never registered.
     orphans: db.prepare<[string], RunRow>(
@@ -124,7 +161,14 @@ function readStatements(db: SqliteDatabase) {
   return {
     getConversation: db.prepare<[string], ConversationRow>(`SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = ?`),
     getRun: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`),
-    activeRun: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = ? AND status = 'running' LIMIT 1`),
+    activeRun: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = ? AND status IN ('queued', 'running') LIMIT 1`),
+    idempotencyKey: db.prepare<
+      [string, string, string],
+      { principal: string; key: string; operation: string; request_hash: string; conversation_id: string | null; run_id: string | null; created_at: string }
+    >(
+      `SELECT principal, key, operation, request_hash, conversation_id, run_id, created_at FROM idempotency_keys WHERE principal = ? AND key = ? AND created_at >= ?`,
+    ),
+    anyQueued: db.prepare<[], { one: number }>(`SELECT 1 AS one FROM runs WHERE status = 'queued' LIMIT 1`),
     notRunning: db.prepare<[string], { id: string }>(`SELECT id FROM runs WHERE id ${IN_IDS} AND status <> 'running'`),
     orphans: db.prepare<[string], RunRow>(
       `SELECT ${RUN_COLUMNS} FROM runs
@@ -134,7 +178,12 @@ function readStatements(db: SqliteDatabase) {
     lastMark: db.prepare<{ id: string }, { m: string | null }>(`SELECT ${lastMarkSql("sqlite", "@id")} AS m`),
     conversations: db.prepare<[string], ConversationRow>(`SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id ${IN_IDS}`),
     runs: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id ${IN_IDS}`),
-    activeRuns: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id ${IN_IDS} AND status = 'running'`),
+    activeRuns: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id ${IN_IDS} AND status IN ('queued', 'running')`),
+    queuePositions: db.prepare<[string], { id: string; position: number }>(
+      `SELECT r.id, (SELECT count(*) FROM runs q WHERE q.status = 'queued' AND q.endpoint IS r.endpoint
+         AND (q.queued_at < r.queued_at OR (q.queued_at = r.queued_at AND q.id <= r.id))) AS position
+       FROM runs r WHERE r.id ${IN_IDS} AND r.status = 'queued'`,
+    ),
     latestRuns: db.prepare<[string], RunRow>(
       `SELECT ${RUN_COLUMNS} FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY conversation_id ORDER BY started_at DESC, id DESC) AS position
          FROM runs WHERE conversation_id ${IN_IDS}) WHERE position = 1`,
@@ -163,13 +212,21 @@ export class SqliteRunStore implements RunStore {
   readonly #w: ReturnType<typeof writeStatements>;
   readonly #r: ReturnType<typeof readStatements>;
   readonly #deleteThread: (threadId: string) => void;
+  readonly #dropCheckpointsAfter: (threadId: string, keepThrough: string | null) => void;
 
   /**
    * `writer` and `reader` are connections to the migrated file; `gate` orders
    * every write of the writer connection; `deleteThread` removes a LangGraph
    * thread synchronously inside the caller's transaction (the saver knows its tables).
    */
-  constructor(options: { writer: SqliteDatabase; reader: SqliteDatabase; gate: WriteGate; deleteThread: (threadId: string) => void }) {
+  constructor(options: {
+    writer: SqliteDatabase;
+    reader: SqliteDatabase;
+    gate: WriteGate;
+    deleteThread: (threadId: string) => void;
+    dropCheckpointsAfter: (threadId: string, keepThrough: string | null) => void;
+  }) {
+    this.#dropCheckpointsAfter = options.dropCheckpointsAfter;
     this.#writer = options.writer;
     this.#gate = options.gate;
     this.#deleteThread = options.deleteThread;
@@ -207,8 +264,27 @@ export class SqliteRunStore implements RunStore {
             forkedFrom?.checkpointId ?? null,
             newConversation.owner,
           );
-        } else if (w.touchConversation.run(startedAt, run.conversationId).changes === 0) throw new NotFoundError("Conversation", run.conversationId);
-        w.insertRun.run(run.id, run.conversationId, run.kind, run.input, startedAt, run.startMark, run.ownerId, run.startCheckpointId, run.startedBy ?? null);
+          this.#recordKeyOf(run);
+        } else {
+          if (w.touchConversation.run(startedAt, run.conversationId).changes === 0) throw new NotFoundError("Conversation", run.conversationId);
+          this.#recordKeyOf(run);
+        }
+        const queued = run.endpoint != null;
+        w.insertRun.run({
+          id: run.id,
+          conversationId: run.conversationId,
+          kind: run.kind,
+          status: queued ? "queued" : "running",
+          input: run.input,
+          startedAt,
+          startMark: run.startMark,
+          ownerId: queued ? null : run.ownerId,
+          startCheckpointId: run.startCheckpointId,
+          startedBy: run.startedBy ?? null,
+          startedByRole: run.startedByRole ?? null,
+          endpoint: run.endpoint ?? null,
+          queuedAt: queued ? startedAt : null,
+        });
         for (const { interruptId, value } of run.answers ?? [])
           w.answerInterrupt.run(run.id, JSON.stringify(value ?? null), startedAt, run.conversationId, interruptId);
         return { run: toRunRecord(w.getRun.get(run.id)!), conversation: toConversationRecord(w.getConversation.get(run.conversationId)!) };
@@ -296,6 +372,78 @@ export class SqliteRunStore implements RunStore {
     await this.#write(() => {
       for (const [conversationId, count] of messageCounts) this.#w.setMessageCount.run(count, conversationId);
     });
+  }
+
+  /** Inside startRun's transaction: the run's idempotency key (after its conversation exists, which the key refers to). */
+  #recordKeyOf(run: NewRun): void {
+    if (!run.idempotency) return;
+    this.#insertKey({ ...run.idempotency, conversationId: run.conversationId, runId: run.id });
+  }
+
+  #insertKey(record: IdempotencyRecord): void {
+    this.#w.forgetExpiredKeys.run(formatSqliteDate(new Date(record.createdAt.getTime() - IDEMPOTENCY_TTL_MS)));
+    const { principal, key, operation, requestHash, conversationId, runId } = record;
+    const inserted = this.#w.insertKey.run({ principal, key, operation, requestHash, conversationId, runId, createdAt: formatSqliteDate(record.createdAt) });
+    if (inserted.changes === 0) throw new IdempotencyKeyTakenError(principal, key);
+  }
+
+  async rollBackThread(conversationId: string, keepThrough: string | null): Promise<void> {
+    await this.#write(() => {
+      if (this.#w.activeRun.get(conversationId)) throw new RunInProgressError(conversationId, this.#w.activeRun.get(conversationId)!.id);
+      this.#dropCheckpointsAfter(conversationId, keepThrough);
+    });
+  }
+
+  async idempotencyKey(principal: string, key: string, since: Date): Promise<IdempotencyRecord | null> {
+    const row = this.#r.idempotencyKey.get(principal, key, formatSqliteDate(since));
+    if (!row) return null;
+    return {
+      principal: row.principal,
+      key: row.key,
+      operation: row.operation as IdempotencyRecord["operation"],
+      requestHash: row.request_hash,
+      conversationId: row.conversation_id,
+      runId: row.run_id,
+      createdAt: parseSqliteDate(row.created_at),
+    };
+  }
+
+  async recordIdempotencyKey(record: IdempotencyRecord): Promise<void> {
+    await this.#write(() => this.#insertKey(record));
+  }
+
+  async claimQueued(request: ClaimRequest): Promise<RunRecord[]> {
+    const w = this.#w;
+    // Most looks find nothing queued: they cost a read, not a write transaction.
+    if (!this.#r.anyQueued.get()) return [];
+    return this.#write(() => {
+      const rows = w.queueCandidates.all(CLAIM_SCAN);
+      if (rows.length === 0) return [];
+      const candidates = rows.map((r) => ({
+        id: r.id,
+        queuedAt: parseSqliteDate(r.queued_at),
+        endpoint: r.endpoint,
+        fairnessKey: r.started_by ?? r.conversation_id,
+        queueReason: r.queue_reason,
+      }));
+      const byEndpoint = new Map(w.runningByEndpoint.all().map((r) => [r.endpoint, r.n] as const));
+      const keys = JSON.stringify([...new Set(candidates.map((c) => c.fairnessKey))]);
+      const byKey = new Map(w.runningByStarter.all(keys).map((r) => [r.k, r.n] as const));
+      const served = new Map(w.lastServed.all(keys).map((r) => [r.k, parseSqliteDate(r.at).getTime()] as const));
+      const choice = chooseClaims(request, candidates, byEndpoint, byKey, served);
+      for (const { id, reason } of choice.reasons) w.setQueueReason.run(reason, id);
+      for (const id of choice.claim) w.claimRun.run(request.ownerId, id);
+      return choice.claim.length ? w.runsByIds.all(JSON.stringify(choice.claim)).map(toRunRecord) : [];
+    });
+  }
+
+  async queuePositions(runIds: readonly string[]): Promise<Map<string, number>> {
+    if (runIds.length === 0) return new Map();
+    return keyRows(
+      this.#r.queuePositions.all(JSON.stringify(runIds)),
+      (row) => row.id,
+      (row) => row.position,
+    );
   }
 
   async registerOwner(owner: OwnerRecord): Promise<void> {

@@ -26,21 +26,42 @@ export interface EndedElsewhereFacts {
   messageCount?: number | null;
 }
 import type { PageQuery } from "../page.ts";
+import type { IdempotencyRecord } from "../../domain/records.ts";
+
+/** How long an idempotency key answers with its first call's result. */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** Another call recorded the idempotency key first (a retry racing the original, on any instance); nothing was written. */
+export class IdempotencyKeyTakenError extends Error {
+  override name = "IdempotencyKeyTakenError";
+  constructor(
+    readonly principal: string,
+    readonly key: string,
+  ) {
+    super(`idempotency key ${JSON.stringify(key)} was recorded by another call`);
+  }
+}
+import type { ClaimRequest } from "./queue.ts";
+
+export type { ClaimRequest } from "./queue.ts";
 
 export interface RunStore {
   // Writes. Each is one transaction; refusals throw before anything is written.
 
   /**
    * Creates the conversation when `newConversation` is given (else requires it to
-   * exist: NotFoundError), inserts the running row (RunInProgressError when the
-   * conversation already has one: the database enforces one running run per
-   * conversation), records `run.answers` as answered by it, and bumps the
-   * conversation's updatedAt.
+   * exist: NotFoundError), inserts the run (RunInProgressError when the
+   * conversation already has an active one: the database enforces one queued or
+   * running run per conversation), records `run.answers` as answered by it, and
+   * bumps the conversation's updatedAt. A run with an `endpoint` is inserted
+   * `queued` (no owner) for claimQueued to admit; one without, `running`.
    */
   startRun(run: NewRun, newConversation?: NewConversation): Promise<{ run: RunRecord; conversation: ConversationRecord }>;
   /**
    * The outcome with its usage, updatedAt and messageCount, and the interrupts a
-   * waiting run raised. Null when the run was no longer running: terminal states never change.
+   * waiting run raised. Null when the run was no longer active (queued or
+   * running): terminal states never change. A queued run ends this way only
+   * when it is cancelled.
    */
   finishRun(runId: string, outcome: RunOutcome): Promise<RunRecord | null>;
   /** A conversation without a run yet (a fork asked for without a message). */
@@ -57,6 +78,33 @@ export interface RunStore {
    * message count when given. Status, code and message stay as recorded.
    */
   completeEndedElsewhere(runId: string, facts: EndedElsewhereFacts): Promise<void>;
+
+  /**
+   * Admits queued runs to `request.ownerId`, in one transaction that no other
+   * claim can interleave with (PostgreSQL: an advisory lock, rows taken FOR
+   * UPDATE SKIP LOCKED): as many as it has room for, each only while its
+   * endpoint has fewer running runs than its concurrency, fairly across starters
+   * (queue.ts). Claimed runs become `running` with that owner; the others'
+   * queueReason is brought up to date. Returns the claimed runs.
+   */
+  claimQueued(request: ClaimRequest): Promise<RunRecord[]>;
+  /** Each queued run's place in its endpoint's queue (1 is next), oldest first; runs not queued are left out. */
+  queuePositions(runIds: readonly string[]): Promise<Map<string, number>>;
+
+  /**
+   * Drops the thread's checkpoints after `keepThrough` (every one with null),
+   * and their writes: a ROLLBACK of a cancelled run's work. RunInProgressError
+   * while the conversation has an active run.
+   */
+  rollBackThread(conversationId: string, keepThrough: string | null): Promise<void>;
+  /** The principal's idempotency key, unless it was recorded before `since` (then it is as good as gone). */
+  idempotencyKey(principal: string, key: string, since: Date): Promise<IdempotencyRecord | null>;
+  /**
+   * Records a key for a call that started no run (a cancel, a fork without a
+   * message); a run's key is recorded by startRun. IdempotencyKeyTakenError when
+   * another call recorded it first. Keys older than IDEMPOTENCY_TTL_MS are forgotten.
+   */
+  recordIdempotencyKey(record: IdempotencyRecord): Promise<void>;
 
   // Owners: which process executes which run.
   registerOwner(owner: OwnerRecord): Promise<void>;
@@ -93,12 +141,13 @@ export interface RunStore {
    */
   lastMark(conversationId: string): Promise<string | null>;
   getRun(id: string): Promise<RunRecord | null>;
+  /** The conversation's queued or running run. */
   activeRun(conversationId: string): Promise<RunRecord | null>;
   /** Ids among `runIds` that are no longer `running` (ended by another process, say). */
   notRunning(runIds: string[]): Promise<string[]>;
   conversations(ids: readonly string[]): Promise<Map<string, ConversationRecord>>;
   runs(ids: readonly string[]): Promise<Map<string, RunRecord>>;
-  /** The running run of each conversation that has one. */
+  /** The queued or running run of each conversation that has one. */
   activeRuns(conversationIds: readonly string[]): Promise<Map<string, RunRecord>>;
   /** The most recently started run of each conversation that has runs. */
   latestRuns(conversationIds: readonly string[]): Promise<Map<string, RunRecord>>;

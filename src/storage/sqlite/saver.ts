@@ -37,6 +37,14 @@ export class GatedSqliteSaver extends SqliteSaver {
     return this.#gate.run(() => this.#db.transaction(() => this.deleteThreadRows(threadId))());
   }
 
+  /** Drops the thread's checkpoints after `keepThrough` (every one with null) and their writes, in the caller's transaction. */
+  dropCheckpointsAfterRows(threadId: string, keepThrough: string | null): void {
+    if (keepThrough === null) return this.deleteThreadRows(threadId);
+    this.setup();
+    this.#db.prepare(`DELETE FROM writes WHERE thread_id = ? AND checkpoint_id > ?`).run(threadId, keepThrough);
+    this.#db.prepare(`DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id > ?`).run(threadId, keepThrough);
+  }
+
   /** Deletes the thread's checkpoints and writes in the caller's transaction (synchronous, on the writer connection). */
   deleteThreadRows(threadId: string): void {
     this.setup();

@@ -5,6 +5,7 @@ export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' |
 import type { TypedDocumentNode as DocumentNode } from '@graphql-typed-document-node/core';
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 export type ErrorCode =
+  | 'IDEMPOTENCY_KEY_REUSED'
   | 'INTERRUPT_MISMATCH'
   | 'NOTHING_TO_RESUME'
   | 'NOT_FOUND'
@@ -41,6 +42,8 @@ export type RunStatus =
   | 'COMPLETED'
   | 'FAILED'
   | 'INTERRUPTED'
+  /** Waiting its turn: its model endpoint is at MODEL_CONCURRENCY, or no instance has room (MAX_ACTIVE_RUNS). See queuePosition and queueReason. */
+  | 'QUEUED'
   | 'RUNNING'
   /** Paused on an interrupt until a person answers it (resumeRun with responses). */
   | 'WAITING';
@@ -52,6 +55,7 @@ export type StartRunMutationVariables = Exact<{
 
 
 export type StartRunMutation = { startRun:
+    | { __typename: 'IdempotencyKeyReusedError', code: ErrorCode, message: string }
     | { __typename: 'NotFoundError', code: ErrorCode, message: string }
     | { __typename: 'QuotaExceededError', code: ErrorCode, message: string }
     | { __typename: 'RunInProgressError', code: ErrorCode, message: string }

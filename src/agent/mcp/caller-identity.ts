@@ -1,0 +1,46 @@
+// The caller's identity on a tool call to an HTTP MCP server configured to
+// receive it (userHeaders, forwardToken). The connection to a server is shared
+// by every run, so the headers cannot be the transport's own: each call runs
+// inside an async context holding its caller's headers, and the transport's
+// fetch adds them to the requests made within it (the call's POST).
+import { AsyncLocalStorage } from "node:async_hooks";
+import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { HttpMcpServerDefinition, McpServerDefinition } from "../kinds/mcp-servers.ts";
+import { tokenOf, type RunUser } from "../run-user.ts";
+
+const callerHeaders = new AsyncLocalStorage<Record<string, string>>();
+
+/** Whether the server is configured to receive the caller's identity. */
+export function receivesCaller(server: McpServerDefinition): server is HttpMcpServerDefinition {
+  return server.transport === "http" && (server.forwardToken || Object.keys(server.userHeaders).length > 0);
+}
+
+/** The headers a call on behalf of `user` carries to `server`; a field the caller lacks (a claim it has not) is left out. */
+export function headersFor(server: HttpMcpServerDefinition, user: RunUser | undefined): Record<string, string> {
+  const headers: Record<string, string> = {};
+  if (!user) return headers;
+  for (const [header, source] of Object.entries(server.userHeaders)) {
+    const value = source.field === "claim" ? user.claims[source.name] : user[source.field];
+    if (value === undefined || value === null) continue;
+    headers[header] = typeof value === "string" ? value : JSON.stringify(value);
+  }
+  const token = server.forwardToken ? tokenOf(user) : undefined;
+  if (token !== undefined) headers.Authorization = `Bearer ${token}`;
+  return headers;
+}
+
+/** Runs `call` with `headers` added to the server requests it makes. */
+export function withCallerHeaders<T>(headers: Record<string, string>, call: () => T): T {
+  return callerHeaders.run(headers, call);
+}
+
+/** A fetch for the server's transport that adds the current call's caller headers. */
+export function callerFetch(): FetchLike {
+  return (url, init) => {
+    const extra = callerHeaders.getStore();
+    if (!extra || Object.keys(extra).length === 0) return fetch(url, init);
+    const headers = new Headers(init?.headers);
+    for (const [name, value] of Object.entries(extra)) headers.set(name, value);
+    return fetch(url, { ...init, headers });
+  };
+}
