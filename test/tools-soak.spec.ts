@@ -119,9 +119,8 @@ describe("a kill -9 soak with tool calls in flight", () => {
             });
           } else if (conversation.next.length === 0) {
             if (conversation.messages.some((m: { role: string }) => m.role === "ASSISTANT")) return;
-            // Killed before the agent's first step was stored: the thread has nothing to resume
-            // (the message is not in it, or only as the input step's pending write), so the
-            // client sends the message again.
+            // Killed before the message was stored (a run keeps only its stored steps): the thread
+            // has nothing to resume, so the client sends the message again.
             resent += 1;
             const { startRun } = await gqlOk(url, START, { message: `pay ${invoice}`, conversationId });
             expect(startRun.__typename).toBe("StartRunSuccess");
@@ -173,7 +172,7 @@ describe("a kill -9 soak with tool calls in flight", () => {
       last.child.kill("SIGTERM");
       expect(await last.exited).toBe(0);
       console.log(
-        `tools soak: ${ROUNDS} kills, ${invoices.length} payments, calls in doubt answered retry ${answered.retry}, skip ${answered.skip}; ${resent} messages killed before the agent's first step, sent again`,
+        `tools soak: ${ROUNDS} kills, ${invoices.length} payments, calls in doubt answered retry ${answered.retry}, skip ${answered.skip}; ${resent} messages killed before they were stored, sent again`,
       );
       database.remove();
     },
