@@ -269,7 +269,11 @@ export class AgentRuntime {
     const interrupts = (state.tasks ?? []).flatMap((task) =>
       (task.interrupts ?? []).map((i) => ({ id: String(i.id), node: task.name, value: i.value as unknown })),
     );
-    return { messages, next: [...(state.next ?? [])], checkpointId: (state.config?.configurable?.checkpoint_id as string | undefined) ?? null, interrupts };
+    // LangGraph's `next` leaves out tasks that already stored their writes. When every task of a step
+    // did and the process died before the step's checkpoint, `next` is empty though the step is not
+    // done: its tasks are the work left (a resume commits their writes without running them again).
+    const next = state.next?.length ? [...state.next] : (state.tasks ?? []).map((task) => task.name);
+    return { messages, next, checkpointId: (state.config?.configurable?.checkpoint_id as string | undefined) ?? null, interrupts };
   }
 
   /**
