@@ -28,10 +28,25 @@ import { cost } from "./scenarios/cost.ts";
 import { multiInstance } from "./scenarios/multi-instance.ts";
 import { auth } from "./scenarios/auth.ts";
 import { burstScenario } from "./scenarios/burst.ts";
+import { journal } from "./scenarios/journal.ts";
 import { observability } from "./scenarios/observability.ts";
 import { outside } from "./outside/scenario.ts";
 
-const SCENARIOS: Scenario[] = [relay, ttft, fanout, correlation, throughput, concurrent, cost, multiInstance, auth, burstScenario, observability, outside];
+const SCENARIOS: Scenario[] = [
+  relay,
+  ttft,
+  fanout,
+  correlation,
+  throughput,
+  concurrent,
+  cost,
+  multiInstance,
+  auth,
+  burstScenario,
+  journal,
+  observability,
+  outside,
+];
 
 const { values } = parseArgs({
   options: {

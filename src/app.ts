@@ -143,6 +143,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
   runs = new RunService({
     store,
     checkpointReads: storage.checkpointReads,
+    toolJournal: storage.toolJournal,
     bus,
     agent,
     ownerId: ownership.id,
@@ -162,9 +163,24 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     metrics.setMcpSource(() => supervisor.status().map(({ agent, server, state }) => ({ agent, server, up: state === "ready" })));
   }
   const conversations = new ConversationService(store, bus, logger);
-  const services: Services = { runs, conversations, agent, bus, store, conversationList: storage.conversationList, checkpointReads: storage.checkpointReads };
+  const services: Services = {
+    runs,
+    conversations,
+    agent,
+    bus,
+    store,
+    conversationList: storage.conversationList,
+    checkpointReads: storage.checkpointReads,
+    toolJournal: storage.toolJournal,
+  };
 
-  const reads = { runs: store, conversationList: storage.conversationList, checkpointReads: storage.checkpointReads, states: agent };
+  const reads = {
+    runs: store,
+    conversationList: storage.conversationList,
+    checkpointReads: storage.checkpointReads,
+    toolJournal: storage.toolJournal,
+    states: agent,
+  };
   const authenticator = createAuthenticator({
     config,
     apiKeys: storage.apiKeys,

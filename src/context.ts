@@ -7,6 +7,7 @@ import type { ConversationService } from "./runs/conversations.ts";
 import type { RunStore } from "./storage/run-store/types.ts";
 import type { ConversationList } from "./storage/conversation-list/types.ts";
 import type { CheckpointReads } from "./storage/checkpoint-reads/types.ts";
+import type { ToolJournal } from "./storage/tool-journal/types.ts";
 import type { EventBus } from "./storage/event-bus/types.ts";
 import { readScopes, type ReadScope } from "./read/scope.ts";
 import type { Principal } from "./domain/principal.ts";
@@ -20,6 +21,7 @@ export interface Services {
   store: RunStore;
   conversationList: ConversationList;
   checkpointReads: CheckpointReads;
+  toolJournal: ToolJournal;
 }
 
 export interface Context extends Services {
@@ -34,7 +36,13 @@ export function createContext(services: Services, principal: Principal): Context
     ...services,
     principal,
     reads: readScopes(
-      { runs: services.store, conversationList: services.conversationList, checkpointReads: services.checkpointReads, states: services.agent },
+      {
+        runs: services.store,
+        conversationList: services.conversationList,
+        checkpointReads: services.checkpointReads,
+        toolJournal: services.toolJournal,
+        states: services.agent,
+      },
       principal,
     ),
   };

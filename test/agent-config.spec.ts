@@ -55,6 +55,8 @@ describe("agent definitions without a config file", () => {
         tools: ["calculator", "current_time"],
         mcpServers: [],
         requireApproval: [],
+        idempotentTools: [],
+        retryInDoubt: false,
         origin: "the built-in default agent",
       },
     ]);
@@ -95,6 +97,7 @@ describe("agent definitions from a config file", () => {
             },
           },
           requireApproval: ["write_file", "calculator"],
+          idempotentTools: ["read_file"],
         },
         default: DEFAULT,
         research: { type: "graph", description: "Plans, then answers", module: "graphs/g.ts", export: "graph" },
@@ -148,6 +151,8 @@ describe("agent definitions from a config file", () => {
         },
       ],
       requireApproval: ["write_file", "calculator"],
+      idempotentTools: ["read_file"],
+      retryInDoubt: false,
       origin: "RUNLEDGER_CONFIG ./agents.json: agents.support",
     });
     expect(def).toMatchObject({
@@ -263,7 +268,7 @@ describe("a bad config file stops start-up with one line naming the file, the pa
     [
       "a misspelt agent key",
       { agents: { default: { type: "chat", sytemPrompt: "x" } } },
-      'RUNLEDGER_CONFIG ./agents.json: agents.default.sytemPrompt: unknown key (did you mean "systemPrompt"?); known keys: type, description, model, think, recursionLimit, concurrency, systemPrompt, systemPromptFile, tools, mcpServers, requireApproval (line 5)',
+      'RUNLEDGER_CONFIG ./agents.json: agents.default.sytemPrompt: unknown key (did you mean "systemPrompt"?); known keys: type, description, model, think, recursionLimit, concurrency, systemPrompt, systemPromptFile, tools, mcpServers, requireApproval, idempotentTools, retryInDoubt (line 5)',
     ],
     [
       "a chat-only key on a graph agent",
@@ -343,6 +348,16 @@ describe("a bad config file stops start-up with one line naming the file, the pa
       "requireApproval naming a tool of a server without an allow-list",
       { agents: { default: { type: "chat", tools: [], mcpServers: { files: { command: "node" } }, requireApproval: ["write_file"] } } },
       'RUNLEDGER_CONFIG ./agents.json: agents.default.requireApproval[0]: "write_file" is not a tool of this agent (it has no known tools); an MCP tool is known here only when its server\'s "tools" allow-list names it (line 12, column 9)',
+    ],
+    [
+      "idempotentTools naming a tool the agent does not have",
+      { agents: { default: { type: "chat", tools: ["calculator"], idempotentTools: ["pay_invoice"] } } },
+      'RUNLEDGER_CONFIG ./agents.json: agents.default.idempotentTools[0]: "pay_invoice" is not a tool of this agent (its known tools: calculator); an MCP tool is known here only when its server\'s "tools" allow-list names it (line 9, column 9)',
+    ],
+    [
+      "retryInDoubt that is not a boolean",
+      { agents: { default: { type: "chat", retryInDoubt: "yes" } } },
+      'RUNLEDGER_CONFIG ./agents.json: agents.default.retryInDoubt: expected true or false, got the string "yes" (line 5, column 23)',
     ],
     // Graph agents
     [

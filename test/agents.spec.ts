@@ -15,6 +15,17 @@ import { CANCEL_RUN, CONVERSATION, RESUME_RUN, RUN_EVENTS, START_AGENT_RUN } fro
 import { until } from "../testkit/streaming.ts";
 import type { App } from "../src/app.ts";
 
+const PENDING = /* GraphQL */ `
+  query Pending($id: ID!) {
+    conversation(id: $id) { pendingInterrupts { id node value } }
+  }
+`;
+const ANSWER = /* GraphQL */ `
+  mutation Answer($conversationId: ID!, $responses: [InterruptResponseInput!]) {
+    resumeRun(input: { conversationId: $conversationId, responses: $responses }) { __typename ... on ResumeRunSuccess { run { id } } ... on Error { code message } }
+  }
+`;
+
 let fake: FakeOllama;
 let app: App;
 let log: string;
@@ -81,7 +92,7 @@ describe("MCP tools in runs", () => {
     expect(after.find((e) => e.__typename === "ToolResultEvent")).toMatchObject({ name: "echo", content: "back again", isError: false });
   });
 
-  it("a cancel reaches the MCP call in flight: the server is told, the run is CANCELLED and the step stays resumable", async () => {
+  it("a cancel reaches the MCP call in flight: the server is told, the run is CANCELLED, and the call in doubt runs again only when a person says so", async () => {
     fake.enqueue({ kind: "toolCalls", calls: [{ name: "slow", args: { label: "long job" } }] });
     const { runId, conversationId } = await run("Start the long job.", "toolbox");
     await until(() => entries().some((e) => e.event === "started" && e.label === "long job"), "the server to start the call");
@@ -90,11 +101,23 @@ describe("MCP tools in runs", () => {
     await until(() => entries().some((e) => e.event === "cancelled" && e.label === "long job"), "the server to see the cancellation");
     const { conversation } = await gqlOk(app.url, CONVERSATION, { id: conversationId });
     expect(conversation).toMatchObject({ next: ["tools"], resumable: true });
-    // Resumed, the call runs again (it never finished).
+    // The call never finished, so it may have taken effect: the resume runs nothing and asks.
     const { resumeRun } = await gqlOk(app.url, RESUME_RUN, { conversationId });
+    expect(await waitForRun(app.url, resumeRun.run.id)).toMatchObject({ status: "WAITING" });
+    const { conversation: waiting } = await gqlOk(app.url, PENDING, { id: conversationId });
+    expect(waiting.pendingInterrupts).toMatchObject([
+      { node: "tools", value: { type: "tool_in_doubt", tool: "slow", args: { label: "long job" }, attempt: 1 } },
+    ]);
+    expect(entries().filter((e) => e.event === "started" && e.label === "long job")).toHaveLength(1);
+    // Told to retry, it runs again.
+    const { resumeRun: retried } = await gqlOk(app.url, ANSWER, {
+      conversationId,
+      responses: [{ interruptId: waiting.pendingInterrupts[0].id, value: { decision: "retry" } }],
+    });
+    expect(retried.__typename).toBe("ResumeRunSuccess");
     await until(() => entries().filter((e) => e.event === "started" && e.label === "long job").length === 2, "the call to start again");
-    await gqlOk(app.url, CANCEL_RUN, { runId: resumeRun.run.id });
-    expect(await waitForRun(app.url, resumeRun.run.id)).toMatchObject({ status: "CANCELLED" });
+    await gqlOk(app.url, CANCEL_RUN, { runId: retried.run.id });
+    expect(await waitForRun(app.url, retried.run.id)).toMatchObject({ status: "CANCELLED" });
   });
 
   it("a server that is down gives the model a tool error, never a failed run", async () => {

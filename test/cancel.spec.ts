@@ -42,7 +42,13 @@ const slowLookup = tool(
     });
     return `value of ${key}`;
   },
-  { name: "slow_lookup", description: "Looks a key up in a slow directory.", schema: z.object({ key: z.string() }) },
+  {
+    name: "slow_lookup",
+    description: "Looks a key up in a slow directory.",
+    schema: z.object({ key: z.string() }),
+    // A lookup changes nothing, and says so as MCP tools do: a call cut off by a cancel may run again.
+    metadata: { annotations: { readOnlyHint: true } },
+  },
 );
 
 let fake: FakeOllama;
@@ -62,6 +68,12 @@ beforeEach(() => {
   toolCalls.length = 0;
   toolHoldMs = 0;
 });
+
+const TOOL_CALLS = /* GraphQL */ `
+  query ToolCalls($id: ID!) {
+    run(id: $id) { toolCalls { name args state attempt result finishedAt } }
+  }
+`;
 
 async function cancel(runId: string) {
   return (await gqlOk(app.url, CANCEL_RUN, { runId })).cancelRun;
@@ -144,11 +156,19 @@ describe("cancelRun stops a running tool", () => {
     expect(pending).toMatchObject({ next: ["tools"], resumable: true });
     expect(pending.messages.at(-1)).toMatchObject({ role: "ASSISTANT", toolCalls: [{ name: "slow_lookup", args: { key: "alpha" } }] });
 
-    // The resume runs the interrupted tool again, this time to the end, then the model answers.
+    // The cut-off call has no outcome: the journal shows it in doubt.
+    expect((await gqlOk(app.url, TOOL_CALLS, { id: runId })).run.toolCalls).toEqual([
+      { name: "slow_lookup", args: { key: "alpha" }, state: "IN_DOUBT", attempt: 1, result: null, finishedAt: null },
+    ]);
+
+    // The resume runs the interrupted read-only tool again, as its second attempt, to the end; then the model answers.
     toolHoldMs = 0;
     const { resumeRun } = await gqlOk(app.url, RESUME_RUN, { conversationId });
     expect((await waitForRun(app.url, resumeRun.run.id)).status).toBe("COMPLETED");
     expect(toolCalls.map((c) => c.ended)).toEqual(["aborted", "finished"]);
+    expect((await gqlOk(app.url, TOOL_CALLS, { id: resumeRun.run.id })).run.toolCalls).toEqual([
+      { name: "slow_lookup", args: { key: "alpha" }, state: "SUCCEEDED", attempt: 2, result: "value of alpha", finishedAt: expect.any(String) },
+    ]);
     const done = await conversation(conversationId);
     expect(done.messages.slice(-2).map((m: any) => [m.role, m.content])).toEqual([
       ["TOOL", "value of alpha"],

@@ -16,7 +16,7 @@ import Database from "better-sqlite3";
 import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
 import { ROOT, startTestApp, waitForRun } from "../testkit/app.ts";
 import { gql, gqlOk } from "../testkit/graphql.ts";
-import { CANCEL_RUN, START_AGENT_RUN, START_RUN } from "../testkit/documents.ts";
+import { START_AGENT_RUN, START_RUN } from "../testkit/documents.ts";
 import { until } from "../testkit/streaming.ts";
 import { eventually, launchChromium, openPage, screenshot, type BrowserPage } from "../testkit/browser.ts";
 import { applyNotice, emptyList, emptyListOf, replaceWithFirstPage } from "../console/src/state/conversation-list.ts";
@@ -38,11 +38,14 @@ let open: BrowserPage | undefined;
 let agentsDir: string | undefined;
 /** Where careful's MCP note tool logs each note it writes. */
 let notesLog: string;
+/** Where payer's MCP bank logs each payment it starts. */
+let bankLog: string;
 
 /** The agents the console offers, as test/conformance/api.ts configures them. */
 function writeAgentsFile(): string {
   agentsDir = fs.mkdtempSync(path.join(os.tmpdir(), "runledger-console-agents-"));
   notesLog = path.join(agentsDir, "notes.log");
+  bankLog = path.join(agentsDir, "bank.log");
   const fixtures = path.join(ROOT, "test", "fixtures");
   const config = {
     agents: {
@@ -62,6 +65,25 @@ function writeAgentsFile(): string {
         requireApproval: ["calculator", "note"],
       },
       planner: { type: "graph", description: "Plans, then answers.", module: path.join(fixtures, "graphs", "two-node.ts"), export: "graph" },
+      payer: {
+        type: "chat",
+        description: "Pays invoices, slowly.",
+        tools: [],
+        mcpServers: {
+          bank: {
+            command: process.execPath,
+            args: [path.join(fixtures, "mcp", "stdio-server.mjs")],
+            // A payment takes a minute: long enough to be cut off by a cancel.
+            env: {
+              MCP_FIXTURE_LEDGER: path.join(agentsDir, "ledger.jsonl"),
+              MCP_FIXTURE_LOG: bankLog,
+              MCP_FIXTURE_PAY_DELAY_MS: "60000",
+              MCP_FIXTURE_NAME: "bank",
+            },
+            tools: ["pay"],
+          },
+        },
+      },
       interviewer: { type: "graph", description: "Asks who should answer.", module: path.join(fixtures, "graphs", "ask.ts"), export: "graph" },
     },
   };
@@ -176,6 +198,17 @@ async function waitForStatus(runId: string, status: string): Promise<void> {
     20_000,
   );
 }
+
+const RESUME = /* GraphQL */ `
+  mutation ($conversationId: ID!) {
+    resumeRun(input: { conversationId: $conversationId }) { __typename ... on ResumeRunSuccess { run { id } } ... on Error { code message } }
+  }
+`;
+const CANCEL_RUN = /* GraphQL */ `
+  mutation ($runId: ID!) {
+    cancelRun(input: { runId: $runId }) { __typename ... on CancelRunSuccess { run { status } } ... on Error { code message } }
+  }
+`;
 
 const answerForm = (page: Page) => page.getByRole("form", { name: "Answer the waiting run" });
 
@@ -560,6 +593,7 @@ describe("agents and approvals", () => {
       "default",
       "careful",
       "planner",
+      "payer",
       "interviewer",
     ]);
     expect(await picker.getByRole("radio", { name: "default" }).isChecked()).toBe(true);
@@ -713,6 +747,45 @@ describe("agents and approvals", () => {
       .filter({ hasText: "note rejected: “Secrets stay off the record.”" })
       .waitFor();
     expect(await thread(page).getByRole("group", { name: "Tool call note" }).last().textContent()).toContain("tool error");
+  });
+
+  it("answers a tool call in doubt: the call cut off by a cancel is shown with retry, skip and fail, and a skip gives the model the result typed", async () => {
+    await eventually(
+      async () => (await gqlOk(app.url, AGENT_TOOLS)).agents.find((a: { name: string }) => a.name === "payer").tools.length === 1,
+      "payer's bank",
+    );
+    fake.enqueue({ kind: "toolCalls", calls: [{ name: "pay", args: { invoice: "INV-42" } }] }, { kind: "text", tokens: ["Paid, ", "then."] });
+    const started = await startAgentViaApi(unique("Pay INV-42"), "payer");
+    const payments = () =>
+      fs.existsSync(bankLog)
+        ? fs
+            .readFileSync(bankLog, "utf8")
+            .split("\n")
+            .filter((l) => l.includes('"started"')).length
+        : 0;
+    await eventually(() => payments() === 1, "the payment to start");
+    expect((await gqlOk(app.url, CANCEL_RUN, { runId: started.runId })).cancelRun.run.status).toBe("CANCELLED");
+    const { resumeRun } = await gqlOk(app.url, RESUME, { conversationId: started.conversationId });
+    await waitForStatus(resumeRun.run.id, "WAITING");
+
+    const page = await openConsole(`#/c/${started.conversationId}`);
+    const form = answerForm(page);
+    const call = form.getByRole("group", { name: "Tool call in doubt: pay" });
+    await call.waitFor();
+    expect(await call.textContent()).toMatch(/\{"invoice":"INV-42"\}.*was cut off after it started at .* and may or may not have taken effect/);
+    expect(await call.getByRole("radio").evaluateAll((inputs) => inputs.map((i) => (i as HTMLInputElement).value))).toEqual(["retry", "skip", "fail"]);
+    // Nothing is decided for the person: the answer cannot go until one is chosen.
+    expect(await form.getByRole("button", { name: "Send answer" }).isDisabled()).toBe(true);
+    await call.getByRole("radio", { name: "Skip it (it went through)" }).check();
+    await call.getByRole("textbox", { name: "Result" }).fill("it went through");
+    await screenshot(page, "tool-in-doubt");
+    await form.getByRole("button", { name: "Send answer" }).click();
+
+    await runCard(page, 3).filter({ hasText: "COMPLETED" }).waitFor();
+    await thread(page).getByRole("article", { name: "Assistant" }).filter({ hasText: "Paid, then." }).waitFor();
+    expect(fake.requests.at(-1)!.messages.at(-1)).toMatchObject({ role: "tool", content: "it went through" });
+    expect(payments()).toBe(1);
+    await runCard(page, 2).getByRole("listitem", { name: "Interrupt from tools" }).filter({ hasText: "pay skipped: “it went through”" }).waitFor();
   });
 
   it("answers a custom graph's own question with typed JSON (checked before it is sent), and the run completes", async () => {
@@ -1076,6 +1149,23 @@ describe("the console's state", () => {
       { kind: "tool", key: "c2", toolCallId: "c1", name: "calculator", args: { expression: "1+1" }, result: { content: "2", isError: false } },
       { kind: "text", key: "t4", messageId: "m1", node: "agent", text: "It is 2." },
     ]);
+  });
+
+  it("answers: a tool call in doubt takes retry, skip or fail, with a result only for skip and fail", () => {
+    const interrupt = {
+      id: "i-1",
+      node: "tools",
+      value: { type: "tool_in_doubt", toolCallId: "call-1", tool: "pay", args: { invoice: "INV-1" }, startedAt: "2026-12-02T00:00:00.000Z", attempt: 1 },
+    } as unknown as Interrupt;
+    const draft = initialDraft(interrupt);
+    expect(draft.raw).toBe(false);
+    expect(draftAnswer(interrupt, draft)).toEqual({ ok: false, problem: "pay: retry, skip or fail it" });
+    expect(draftAnswer(interrupt, { ...draft, doubt: { decision: "retry", result: "ignored" } })).toEqual({ ok: true, value: { decision: "retry" } });
+    expect(draftAnswer(interrupt, { ...draft, doubt: { decision: "skip", result: "  it went through " } })).toEqual({
+      ok: true,
+      value: { decision: "skip", result: "it went through" },
+    });
+    expect(draftAnswer(interrupt, { ...draft, doubt: { decision: "fail", result: "" } })).toEqual({ ok: true, value: { decision: "fail" } });
   });
 
   it("thread: messages before the listed runs come first; a running run's persisted messages never show twice", () => {

@@ -6,15 +6,18 @@
 // `configurable.tools`), not the compiled graph, so one compiled graph serves
 // every run. Each tool call is a task of its own (Send): LangGraph stores a
 // finished task's result at once, so a run that fails or stops after some
-// calls finished re-runs only the others when resumed; no tool with side
-// effects runs twice. The approve node raises its interrupt before anything
-// else happens, so re-running it from the top on resume is safe.
+// calls finished re-runs only the others when resumed. A call cut off before
+// its result was stored is guarded by the run's journal
+// (`configurable.journal`, tool-journal.ts): it is never repeated silently.
+// The approve node raises its interrupt before anything else happens, so
+// re-running it from the top on resume is safe.
 import { AIMessage, SystemMessage, ToolMessage, isAIMessage, isToolMessage, type BaseMessage } from "@langchain/core/messages";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { StructuredToolInterface } from "@langchain/core/tools";
 import { END, MessagesAnnotation, START, Send, StateGraph, interrupt, type BaseCheckpointSaver, type LangGraphRunnableConfig } from "@langchain/langgraph";
 import { ToolNode } from "@langchain/langgraph/prebuilt";
 import { z } from "zod";
+import { journaledCall, type RunJournal } from "./tool-journal.ts";
 
 export const AGENT_NODE = "agent";
 export const APPROVE_NODE = "approve";
@@ -167,7 +170,15 @@ export function buildChatGraph({ systemPrompt, requireApproval, checkpointer }: 
   async function tools(input: { messages: BaseMessage[]; call: Call }, config: LangGraphRunnableConfig) {
     const node = new ToolNode(resources(config).tools, { handleToolErrors: true });
     const only = new AIMessage({ content: "", tool_calls: [{ ...input.call, type: "tool_call" }] });
-    return node.invoke({ messages: [only] }, config);
+    const journal = config.configurable?.journal as RunJournal | undefined;
+    if (!journal) return node.invoke({ messages: [only] }, config);
+    const message = await journaledCall(journal, input.call, config.signal, async () => {
+      const output = (await node.invoke({ messages: [only] }, config)) as { messages?: BaseMessage[] };
+      const [reply] = output.messages ?? [];
+      if (!reply || !isToolMessage(reply)) throw new Error(`tool ${input.call.name} answered with something other than a tool message`);
+      return reply as ToolMessage;
+    });
+    return { messages: [message] };
   }
 
   return new StateGraph(MessagesAnnotation)

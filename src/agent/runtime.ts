@@ -22,6 +22,8 @@ import { GraphSettled } from "./graph-settled.ts";
 import { TokenTap, messageText } from "./token-tap.ts";
 import { ModelSpans } from "./model-spans.ts";
 import type { Context as TraceContext } from "@opentelemetry/api";
+import { isIdempotent, type RunJournal } from "./tool-journal.ts";
+import type { ToolJournal } from "../storage/tool-journal/types.ts";
 import type { RunUser } from "./run-user.ts";
 
 export type { RunUser } from "./run-user.ts";
@@ -43,8 +45,10 @@ export interface ModelCallUsage {
 
 export interface RunHooks {
   onToken(text: string, messageId: string | null, node: string): void;
-  onToolCall(toolCallId: string, name: string, args: unknown): void;
-  onToolResult(toolCallId: string, name: string, content: string, isError: boolean): void;
+  /** The model asked for a tool call (attempt 1), or a call in doubt is invoked again (its next attempt). */
+  onToolCall(toolCallId: string, name: string, args: unknown, attempt: number): void;
+  /** A call's result, with the attempt it comes from (an earlier one when the journal had it). */
+  onToolResult(toolCallId: string, name: string, content: string, isError: boolean, attempt: number): void;
   onCheckpoint(checkpointId: string): void;
   /** What a graph emitted through LangGraph's custom stream writer. */
   onCustom(name: string, data: unknown): void;
@@ -152,14 +156,16 @@ export class AgentRuntime {
   async execute(run: {
     agentName: string;
     conversationId: string;
+    /** The run's id: the journal records which run made each attempt, and LangSmith's metadata names it. */
+    runId: string;
+    /** Where the tool calls are journaled; without it, tools run unguarded (a graph driven outside the run service). */
+    journal?: ToolJournal;
     /** Who the run works for, passed to the graph as `config.configurable.user` (LangGraph keeps configurable out of checkpoints). */
     user: RunUser;
     input: RunInput;
     signal: AbortSignal;
     report: ModelTransportReport;
     hooks: RunHooks;
-    /** The run's id, for LangSmith's metadata (with the conversation and agent). */
-    runId: string;
     /** The run's span context when tracing is on: model and tool calls get spans under it. */
     trace?: TraceContext;
   }): Promise<void> {
@@ -172,6 +178,26 @@ export class AgentRuntime {
     );
     const sourced = this.#tools(definition);
     const tools = sourced.map((t) => t.tool);
+    const policy = kindOf(definition).retryPolicy(definition);
+    // Which attempt each call is on in this run, for the events of its results.
+    const attempts = new Map<string, number>();
+    const journal: RunJournal | undefined = run.journal && {
+      store: run.journal,
+      conversationId: run.conversationId,
+      runId: run.runId,
+      idempotent: (name) =>
+        isIdempotent(
+          tools.find((t) => t.name === name),
+          name,
+          policy,
+        ),
+      now: () => new Date(),
+      onAttempt: (call, attempt, invoked) => {
+        attempts.set(call.id, attempt);
+        // The model's request was told when it was made; a retry is told as the call it is.
+        if (invoked && attempt > 1) run.hooks.onToolCall(call.id, call.name, call.args, attempt);
+      },
+    };
     const input =
       run.input.kind === "message"
         ? { messages: [new HumanMessage(run.input.text)] }
@@ -185,7 +211,7 @@ export class AgentRuntime {
     const unwatch = this.#observer.watch(run.conversationId, (id) => run.hooks.onCheckpoint(id));
     try {
       const stream = await agent.graph.stream(input as never, {
-        configurable: { thread_id: run.conversationId, model, tools, user: run.user },
+        configurable: { thread_id: run.conversationId, model, tools, user: run.user, journal },
         // Tokens come through the TokenTap, not the "messages" mode (see token-tap.ts).
         streamMode: ["updates", "custom"],
         // Tool calls and custom events from inside a subgraph (a compiled graph as a node) too; items come as [namespace, mode, payload].
@@ -199,7 +225,7 @@ export class AgentRuntime {
         metadata: { run_id: run.runId, conversation_id: run.conversationId, agent: definition.name },
         signal: run.signal,
       });
-      const events = new RunEvents(run.hooks);
+      const events = new RunEvents(run.hooks, attempts);
       for await (const item of stream as AsyncIterable<StreamItem>) events.dispatch(item);
     } catch (error) {
       await settled.wait(SETTLE_TIMEOUT_MS);
@@ -255,7 +281,11 @@ export class AgentRuntime {
     const interrupts = (state.tasks ?? []).flatMap((task) =>
       (task.interrupts ?? []).map((i) => ({ id: String(i.id), node: task.name, value: i.value as unknown })),
     );
-    return { messages, next: [...(state.next ?? [])], checkpointId: (state.config?.configurable?.checkpoint_id as string | undefined) ?? null, interrupts };
+    // LangGraph's `next` leaves out tasks that already stored their writes. When every task of a step
+    // did and the process died before the step's checkpoint, `next` is empty though the step is not
+    // done: its tasks are the work left (a resume commits their writes without running them again).
+    const next = state.next?.length ? [...state.next] : (state.tasks ?? []).map((task) => task.name);
+    return { messages, next, checkpointId: (state.config?.configurable?.checkpoint_id as string | undefined) ?? null, interrupts };
   }
 
   /**
@@ -312,7 +342,10 @@ class RunEvents {
   /** The nodes that ran a graph of their own, as "namespace|node" (from the namespaces of the items that graph streamed). */
   readonly #graphNodes = new Set<string>();
 
-  constructor(private readonly hooks: RunHooks) {}
+  constructor(
+    private readonly hooks: RunHooks,
+    private readonly attempts: ReadonlyMap<string, number>,
+  ) {}
 
   dispatch([namespace, mode, payload]: StreamItem): void {
     const { hooks } = this;
@@ -342,10 +375,11 @@ class RunEvents {
           const id = call.id ?? "";
           if (id && this.#calls.has(id)) continue;
           this.#calls.set(id, call.name);
-          this.hooks.onToolCall(id, call.name, call.args);
+          this.hooks.onToolCall(id, call.name, call.args, 1);
         }
       } else if (isToolMessage(msg)) {
-        this.hooks.onToolResult(msg.tool_call_id, msg.name ?? this.#calls.get(msg.tool_call_id) ?? "", messageText(msg), msg.status === "error");
+        const name = msg.name ?? this.#calls.get(msg.tool_call_id) ?? "";
+        this.hooks.onToolResult(msg.tool_call_id, name, messageText(msg), msg.status === "error", this.attempts.get(msg.tool_call_id) ?? 1);
       }
     }
   }

@@ -1,6 +1,8 @@
 // Built-in tools: real and deterministic, so the agent → tools → agent loop runs
 // for real. A tool's failure becomes a tool message the model can read (ToolNode
 // turns thrown errors into ToolMessages with status "error"); it never fails the run.
+// Both only read: they carry MCP's annotations for it, so a call of theirs cut
+// off by a crash is simply run again (tool-journal.ts).
 import { tool } from "@langchain/core/tools";
 import { z } from "zod";
 
@@ -75,6 +77,9 @@ export function evaluateArithmetic(expression: string): number {
   return value;
 }
 
+/** MCP's tool annotations for a tool without side effects. */
+const READ_ONLY = { readOnlyHint: true, idempotentHint: true };
+
 export const calculatorTool = tool(
   async ({ expression }) => {
     const value = evaluateArithmetic(expression);
@@ -85,6 +90,7 @@ export const calculatorTool = tool(
     name: "calculator",
     description: "Evaluates an arithmetic expression with + - * / % ^ and parentheses, for example (17 + 4) * 2.",
     schema: z.object({ expression: z.string().describe("the arithmetic expression") }),
+    metadata: { annotations: READ_ONLY },
   },
 );
 
@@ -104,6 +110,7 @@ export function createCurrentTimeTool(now: () => Date = () => new Date()) {
       name: "current_time",
       description: "Returns the current date and time, in UTC or in the given IANA time zone.",
       schema: z.object({ timeZone: z.string().optional().describe("an IANA time zone such as Europe/Paris") }),
+      metadata: { annotations: READ_ONLY },
     },
   );
 }

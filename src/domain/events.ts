@@ -7,8 +7,9 @@ export { TERMINAL_STATUSES, type RunStatusValue };
 export type RunEventBody =
   | { type: "status"; status: RunStatusValue; errorCode: string | null; errorMessage: string | null }
   | { type: "token"; text: string; messageId: string | null; node: string }
-  | { type: "toolCall"; toolCallId: string; name: string; args: unknown }
-  | { type: "toolResult"; toolCallId: string; name: string; content: string; isError: boolean }
+  /** `attempt`: 1 when the model asks; a call in doubt run again is told again with its next attempt. */
+  | { type: "toolCall"; toolCallId: string; name: string; args: unknown; attempt: number }
+  | { type: "toolResult"; toolCallId: string; name: string; content: string; isError: boolean; attempt: number }
   | { type: "checkpoint"; checkpointId: string; conversationId: string }
   /** What a graph emitted through LangGraph's custom stream writer. */
   | { type: "custom"; name: string; data: unknown }

@@ -24,6 +24,7 @@ import type { ConversationList, ListFilter } from "../storage/conversation-list/
 import { canSee, isAdmin, type Principal } from "../domain/principal.ts";
 import type { CheckpointContentRecord, CheckpointReads, ThreadCheckpoints } from "../storage/checkpoint-reads/types.ts";
 import type { PageQuery } from "../storage/page.ts";
+import type { ToolCallRecord, ToolJournal } from "../storage/tool-journal/types.ts";
 import type { CheckpointState, ThreadState } from "../agent/runtime.ts";
 
 /**
@@ -42,6 +43,7 @@ export interface ReadSources {
   runs: RunStore;
   conversationList: ConversationList;
   checkpointReads: CheckpointReads;
+  toolJournal: ToolJournal;
   states: ThreadStateReader;
 }
 
@@ -145,6 +147,7 @@ export class ReadScope {
   readonly #queuePositions: DataLoader<string, number | null>;
   readonly #usage: DataLoader<string, Usage>;
   readonly #interrupts: DataLoader<string, InterruptRecord[]>;
+  readonly #toolCalls: DataLoader<string, ToolCallRecord[]>;
   readonly #runPages = new Map<string, DataLoader<string, RunRecord[]>>();
   readonly #threadStates: DataLoader<string, ThreadState>;
   readonly #threads: DataLoader<string, ThreadView>;
@@ -172,6 +175,7 @@ export class ReadScope {
     this.#runCounts = new DataLoader(async (ids) => byKey(ids, await runs.runCounts(ids), 0));
     this.#usage = new DataLoader(async (ids) => byKey(ids, await runs.usageOf(ids), { inputTokens: 0, outputTokens: 0, modelCalls: 0, modelDurationMs: 0 }));
     this.#interrupts = new DataLoader(async (ids) => byKey(ids, await runs.interruptsOf(ids), []));
+    this.#toolCalls = new DataLoader(async (ids) => byKey(ids, await sources.toolJournal.byRuns(ids), []));
     this.#threadStates = new DataLoader(async (ids) => Promise.all(ids.map(async (id) => sources.states.readThread(id, await this.#agentOf(id)))));
     this.#threads = new DataLoader(async (ids) => {
       // Checkpoints first, then runs: see the top of this file.
@@ -284,6 +288,17 @@ export class ReadScope {
   /** The interrupts the run raised. */
   async interruptsOfRun(run: RunRecord): Promise<InterruptRecord[]> {
     return (await this.interruptsOf(run.conversationId)).filter((i) => i.runId === run.id);
+  }
+
+  /**
+   * The tool calls the run attempted, oldest first. An attempt still marked
+   * started whose run has ended was cut off (a crash, a cancel, a shutdown):
+   * it is shown in doubt before any resume has looked at it.
+   */
+  async toolCallsOf(run: RunRecord): Promise<ToolCallRecord[]> {
+    if (!(await this.conversation(run.conversationId))) return [];
+    const calls = await this.#toolCalls.load(run.id);
+    return run.status === "running" ? calls : calls.map((c) => (c.state === "started" ? { ...c, state: "in_doubt" } : c));
   }
 
   /**

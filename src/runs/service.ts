@@ -6,6 +6,7 @@
 import { randomUUID } from "node:crypto";
 import type { AgentRuntime, PendingInterrupt, RunInput } from "../agent/runtime.ts";
 import { approvalAnswerProblem, isToolApprovalRequest } from "../agent/chat-graph.ts";
+import { inDoubtAnswerProblem, isToolInDoubtRequest } from "../agent/tool-journal.ts";
 import { DEFAULT_AGENT } from "../agent/definitions.ts";
 import { runUserOf } from "../agent/run-user.ts";
 import type { ModelTransportReport } from "../agent/model-fetch.ts";
@@ -25,6 +26,7 @@ import {
 import { mintMark, mintMarkAfter } from "../correlation/index.ts";
 import type { RunStore } from "../storage/run-store/types.ts";
 import type { CheckpointReads } from "../storage/checkpoint-reads/types.ts";
+import type { ToolJournal } from "../storage/tool-journal/types.ts";
 import type { EventBus, RunPublisher } from "../storage/event-bus/types.ts";
 import type { Logger } from "../logger.ts";
 import { classifyFailure, RunAbortReason, type Classified } from "./classify.ts";
@@ -39,6 +41,8 @@ import { RunTelemetry, type RunOrigin, type RunWatch } from "../telemetry/run-te
 export interface RunServiceOptions {
   store: RunStore;
   checkpointReads: CheckpointReads;
+  /** Where tool calls are journaled, so one that may have run is never repeated silently. */
+  toolJournal: ToolJournal;
   bus: EventBus;
   agent: AgentRuntime;
   ownerId: string;
@@ -351,6 +355,10 @@ export class RunService {
       }
       if (isToolApprovalRequest(interrupt.value)) {
         const problem = approvalAnswerProblem(interrupt.value, response.value);
+        if (problem) throw new ValidationError(`responses[${i}].value: ${problem}`, "responses");
+      }
+      if (isToolInDoubtRequest(interrupt.value)) {
+        const problem = inDoubtAnswerProblem(response.value);
         if (problem) throw new ValidationError(`responses[${i}].value: ${problem}`, "responses");
       }
       answers[response.interruptId] = response.value;
@@ -741,12 +749,13 @@ export class RunService {
       await agent.execute({
         agentName,
         conversationId: run.conversationId,
+        runId: run.id,
+        journal: this.options.toolJournal,
         // Who the run works for: the caller that started or resumed it, never stored in the thread.
         user: runUserOf(principal),
         input,
         signal: controller.signal,
         report,
-        runId: run.id,
         trace: watch.trace,
         hooks: {
           onToken: (text, messageId, node) => {
@@ -755,8 +764,8 @@ export class RunService {
             partial += text;
             publish({ type: "token", text, messageId, node });
           },
-          onToolCall: (toolCallId, name, args) => publish({ type: "toolCall", toolCallId, name, args }),
-          onToolResult: (toolCallId, name, content, isError) => publish({ type: "toolResult", toolCallId, name, content, isError }),
+          onToolCall: (toolCallId, name, args, attempt) => publish({ type: "toolCall", toolCallId, name, args, attempt }),
+          onToolResult: (toolCallId, name, content, isError, attempt) => publish({ type: "toolResult", toolCallId, name, content, isError, attempt }),
           onCheckpoint: (checkpointId) => {
             ownCheckpoints.add(checkpointId);
             publish({ type: "checkpoint", checkpointId, conversationId: run.conversationId });

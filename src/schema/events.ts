@@ -58,6 +58,11 @@ builder.objectRef<Of<"toolCall">>("ToolCallEvent").implement({
     toolCallId: t.exposeString("toolCallId"),
     name: t.exposeString("name"),
     args: t.field({ type: "JSON", resolve: (e) => e.args }),
+    attempt: t.int({
+      description: "1 when the model asks for the call; a call in doubt that runs again is told again with its next attempt.",
+      // Events stored before attempts were told are of first attempts.
+      resolve: (e) => e.attempt ?? 1,
+    }),
   }),
 });
 
@@ -68,6 +73,7 @@ builder.objectRef<Of<"toolResult">>("ToolResultEvent").implement({
     name: t.exposeString("name"),
     content: t.exposeString("content"),
     isError: t.exposeBoolean("isError"),
+    attempt: t.int({ description: "The attempt the result comes from.", resolve: (e) => e.attempt ?? 1 }),
   }),
 });
 

@@ -11,6 +11,7 @@ import "./usage.ts";
 import "./principal.ts";
 import "./agent.ts";
 import "./interrupt.ts";
+import "./tool-call.ts";
 import "./conversation.ts";
 import "./run.ts";
 import "./checkpoint.ts";

@@ -22,7 +22,8 @@ Interrupt.implement({
     value: t.field({
       type: "JSON",
       nullable: true,
-      description: 'What the graph asked. The built-in agent\'s tool approvals are {"type": "tool_approval", "toolCalls": [{"id", "name", "args"}]}.',
+      description:
+        'What the graph asked. The built-in agent\'s tool approvals are {"type": "tool_approval", "toolCalls": [{"id", "name", "args"}]}; a tool call in doubt is {"type": "tool_in_doubt", "toolCallId", "tool", "args", "startedAt", "attempt"}.',
       resolve: (i) => i.value,
     }),
     run: t.field({ type: Run, description: "The run that raised it.", resolve: (i, _a, ctx, info) => runOrThrow(ctx, info, i.runId) }),

@@ -18,6 +18,7 @@ import { builder } from "./builder.ts";
 import { Multitask, QueueReason, RunErrorCode, RunKind, RunStatus } from "./enums.ts";
 import { Checkpoint, Conversation, Interrupt, Message, Node, Run, TaskError } from "./refs.ts";
 import { RunUsage } from "./usage.ts";
+import { ToolCallRecord } from "./tool-call.ts";
 
 Run.implement({
   description: "One attempt to advance a conversation's thread: started when, ended how.",
@@ -67,6 +68,11 @@ Run.implement({
       type: [Interrupt],
       description: "The interrupts it raised (a WAITING run), and how each was answered.",
       resolve: (run, _a, ctx, info) => ctx.reads(info.rootValue).interruptsOfRun(run),
+    }),
+    toolCalls: t.field({
+      type: [ToolCallRecord],
+      description: "The tool calls it invoked (or answered from the journal after a person's decision), oldest first: one record per attempt.",
+      resolve: (run, _a, ctx, info) => ctx.reads(info.rootValue).toolCallsOf(run),
     }),
     startCheckpoint: t.field({
       type: Checkpoint,
@@ -142,7 +148,8 @@ const InterruptResponseInput = builder.inputType("InterruptResponseInput", {
     interruptId: t.id({ required: true }),
     value: t.field({
       type: "JSON",
-      description: 'The answer. A tool approval takes {"toolCalls": [{"id", "decision": "approve" | "reject" | "edit", "reason"?, "args"?}]}.',
+      description:
+        'The answer. A tool approval takes {"toolCalls": [{"id", "decision": "approve" | "reject" | "edit", "reason"?, "args"?}]}; a tool in doubt takes {"decision": "retry" | "skip" | "fail", "result"?}.',
     }),
   }),
 });

@@ -7,6 +7,7 @@ import { PostgresRunStore } from "./run-store/postgres.ts";
 import { PostgresConversationList } from "./conversation-list/postgres.ts";
 import { PostgresCheckpointReads } from "./checkpoint-reads/postgres.ts";
 import { PostgresApiKeyStore } from "./api-keys/postgres.ts";
+import { PostgresToolJournal } from "./tool-journal/postgres.ts";
 import { connectPostgres } from "./postgres/database.ts";
 import { migratePostgres } from "./postgres/migrate.ts";
 import { RunledgerPostgresSaver } from "./postgres/saver.ts";
@@ -31,6 +32,7 @@ export async function openPostgresStorage(url: string): Promise<PostgresStorage>
       conversationList: new PostgresConversationList(pool),
       checkpointReads: new PostgresCheckpointReads(pool),
       apiKeys: new PostgresApiKeyStore(pool),
+      toolJournal: new PostgresToolJournal(pool),
       saver,
       migrated: applied,
       waiting: () => pool.waitingCount,

@@ -8,6 +8,7 @@ import { SqliteRunStore } from "./run-store/sqlite.ts";
 import { SqliteConversationList } from "./conversation-list/sqlite.ts";
 import { SqliteCheckpointReads } from "./checkpoint-reads/sqlite.ts";
 import { SqliteApiKeyStore } from "./api-keys/sqlite.ts";
+import { SqliteToolJournal } from "./tool-journal/sqlite.ts";
 import { openSqlite } from "./sqlite/database.ts";
 import { migrate } from "./sqlite/migrate.ts";
 import { GatedSqliteSaver } from "./sqlite/saver.ts";
@@ -42,6 +43,7 @@ export async function openSqliteStorage(file: string, options: { onWriteWait?: (
       conversationList: new SqliteConversationList(reader),
       checkpointReads: new SqliteCheckpointReads(reader),
       apiKeys: new SqliteApiKeyStore({ writer, reader, gate }),
+      toolJournal: new SqliteToolJournal({ writer, reader, gate }),
       saver,
       migrated: applied,
       waiting: () => gate.queued,

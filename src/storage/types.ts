@@ -5,6 +5,7 @@ import type { RunStore } from "./run-store/types.ts";
 import type { ConversationList } from "./conversation-list/types.ts";
 import type { CheckpointReads } from "./checkpoint-reads/types.ts";
 import type { ApiKeyStore } from "./api-keys/types.ts";
+import type { ToolJournal } from "./tool-journal/types.ts";
 
 export interface Storage {
   runs: RunStore;
@@ -12,6 +13,8 @@ export interface Storage {
   checkpointReads: CheckpointReads;
   /** The API keys callers authenticate with (their hashes only). */
   apiKeys: ApiKeyStore;
+  /** Every attempt at a tool call, before and after it runs. */
+  toolJournal: ToolJournal;
   /** LangGraph's checkpointer on the same database (the thread's history). */
   saver: BaseCheckpointSaver;
   /** Callers waiting for the database now: writes queued at SQLite's write gate, or queries waiting for a PostgreSQL pool connection (metrics). */

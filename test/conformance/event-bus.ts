@@ -116,8 +116,8 @@ export function describeEventBusConformance(name: string, backend: EventBusBacke
         const bodies: RunEventBody[] = [
           running,
           { type: "checkpoint", checkpointId: "cp-1", conversationId },
-          { type: "toolCall", toolCallId: "call-1", name: "calculator", args: { expression: "17 * 3", nested: [1, { deep: null }] } },
-          { type: "toolResult", toolCallId: "call-1", name: "calculator", content: "51", isError: false },
+          { type: "toolCall", toolCallId: "call-1", name: "calculator", args: { expression: "17 * 3", nested: [1, { deep: null }] }, attempt: 1 },
+          { type: "toolResult", toolCallId: "call-1", name: "calculator", content: "51", isError: false, attempt: 2 },
           ...range(1, 20).map((i) => token(`t${i} "quoted" ünïcode`)),
           { type: "status", status: "failed", errorCode: "MODEL_ERROR", errorMessage: "boom" },
         ];

@@ -35,7 +35,7 @@ export type ErrorCode =
 
 export type InterruptResponseInput = {
   interruptId: string | number;
-  /** The answer. A tool approval takes {"toolCalls": [{"id", "decision": "approve" | "reject" | "edit", "reason"?, "args"?}]}. */
+  /** The answer. A tool approval takes {"toolCalls": [{"id", "decision": "approve" | "reject" | "edit", "reason"?, "args"?}]}; a tool in doubt takes {"decision": "retry" | "skip" | "fail", "result"?}. */
   value?: unknown;
 };
 

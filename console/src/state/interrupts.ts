@@ -1,7 +1,9 @@
 // Answers to what a WAITING thread asks. The built-in agent's tool approvals
 // ({"type": "tool_approval", "toolCalls": [{id, name, args}]}) get one decision
-// per call (approve, reject with an optional reason, or edit the arguments);
-// any other interrupt's value is a custom graph's own question, answered with
+// per call (approve, reject with an optional reason, or edit the arguments); a
+// tool call in doubt ({"type": "tool_in_doubt", toolCallId, tool, args,
+// startedAt, attempt}: cut off by a crash, it may have run) gets retry, skip or
+// fail, with an optional result for the model; any other interrupt's value is a custom graph's own question, answered with
 // JSON the user types. What the console can check (JSON syntax, arguments
 // being an object, a decision for every call) it checks before sending; the
 // API checks the rest and says what is wrong.
@@ -24,6 +26,37 @@ export function approvalCalls(value: unknown): ApprovalCall[] | null {
   });
 }
 
+export interface InDoubtCall {
+  toolCallId: string;
+  tool: string;
+  args: unknown;
+  startedAt: string | null;
+  attempt: number;
+}
+
+/** The call a tool_in_doubt interrupt asks about, or null for any other question. */
+export function inDoubtCall(value: unknown): InDoubtCall | null {
+  if (typeof value !== "object" || value === null) return null;
+  const v = value as { type?: unknown; toolCallId?: unknown; tool?: unknown; args?: unknown; startedAt?: unknown; attempt?: unknown };
+  if (v.type !== "tool_in_doubt" || typeof v.toolCallId !== "string") return null;
+  return {
+    toolCallId: v.toolCallId,
+    tool: typeof v.tool === "string" ? v.tool : "tool",
+    args: v.args,
+    startedAt: typeof v.startedAt === "string" ? v.startedAt : null,
+    attempt: typeof v.attempt === "number" ? v.attempt : 1,
+  };
+}
+
+export type DoubtDecision = "retry" | "skip" | "fail";
+
+export interface DoubtDraft {
+  /** Null until the user decides: nothing runs again by default. */
+  decision: DoubtDecision | null;
+  /** What the model reads as the call's result (skip and fail); empty for the default text. */
+  result: string;
+}
+
 export type Decision = "approve" | "reject" | "edit";
 
 export interface CallDraft {
@@ -36,6 +69,8 @@ export interface CallDraft {
 
 export interface InterruptDraft {
   calls: Record<string, CallDraft>;
+  /** The decision on a tool call in doubt. */
+  doubt: DoubtDraft;
   /** The whole answer typed as JSON: always for a custom graph's question, on request for a tool approval. */
   raw: boolean;
   text: string;
@@ -45,7 +80,7 @@ export function initialDraft(interrupt: Interrupt): InterruptDraft {
   const calls = approvalCalls(interrupt.value);
   const drafts: Record<string, CallDraft> = {};
   for (const call of calls ?? []) drafts[call.id] = { decision: null, reason: "", argsText: JSON.stringify(call.args ?? {}, null, 2) };
-  return { calls: drafts, raw: calls === null, text: "" };
+  return { calls: drafts, doubt: { decision: null, result: "" }, raw: calls === null && inDoubtCall(interrupt.value) === null, text: "" };
 }
 
 export type Checked<T> = { ok: true; value: T } | { ok: false; problem: string };
@@ -88,9 +123,20 @@ function callAnswer(id: string, draft: CallDraft): Checked<CallAnswer> {
   }
 }
 
+function doubtAnswer(draft: DoubtDraft): Checked<{ decision: DoubtDecision; result?: string }> {
+  if (draft.decision === null) return { ok: false, problem: "retry, skip or fail it" };
+  const result = draft.result.trim();
+  return { ok: true, value: draft.decision !== "retry" && result ? { decision: draft.decision, result } : { decision: draft.decision } };
+}
+
 /** The answer the draft sends for the interrupt, or what keeps it from being sent. */
 export function draftAnswer(interrupt: Interrupt, draft: InterruptDraft): Checked<unknown> {
   if (draft.raw) return parseJson(draft.text);
+  const doubt = inDoubtCall(interrupt.value);
+  if (doubt) {
+    const answer = doubtAnswer(draft.doubt);
+    return answer.ok ? answer : { ok: false, problem: `${doubt.tool}: ${answer.problem}` };
+  }
   const calls = approvalCalls(interrupt.value) ?? [];
   const answers: CallAnswer[] = [];
   for (const call of calls) {

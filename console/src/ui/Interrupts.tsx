@@ -8,12 +8,16 @@ import {
   decisionsOf,
   draftAnswer,
   draftAsJson,
+  inDoubtCall,
   initialDraft,
   parseArgs,
   parseJson,
   type CallDraft,
   type CallOutcome,
   type Decision,
+  type DoubtDecision,
+  type DoubtDraft,
+  type InDoubtCall,
   type InterruptDraft,
 } from "../state/interrupts.ts";
 import { compactJson, formatTime, plural, prettyJson } from "./format.ts";
@@ -23,6 +27,8 @@ export type RunLabel = (runId: string) => string;
 
 /** The question in a few words: the calls a tool approval asks about, or a custom graph's value. */
 export function describeQuestion(interrupt: Interrupt): string {
+  const doubt = inDoubtCall(interrupt.value);
+  if (doubt) return `a decision on ${doubt.tool} ${compactJson(doubt.args, 80)}, which was cut off and may have run`;
   const calls = approvalCalls(interrupt.value);
   if (!calls) return compactJson(interrupt.value);
   return `approval of ${calls.map((c) => `${c.name} ${compactJson(c.args, 80)}`).join(", ")}`;
@@ -43,6 +49,12 @@ export function describeOutcome(name: string, outcome: CallOutcome): string {
 
 /** The recorded answer in a few words. */
 export function describeAnswer(interrupt: Interrupt): string {
+  const doubt = inDoubtCall(interrupt.value);
+  if (doubt) {
+    const { decision, result } = (interrupt.answer ?? {}) as { decision?: unknown; result?: unknown };
+    const said = typeof result === "string" ? `: “${result}”` : "";
+    return decision === "retry" ? `${doubt.tool} run again` : decision === "skip" ? `${doubt.tool} skipped${said}` : `${doubt.tool} failed${said}`;
+  }
   const calls = approvalCalls(interrupt.value);
   if (!calls) return compactJson(interrupt.answer);
   const decisions = decisionsOf(interrupt);
@@ -148,6 +160,8 @@ function Question({
   onChange: (change: (draft: InterruptDraft) => InterruptDraft) => void;
 }) {
   const calls = approvalCalls(interrupt.value);
+  const doubt = inDoubtCall(interrupt.value);
+  if (doubt && !draft.raw) return <DoubtFields call={doubt} draft={draft.doubt} onChange={(next) => onChange((d) => ({ ...d, doubt: next }))} />;
   const raw = draft.raw ? parseJson(draft.text) : null;
   return (
     <div role="group" aria-label={calls ? `Approval asked by ${interrupt.node}` : `Question from ${interrupt.node}`} class="question" title={interrupt.id}>
@@ -262,6 +276,47 @@ function CallFields({
             onInput={(e) => onChange({ ...draft, argsText: e.currentTarget.value })}
           />
           {args && !args.ok && <span class="error-text">{args.problem}</span>}
+        </label>
+      )}
+    </fieldset>
+  );
+}
+
+const DOUBT_DECISIONS: { value: DoubtDecision; label: string }[] = [
+  { value: "retry", label: "Run it again" },
+  { value: "skip", label: "Skip it (it went through)" },
+  { value: "fail", label: "Fail it" },
+];
+
+/** A tool call cut off before its outcome was recorded: it may have run, so it runs again only if a person says so. */
+function DoubtFields({ call, draft, onChange }: { call: InDoubtCall; draft: DoubtDraft; onChange: (draft: DoubtDraft) => void }) {
+  return (
+    <fieldset class="question call-decision" aria-label={`Tool call in doubt: ${call.tool}`} title={`tool call ${call.toolCallId}`}>
+      <legend>
+        <code class="tool-name">{call.tool}</code> <code class="tool-args">{compactJson(call.args)}</code>
+      </legend>
+      <p>
+        This call {call.attempt > 1 ? `(attempt ${call.attempt}) ` : ""}was cut off
+        {call.startedAt ? ` after it started at ${formatTime(call.startedAt)}` : ""} and may or may not have taken effect. Nothing runs until you decide.
+      </p>
+      <div class="decisions">
+        {DOUBT_DECISIONS.map(({ value, label }) => (
+          <label key={value}>
+            <input
+              type="radio"
+              name={`doubt-${call.toolCallId}`}
+              value={value}
+              checked={draft.decision === value}
+              onChange={() => onChange({ ...draft, decision: value })}
+            />{" "}
+            {label}
+          </label>
+        ))}
+      </div>
+      {(draft.decision === "skip" || draft.decision === "fail") && (
+        <label class="json-field">
+          Result (optional, the model reads it as the tool's result)
+          <input aria-label="Result" value={draft.result} onInput={(e) => onChange({ ...draft, result: e.currentTarget.value })} />
         </label>
       )}
     </fieldset>

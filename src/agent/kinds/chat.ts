@@ -23,6 +23,10 @@ export interface ChatAgentDefinition extends AgentDefinitionBase {
   mcpServers: McpServerDefinition[];
   /** Tools whose calls wait for a person's approval; each is a built-in tool of the agent or in an allow-list. */
   requireApproval: string[];
+  /** Tools whose calls run again when in doubt (after a crash mid-call), as if annotated idempotent. */
+  idempotentTools: string[];
+  /** Every tool of the agent runs again when in doubt. */
+  retryInDoubt: boolean;
 }
 
 const schema = kindSchema("chat", {
@@ -31,6 +35,8 @@ const schema = kindSchema("chat", {
   tools: stringList.optional(),
   mcpServers: z.record(z.string(), mcpServerSchema).optional(),
   requireApproval: stringList.optional(),
+  idempotentTools: stringList.optional(),
+  retryInDoubt: z.boolean().optional(),
 });
 
 export const chatKind: AgentKind<ChatAgentDefinition, z.infer<typeof schema>> = {
@@ -76,7 +82,18 @@ export const chatKind: AgentKind<ChatAgentDefinition, z.infer<typeof schema>> = 
       );
     });
 
-    return { systemPrompt, tools, mcpServers, requireApproval };
+    const idempotentTools = agent.idempotentTools ?? [];
+    reader.unique(idempotentTools, [...at, "idempotentTools"]);
+    idempotentTools.forEach((tool, i) => {
+      if (tools.includes(tool) || allowedFrom.has(tool)) return;
+      const known = [...tools, ...allowedFrom.keys()];
+      reader.fail(
+        [...at, "idempotentTools", i],
+        `"${tool}" is not a tool of this agent (${known.length ? `its known tools: ${known.join(", ")}` : "it has no known tools"}); an MCP tool is known here only when its server's "tools" allow-list names it`,
+      );
+    });
+
+    return { systemPrompt, tools, mcpServers, requireApproval, idempotentTools, retryInDoubt: agent.retryInDoubt ?? false };
   },
 
   async load(definition) {
@@ -85,6 +102,7 @@ export const chatKind: AgentKind<ChatAgentDefinition, z.infer<typeof schema>> = 
 
   tools: (definition, { mcp, builtins }) => agentTools(definition, mcp, builtins),
   requireApproval: (definition) => definition.requireApproval,
+  retryPolicy: (definition) => ({ idempotentTools: definition.idempotentTools, retryInDoubt: definition.retryInDoubt }),
   builtinToolNames: (definition) => definition.tools,
   mcpServers: (definition) => definition.mcpServers,
 };
@@ -102,6 +120,8 @@ export function builtinDefaultAgent(defaults: AgentDefaults, tools: readonly str
     tools: [...tools],
     mcpServers: [],
     requireApproval: [],
+    idempotentTools: [],
+    retryInDoubt: false,
     origin: "the built-in default agent",
   };
 }

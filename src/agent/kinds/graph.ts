@@ -6,6 +6,7 @@ import type { AgentDefinitionBase } from "../definitions.ts";
 import { loadGraphModule } from "../graph-module.ts";
 import { ioReason } from "./definition-reader.ts";
 import { kindSchema, type AgentKind } from "./kind.ts";
+import { NO_RETRY_POLICY } from "../tool-journal.ts";
 
 export interface GraphAgentDefinition extends AgentDefinitionBase {
   type: "graph";
@@ -48,6 +49,7 @@ export const graphKind: AgentKind<GraphAgentDefinition, z.infer<typeof schema>> 
   // A graph's tools are its own: the API lists none, and runs pass none.
   tools: () => [],
   requireApproval: () => [],
+  retryPolicy: () => NO_RETRY_POLICY,
   builtinToolNames: () => [],
   mcpServers: () => [],
 };

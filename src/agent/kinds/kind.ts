@@ -9,6 +9,7 @@ import type { AgentDefinitionBase } from "../definitions.ts";
 import type { McpToolSource, SourcedTool } from "../tool-info.ts";
 import { commonKeys, type DefinitionReader, type JsonPath } from "./definition-reader.ts";
 import type { McpServerDefinition } from "./mcp-servers.ts";
+import type { RetryPolicy } from "../tool-journal.ts";
 
 /** A compiled agent graph, whatever its state: what a run streams and the read side reads. */
 export type CompiledAgentGraph = CompiledStateGraph<any, any, any, any, any, any, any, any, any>;
@@ -33,6 +34,8 @@ export interface AgentKind<Definition extends AgentDefinitionBase & { type: stri
   tools(definition: Definition, sources: ToolSources): SourcedTool[];
   /** Tools whose calls wait for a person's approval. */
   requireApproval(definition: Definition): readonly string[];
+  /** Which of its tools run again when a call of theirs is in doubt (besides those annotated idempotent). */
+  retryPolicy(definition: Definition): RetryPolicy;
   /** Its built-in tools' names (an MCP tool of the same name is left out). */
   builtinToolNames(definition: Definition): readonly string[];
   /** Its MCP servers, for the MCP layer to run. */

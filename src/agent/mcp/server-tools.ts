@@ -1,7 +1,10 @@
 // A server's tools as LangChain tools, through @langchain/mcp-adapters: listed
 // on one client, called through whichever connection is current when a call
-// happens (so the tools outlive restarts), the allow-list applied, and each
-// stopped at once by the run's abort signal.
+// happens (so the tools outlive restarts), the allow-list applied, each
+// stopped at once by the run's abort signal, and each request carrying the
+// model's tool call id in `_meta`, so a server can deduplicate a call that
+// runledger repeats after a crash (TOOL_CALL_ID_META).
+import { AsyncLocalStorage } from "node:async_hooks";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { CallToolRequest, CallToolResult, ListToolsRequest, ReadResourceRequest, ReadResourceResult } from "@modelcontextprotocol/sdk/types.js";
@@ -12,6 +15,12 @@ import { raceAbort } from "./abort.ts";
 import { headersFor, receivesCaller, withCallerHeaders } from "./caller-identity.ts";
 import type { RunUser } from "../run-user.ts";
 import type { McpLogger } from "./types.ts";
+
+/** The key of `params._meta` that carries the model's tool call id: the same for every attempt at one call. */
+export const TOOL_CALL_ID_META = "runledger/toolCallId";
+
+/** The tool call being made, from the tool's config down to the request (mcp-adapters passes no id along). */
+const currentCall = new AsyncLocalStorage<string>();
 
 /** Where the tools' calls go: the server's current connection. */
 export interface ToolCalls {
@@ -38,8 +47,11 @@ export async function listServerTools(client: Client, server: McpServerDefinitio
       offered = [...offered, ...result.tools.map((t) => t.name)];
       return result;
     },
-    callTool: (params: CallToolRequest["params"], _schema: unknown, requestOptions?: RequestOptions) =>
-      calls.callTool(params, requestOptions) as Promise<CallToolResult>,
+    callTool: (params: CallToolRequest["params"], _schema: unknown, requestOptions?: RequestOptions) => {
+      const toolCallId = currentCall.getStore();
+      const withId = toolCallId === undefined ? params : { ...params, _meta: { ...params._meta, [TOOL_CALL_ID_META]: toolCallId } };
+      return calls.callTool(withId, requestOptions) as Promise<CallToolResult>;
+    },
     readResource: (params: ReadResourceRequest["params"], requestOptions?: RequestOptions) =>
       calls.readResource(params, requestOptions) as Promise<ReadResourceResult>,
   };
@@ -59,15 +71,18 @@ export async function listServerTools(client: Client, server: McpServerDefinitio
  * Makes an mcp-adapters tool reject with the run's own abort reason the moment
  * the signal fires. DynamicStructuredTool does not watch the signal itself, and
  * mcp-adapters would wrap the reason as "Error calling tool x: Error: <reason>";
- * the run's cancel must surface as the cancel it is. A server configured to
- * receive the caller's identity gets it on the call (the run's
+ * the run's cancel must surface as the cancel it is. The call's id (LangChain
+ * puts the tool call in the config) is kept for the request's `_meta`. A server
+ * configured to receive the caller's identity gets it on the call (the run's
  * `configurable.user`, see caller-identity.ts).
  */
 function wrapCall(tool: DynamicStructuredTool, server: McpServerDefinition): void {
   const call = tool.func;
   tool.func = ((input, runManager, config) => {
     const invoke = () => raceAbort(Promise.resolve(call(input, runManager, config)), config?.signal);
-    if (!receivesCaller(server)) return invoke();
-    return withCallerHeaders(headersFor(server, config?.configurable?.user as RunUser | undefined), invoke);
+    const withIdentity = () =>
+      receivesCaller(server) ? withCallerHeaders(headersFor(server, config?.configurable?.user as RunUser | undefined), invoke) : invoke();
+    const toolCallId = (config as { toolCall?: { id?: string } } | undefined)?.toolCall?.id;
+    return toolCallId ? currentCall.run(toolCallId, withIdentity) : withIdentity();
   }) as typeof tool.func;
 }
