@@ -151,7 +151,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     maxClockSkewMs: config.maxClockSkewMs,
     quotas: config.quotas.activeRuns || config.quotas.runsPerMinute ? config.quotas : undefined,
     telemetry: new RunTelemetry(metrics),
-    admission: { maxActiveRuns: config.maxActiveRuns, modelConcurrency: config.modelConcurrency, ollamaHost: config.ollamaHost },
+    admission: { maxActiveRuns: config.maxActiveRuns, modelConcurrency: config.modelConcurrency, ollamaHost: config.ollamaHost, pollMs: config.queuePollMs },
     logger,
   });
   const runService = runs;

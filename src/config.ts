@@ -104,6 +104,12 @@ export interface Config {
    * agent's `concurrency` gives it a queue of its own.
    */
   modelConcurrency: number;
+  /**
+   * `QUEUE_POLL_MS`, default 500: how often an instance looks for queued runs it
+   * could take besides its own (another instance's, or ones left by a stopped
+   * one). Its own are claimed at once, and a run ending here looks too.
+   */
+  queuePollMs: number;
   /** Traces, metrics and LangSmith (docs/observability.md). */
   observability: Observability;
 }
@@ -338,6 +344,7 @@ export function loadConfig(env: Env = process.env, readFile: (p: string) => stri
       admins: booleanVar(env, "QUOTA_ADMINS"),
     },
     maxActiveRuns: intVar(env, "MAX_ACTIVE_RUNS", 64, 1, 100_000),
+    queuePollMs: intVar(env, "QUEUE_POLL_MS", 500, 10, 3_600_000),
     modelConcurrency: intVar(env, "MODEL_CONCURRENCY", intVar(env, "OLLAMA_NUM_PARALLEL", 4, 1, 10_000), 1, 10_000),
     ollamaHost: urlVar(env, "OLLAMA_HOST", "http://127.0.0.1:11434"),
     ollamaModel: model,

@@ -22,7 +22,7 @@ import type { ServerProcess } from "../testkit/processes.ts";
 
 const startServer = trackedServerProcesses();
 /** Fast heartbeats and a short lease, so a dead instance is found within seconds. */
-const OWNERSHIP = { RUN_HEARTBEAT_MS: "200", RUN_LEASE_MS: "1500" };
+const OWNERSHIP = { RUN_HEARTBEAT_MS: "200", RUN_LEASE_MS: "2500" };
 
 let fake: FakeOllama;
 let database: { url: string; drop(): Promise<void> };
@@ -140,6 +140,8 @@ describe("three instances on one PostgreSQL and one Redis", () => {
         const winners = results.map((r) => r.data.startRun).filter((r) => r.__typename === "StartRunSuccess");
         for (const winner of winners) expect(await waitForRun(b.url, winner.run.id)).toMatchObject({ status: "COMPLETED" });
       } finally {
+        // Whatever failed, no run stays held for the scenarios after this one.
+        answer.release();
         fake.setResponder(defaultResponder);
       }
     },

@@ -43,6 +43,28 @@ export function safeTarget(url: string): string {
 
 /** Runs `work` in one transaction on one client; rolls back on any error. */
 export async function inTransaction<T>(pool: PostgresPool, work: (client: PostgresClient) => Promise<T>): Promise<T> {
+  // PostgreSQL ends one of two transactions that wait on each other (a start and
+  // a recovery sweep, say) with a deadlock error; nothing of it was written, so
+  // it is run again, a few times, after a short random pause.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await once(pool, work);
+    } catch (error) {
+      if (attempt >= TRANSACTION_ATTEMPTS || !isRetryable(error)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 5 + Math.random() * 45));
+    }
+  }
+}
+
+const TRANSACTION_ATTEMPTS = 4;
+
+/** deadlock_detected, serialization_failure. */
+function isRetryable(error: unknown): boolean {
+  const code = (error as { code?: string })?.code;
+  return code === "40P01" || code === "40001";
+}
+
+async function once<T>(pool: PostgresPool, work: (client: PostgresClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   try {
     await client.query("BEGIN");
