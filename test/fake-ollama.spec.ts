@@ -417,7 +417,8 @@ describe("stamped streams, as the benchmark plans them", () => {
     expect(body).toMatchObject({ done: true, eval_count: 4 });
     const stamps = readStamps(body.message.content);
     expect(stamps.map((s) => s.index)).toEqual(indexes(4));
-    for (const s of stamps) expect(s.sentAt).toBeGreaterThanOrEqual(s.requestAt + plan.firstDelayMs + s.index * plan.intervalMs - 1);
+    // Node's timers may fire a little before their time on a busy machine: 2 ms of slack.
+    for (const s of stamps) expect(s.sentAt).toBeGreaterThanOrEqual(s.requestAt + plan.firstDelayMs + s.index * plan.intervalMs - 2);
     expect(received).toBeGreaterThanOrEqual(stamps.at(-1)!.sentAt);
   });
 
