@@ -84,8 +84,12 @@ export const TITLE_MAX_CHARS = 50;
 /** What startRun does when the conversation has an active run (the GraphQL enum Multitask). */
 export type Multitask = "reject" | "interrupt" | "rollback";
 
-/** How long other instances leave a run to the instance that queued it (which knows its caller fully). */
-const PREFER_OWN_MS = 1_000;
+/**
+ * How long other instances leave a run to the instance that queued it (which
+ * knows its caller fully): long enough that a busy instance's own claim comes
+ * first, short beside a queue wait.
+ */
+const PREFER_OWN_MS = 5_000;
 
 /** The first line of the trimmed message, cut to 50 characters plus "...". */
 export function titleFromMessage(message: string): string {

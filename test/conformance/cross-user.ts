@@ -10,7 +10,7 @@ import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOllama, type FakeOllama } from "../../testkit/fake-ollama.ts";
-import { startTestApp, waitForRun } from "../../testkit/app.ts";
+import { startTestApp } from "../../testkit/app.ts";
 import { collect, gql, sseClient, wsClient } from "../../testkit/graphql.ts";
 import { CONVERSATION_EVENTS, CONVERSATIONS_CHANGED_ROW, RUN_EVENTS } from "../../testkit/documents.ts";
 import { snapshotDatabase } from "../../testkit/db-snapshot.ts";
@@ -137,7 +137,11 @@ export function describeCrossUserConformance(deployment: Deployment) {
       // Alice's things: a finished conversation (a run, checkpoints), one waiting for an approval, one with a run still active.
       const done = (await as("alice", START, { message: "Please calculate 2 * 3" })).data.startRun;
       expect(done.conversation.owner).toBe("alice");
-      await waitForRun(app.url, done.run.id).catch(() => undefined);
+      // Ended before the next runs start, so the silent step below goes to Alice's active run and no other.
+      await until(
+        async () => !["QUEUED", "RUNNING"].includes((await as("alice", `query($r: ID!) { run(id: $r) { status } }`, { r: done.run.id })).data.run.status),
+        "Alice's first run to end",
+      );
       const waiting = (await as("alice", START, { message: "Please calculate 4 * 5", agent: "careful" })).data.startRun;
       await until(
         async () =>
@@ -254,7 +258,10 @@ export function describeCrossUserConformance(deployment: Deployment) {
       ];
       await sleep(300);
       const created = (await as("alice", START, { message: "Alice works." })).data.startRun;
-      await waitForRun(app.url, created.run.id).catch(() => undefined);
+      await until(
+        async () => !["QUEUED", "RUNNING"].includes((await as("alice", `query($r: ID!) { run(id: $r) { status } }`, { r: created.run.id })).data.run.status),
+        "Alice's run to end",
+      );
       await as("alice", `mutation($c: ID!) { renameConversation(input: { conversationId: $c, title: "Alice's" }) { __typename } }`, {
         c: created.conversation.id,
       });
