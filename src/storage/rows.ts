@@ -1,7 +1,16 @@
 // runledger's rows and the records they become, for every backend: one codec,
 // told by each backend how its driver hands over dates and JSON columns. The
 // backends then differ only in SQL.
-import type { ConversationRecord, InterruptRecord, OwnerRecord, RunErrorCodeValue, RunKindValue, RunRecord, RunStatusValue } from "../domain/records.ts";
+import type {
+  ConversationRecord,
+  IdempotencyRecord,
+  InterruptRecord,
+  OwnerRecord,
+  RunErrorCodeValue,
+  RunKindValue,
+  RunRecord,
+  RunStatusValue,
+} from "../domain/records.ts";
 
 /** How a backend's driver returns a timestamp column (`D`) and a JSON column (`J`). */
 export interface ColumnDecoders<D, J> {
@@ -78,6 +87,18 @@ export interface InterruptRow<D, J> {
   answered_at: D | null;
 }
 
+export const IDEMPOTENCY_COLUMNS = "principal, key, operation, request_hash, conversation_id, run_id, created_at";
+
+export interface IdempotencyRow<D> {
+  principal: string;
+  key: string;
+  operation: string;
+  request_hash: string;
+  conversation_id: string | null;
+  run_id: string | null;
+  created_at: D;
+}
+
 /** The record makers for one backend's rows. */
 export function rowCodec<D, J>({ date, json }: ColumnDecoders<D, J>) {
   return {
@@ -127,6 +148,17 @@ export function rowCodec<D, J>({ date, json }: ColumnDecoders<D, J>) {
         endpoint: row.endpoint,
         queuedAt: row.queued_at === null ? null : date(row.queued_at),
         queueReason: row.queue_reason as RunRecord["queueReason"],
+      };
+    },
+    toIdempotencyRecord(row: IdempotencyRow<D>): IdempotencyRecord {
+      return {
+        principal: row.principal,
+        key: row.key,
+        operation: row.operation as IdempotencyRecord["operation"],
+        requestHash: row.request_hash,
+        conversationId: row.conversation_id,
+        runId: row.run_id,
+        createdAt: date(row.created_at),
       };
     },
     toOwnerRecord(row: OwnerRow<D>): OwnerRecord {

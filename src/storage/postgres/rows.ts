@@ -2,14 +2,15 @@
 // parses jsonb. The records come from the shared codec (../rows.ts).
 import * as rows from "../rows.ts";
 
-export { CONVERSATION_COLUMNS, INTERRUPT_COLUMNS, RUN_COLUMNS } from "../rows.ts";
+export { CONVERSATION_COLUMNS, IDEMPOTENCY_COLUMNS, INTERRUPT_COLUMNS, RUN_COLUMNS } from "../rows.ts";
 
 export type ConversationRow = rows.ConversationRow<Date>;
 export type RunRow = rows.RunRow<Date>;
 export type OwnerRow = rows.OwnerRow<Date>;
 export type InterruptRow = rows.InterruptRow<Date, unknown>;
+export type IdempotencyRow = rows.IdempotencyRow<Date>;
 
-export const { toConversationRecord, toRunRecord, toOwnerRecord, toInterruptRecord } = rows.rowCodec<Date, unknown>({
+export const { toConversationRecord, toRunRecord, toOwnerRecord, toInterruptRecord, toIdempotencyRecord } = rows.rowCodec<Date, unknown>({
   date: (value) => value,
   json: (value) => value,
 });

@@ -17,13 +17,16 @@ import type {
 import { inTransaction, isUniqueViolation, type PostgresClient, type PostgresPool } from "../postgres/database.ts";
 import {
   CONVERSATION_COLUMNS,
+  IDEMPOTENCY_COLUMNS,
   INTERRUPT_COLUMNS,
   RUN_COLUMNS,
   toConversationRecord,
+  toIdempotencyRecord,
   toInterruptRecord,
   toOwnerRecord,
   toRunRecord,
   type ConversationRow,
+  type IdempotencyRow,
   type InterruptRow,
   type OwnerRow,
   type RunRow,
@@ -69,7 +72,7 @@ const SQL = {
   forgetExpiredKeys: `DELETE FROM idempotency_keys WHERE created_at < $1`,
   insertKey: `INSERT INTO idempotency_keys (principal, key, operation, request_hash, conversation_id, run_id, created_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING principal`,
-  idempotencyKey: `SELECT principal, key, operation, request_hash, conversation_id, run_id, created_at FROM idempotency_keys
+  idempotencyKey: `SELECT ${IDEMPOTENCY_COLUMNS} FROM idempotency_keys
     WHERE principal = $1 AND key = $2 AND created_at >= $3`,
   anyQueued: `SELECT 1 AS one FROM runs WHERE status = 'queued' LIMIT 1`,
   lockQueue: `SELECT pg_advisory_xact_lock(hashtextextended('runledger:queue', 0))`,
@@ -237,25 +240,8 @@ export class PostgresRunStore implements RunStore {
   }
 
   async idempotencyKey(principal: string, key: string, since: Date): Promise<IdempotencyRecord | null> {
-    const [row] = await this.#query<{
-      principal: string;
-      key: string;
-      operation: string;
-      request_hash: string;
-      conversation_id: string | null;
-      run_id: string | null;
-      created_at: Date;
-    }>(this.#pool, "idempotencyKey", [principal, key, since]);
-    if (!row) return null;
-    return {
-      principal: row.principal,
-      key: row.key,
-      operation: row.operation as IdempotencyRecord["operation"],
-      requestHash: row.request_hash,
-      conversationId: row.conversation_id,
-      runId: row.run_id,
-      createdAt: row.created_at,
-    };
+    const [row] = await this.#query<IdempotencyRow>(this.#pool, "idempotencyKey", [principal, key, since]);
+    return row ? toIdempotencyRecord(row) : null;
   }
 
   async recordIdempotencyKey(record: IdempotencyRecord): Promise<void> {

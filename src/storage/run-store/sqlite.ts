@@ -19,15 +19,18 @@ import type { SqliteDatabase } from "../sqlite/database.ts";
 import type { WriteGate } from "../sqlite/write-gate.ts";
 import {
   CONVERSATION_COLUMNS,
+  IDEMPOTENCY_COLUMNS,
   INTERRUPT_COLUMNS,
   RUN_COLUMNS,
   formatSqliteDate,
   parseSqliteDate,
   toConversationRecord,
+  toIdempotencyRecord,
   toInterruptRecord,
   toOwnerRecord,
   toRunRecord,
   type ConversationRow,
+  type IdempotencyRow,
   type InterruptRow,
   type OwnerRow,
   type RunRow,
@@ -162,11 +165,8 @@ function readStatements(db: SqliteDatabase) {
     getConversation: db.prepare<[string], ConversationRow>(`SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = ?`),
     getRun: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`),
     activeRun: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = ? AND status IN ('queued', 'running') LIMIT 1`),
-    idempotencyKey: db.prepare<
-      [string, string, string],
-      { principal: string; key: string; operation: string; request_hash: string; conversation_id: string | null; run_id: string | null; created_at: string }
-    >(
-      `SELECT principal, key, operation, request_hash, conversation_id, run_id, created_at FROM idempotency_keys WHERE principal = ? AND key = ? AND created_at >= ?`,
+    idempotencyKey: db.prepare<[string, string, string], IdempotencyRow>(
+      `SELECT ${IDEMPOTENCY_COLUMNS} FROM idempotency_keys WHERE principal = ? AND key = ? AND created_at >= ?`,
     ),
     anyQueued: db.prepare<[], { one: number }>(`SELECT 1 AS one FROM runs WHERE status = 'queued' LIMIT 1`),
     notRunning: db.prepare<[string], { id: string }>(`SELECT id FROM runs WHERE id ${IN_IDS} AND status <> 'running'`),
@@ -396,16 +396,7 @@ export class SqliteRunStore implements RunStore {
 
   async idempotencyKey(principal: string, key: string, since: Date): Promise<IdempotencyRecord | null> {
     const row = this.#r.idempotencyKey.get(principal, key, formatSqliteDate(since));
-    if (!row) return null;
-    return {
-      principal: row.principal,
-      key: row.key,
-      operation: row.operation as IdempotencyRecord["operation"],
-      requestHash: row.request_hash,
-      conversationId: row.conversation_id,
-      runId: row.run_id,
-      createdAt: parseSqliteDate(row.created_at),
-    };
+    return row ? toIdempotencyRecord(row) : null;
   }
 
   async recordIdempotencyKey(record: IdempotencyRecord): Promise<void> {

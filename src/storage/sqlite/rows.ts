@@ -5,7 +5,7 @@
 // shared codec (../rows.ts).
 import * as rows from "../rows.ts";
 
-export { CONVERSATION_COLUMNS, INTERRUPT_COLUMNS, RUN_COLUMNS } from "../rows.ts";
+export { CONVERSATION_COLUMNS, IDEMPOTENCY_COLUMNS, INTERRUPT_COLUMNS, RUN_COLUMNS } from "../rows.ts";
 
 /** A stored DATETIME: ISO 8601 text, or SQLite's CURRENT_TIMESTAMP default ("YYYY-MM-DD HH:MM:SS", UTC). */
 export function parseSqliteDate(value: string | number): Date {
@@ -22,8 +22,9 @@ export type ConversationRow = rows.ConversationRow<SqliteDate>;
 export type RunRow = rows.RunRow<SqliteDate>;
 export type OwnerRow = rows.OwnerRow<SqliteDate>;
 export type InterruptRow = rows.InterruptRow<SqliteDate, string>;
+export type IdempotencyRow = rows.IdempotencyRow<SqliteDate>;
 
-export const { toConversationRecord, toRunRecord, toOwnerRecord, toInterruptRecord } = rows.rowCodec<SqliteDate, string>({
+export const { toConversationRecord, toRunRecord, toOwnerRecord, toInterruptRecord, toIdempotencyRecord } = rows.rowCodec<SqliteDate, string>({
   date: parseSqliteDate,
   json: (text) => JSON.parse(text),
 });
