@@ -647,6 +647,8 @@ export class RunService {
       room,
       endpoints: endpointLimits(agents, admission),
       at: this.#now(),
+      own: new Set(this.#queuedBy.keys()),
+      preferOwnMs: PREFER_OWN_MS,
     });
     await Promise.all(claimed.map((run) => this.#launchClaimed(run)));
   }

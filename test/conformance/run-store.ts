@@ -361,6 +361,28 @@ export function describeRunStoreConformance(backend: StorageBackend) {
         await store.finishRun(c0!.id, outcome({ finishedAt: at(600) }));
       }));
 
+    it("leaves a queued run to the instance that took its request for preferOwnMs, then lets any instance take it", () =>
+      withStore(async (store) => {
+        const E = "agent:prefer";
+        const id = randomUUID();
+        const { run } = await store.startRun(newRun(id, { startedAt: at(0), endpoint: E }), newConversation("p"));
+        const claim = (ownerId: string, ms: number, own: string[]) =>
+          store.claimQueued({ ownerId, room: 5, endpoints: new Map([[E, 1]]), at: at(ms), own: new Set(own), preferOwnMs: 5_000 });
+        // Another instance, within the window: nothing.
+        expect(await claim("owner-b", 4_000, [])).toEqual([]);
+        expect((await store.getRun(run.id))?.status).toBe("queued");
+        // Past the window (the instance that queued it is gone, say): anyone takes it, once.
+        const taken = await claim("owner-b", 5_000, []);
+        expect(taken.map((r) => [r.id, r.ownerId])).toEqual([[run.id, "owner-b"]]);
+        expect(await claim("owner-a", 5_100, [run.id])).toEqual([]);
+        await store.finishRun(run.id, outcome({ finishedAt: at(6_000) }));
+
+        // The instance that queued it takes it at once.
+        const next = (await store.startRun(newRun(randomUUID(), { startedAt: at(7_000), endpoint: E }), newConversation("p2"))).run;
+        expect((await claim("owner-a", 7_010, [next.id])).map((r) => r.ownerId)).toEqual(["owner-a"]);
+        await store.finishRun(next.id, outcome({ finishedAt: at(8_000) }));
+      }));
+
     it("counts a starter's queued runs among its active ones for the quota", () =>
       withStore(async (store) => {
         const quota = { activeRuns: 1, runsPerMinute: 0 };
