@@ -142,6 +142,12 @@ export interface NewRun {
   /** The model endpoint whose capacity it needs; the run waits queued until an instance claims it (RunStore.claimQueued). */
   endpoint?: string | null;
   /**
+   * Multitask ENQUEUE: when the conversation has an active run, wait queued
+   * behind it (queueReason BEHIND_ACTIVE_RUN) instead of RunInProgressError.
+   * Only a run with an endpoint can wait.
+   */
+  behind?: boolean;
+  /**
    * The starter's quotas, checked in the same transaction as the insert (so they
    * hold across instances): QuotaExceededError when it already has `activeRuns`
    * running, or started `runsPerMinute` runs in the last minute. 0 is no limit;

@@ -82,7 +82,7 @@ export interface InterruptResponse {
 export const TITLE_MAX_CHARS = 50;
 
 /** What startRun does when the conversation has an active run (the GraphQL enum Multitask). */
-export type Multitask = "reject" | "interrupt" | "rollback";
+export type Multitask = "reject" | "enqueue" | "interrupt" | "rollback";
 
 /**
  * How long other instances leave a run to the instance that queued it (which
@@ -200,8 +200,9 @@ export class RunService {
     }
     this.#requireAccepting();
     try {
-      if (input.conversationId != null && multitask !== "reject") await this.#makeWay(input.conversationId, multitask, principal);
-      return await this.#startRun(input, message, principal, key);
+      if (input.conversationId != null && (multitask === "interrupt" || multitask === "rollback"))
+        await this.#makeWay(input.conversationId, multitask, principal);
+      return await this.#startRun(input, message, principal, key, multitask === "enqueue");
     } catch (error) {
       if (!(error instanceof IdempotencyKeyTakenError) || !key) throw error;
       // A retry racing the first call (on any instance): answer what the first one did.
@@ -214,10 +215,19 @@ export class RunService {
   /**
    * INTERRUPT and ROLLBACK: the conversation's active run is cancelled (it keeps
    * its partial output), and for ROLLBACK the checkpoints it wrote are dropped,
-   * so the new run starts where the cancelled one did.
+   * so the new run starts where the cancelled one did. Runs that waited behind
+   * it (ENQUEUE) are cancelled first: the new message goes now, not after them.
    */
-  async #makeWay(conversationId: string, multitask: Exclude<Multitask, "reject">, principal: Principal): Promise<void> {
+  async #makeWay(conversationId: string, multitask: "interrupt" | "rollback", principal: Principal): Promise<void> {
     const conversation = await this.#visibleConversation(conversationId, principal);
+    const waiting = ((await this.options.store.runsOf([conversation.id])).get(conversation.id) ?? []).filter(
+      (r) => r.status === "queued" && r.queueReason === "BEHIND_ACTIVE_RUN",
+    );
+    for (const run of waiting.reverse()) {
+      await this.#cancelRun({ runId: run.id }, principal).catch((error: unknown) => {
+        if (!(error instanceof RunNotActiveError)) throw error; // promoted and ended meanwhile
+      });
+    }
     const active = await this.options.store.activeRun(conversation.id);
     if (!active) return;
     const cancelled = await this.#cancelRun({ runId: active.id }, principal).catch((error: unknown) => {
@@ -257,6 +267,7 @@ export class RunService {
     message: string,
     principal: Principal,
     key: NewIdempotencyKey | null,
+    behind = false,
   ): Promise<{ run: RunRecord; conversation: ConversationRecord }> {
     const idempotency = key ?? undefined;
     if (input.conversationId == null) {
@@ -275,7 +286,11 @@ export class RunService {
     const conversation = await this.#visibleConversation(input.conversationId, principal);
     const agent = this.#requireAgent(input.agent ?? conversation.agent, conversation);
     const [startMark, head] = await this.#startPoint(conversation.id);
-    const result = await this.options.store.startRun({ ...this.#newRun(conversation.id, "start", message, startMark, head, principal, agent), idempotency });
+    const result = await this.options.store.startRun({
+      ...this.#newRun(conversation.id, "start", message, startMark, head, principal, agent),
+      idempotency,
+      behind: behind && this.options.admission !== undefined,
+    });
     return { ...result, run: await this.#begin(result.run, agent, { kind: "message", text: message }, "updated", principal) };
   }
 
@@ -533,6 +548,8 @@ export class RunService {
     this.#queuedOrigin.delete(run.id);
     await this.options.bus.requestCancel(run.id).catch((error: unknown) => this.options.logger.warn("cancel request not delivered", { runId: run.id, error }));
     this.#announce({ conversationId: run.conversationId, kind: "updated", at: this.#now() });
+    // A run waiting behind this one (ENQUEUE) may go now.
+    if (run.status === "queued") void this.claimQueued();
     return finished;
   }
 
@@ -695,6 +712,19 @@ export class RunService {
     return [await mintMarkAfter(floor, this.options.maxClockSkewMs), heads.get(conversationId) ?? null];
   }
 
+  /**
+   * A run that waited behind another (ENQUEUE) was given its start when it was
+   * queued; it starts now, after what that run recorded, so its correlation
+   * window holds only its own checkpoints.
+   */
+  async #moveStartPastEarlierRuns(run: RunRecord): Promise<void> {
+    if (run.queuedAt === null) return;
+    const floor = await this.options.store.lastMark(run.conversationId);
+    if (floor === null || floor <= run.startMark) return;
+    const [startMark, head] = await this.#startPoint(run.conversationId);
+    await this.options.store.moveStart(run.id, startMark, head);
+  }
+
   #announce(change: ConversationChange): void {
     announceConversationChange(this.options.bus, this.options.logger, change);
   }
@@ -752,6 +782,7 @@ export class RunService {
     const ownCheckpoints = new Set<string>();
     let failure: Classified | null = null;
     try {
+      await this.#moveStartPastEarlierRuns(run);
       await agent.execute({
         agentName,
         conversationId: run.conversationId,

@@ -31,6 +31,10 @@ export const Multitask = builder.enumType("Multitask", {
   description: "What startRun does when the conversation already has an active (queued or running) run.",
   values: {
     REJECT: { value: "reject", description: "Refuse with RunInProgressError (the default)." },
+    ENQUEUE: {
+      value: "enqueue",
+      description: "Queue this run behind the active one (QUEUED, BEHIND_ACTIVE_RUN); it starts when every run ahead of it has ended, in the order sent.",
+    },
     INTERRUPT: { value: "interrupt", description: "Cancel the active run (its partial output kept, CANCELLED), then start this one." },
     ROLLBACK: {
       value: "rollback",

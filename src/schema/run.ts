@@ -104,7 +104,10 @@ const StartRunInput = builder.inputType("StartRunInput", {
     agent: t.string({
       description: "The agent of a new conversation (default: default). A conversation keeps its agent: for one that exists, only its own is accepted.",
     }),
-    multitask: t.field({ type: Multitask, description: "When the conversation has an active run: REJECT (default), INTERRUPT or ROLLBACK it." }),
+    multitask: t.field({
+      type: Multitask,
+      description: "When the conversation has an active run: REJECT (default), ENQUEUE behind it, INTERRUPT or ROLLBACK it.",
+    }),
     idempotencyKey: t.string({
       description:
         "A key the client chooses (at most 255 characters): a retry with the same key and input within 24 hours answers the first call's result and does nothing again.",

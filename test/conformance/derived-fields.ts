@@ -16,7 +16,7 @@ const TRUTH = /* GraphQL */ `
         messages { role }
         activeRun { id }
         latestRun { id }
-        runs(first: 20) { totalCount edges { node { id status startedAt finishedAt } } }
+        runs(first: 20) { totalCount edges { node { id status queueReason startedAt finishedAt } } }
       } }
     }
   }
@@ -29,7 +29,7 @@ interface TruthNode {
   messages: { role: string }[];
   activeRun: { id: string } | null;
   latestRun: { id: string } | null;
-  runs: { totalCount: number; edges: { node: { id: string; status: string; startedAt: string; finishedAt: string | null } }[] };
+  runs: { totalCount: number; edges: { node: { id: string; status: string; queueReason: string | null; startedAt: string; finishedAt: string | null } }[] };
 }
 
 async function readAll(url: string): Promise<TruthNode[]> {
@@ -48,9 +48,12 @@ export function derivedFieldProblems(c: TruthNode): string[] {
   const problems: string[] = [];
   const runs = c.runs.edges.map((e) => e.node);
   if (runs.length < c.runs.totalCount) return [`${c.runs.totalCount} runs: more than this check reads`];
-  const running = runs.filter((r) => r.status === "RUNNING" || r.status === "QUEUED");
+  // Runs waiting behind the active one (ENQUEUE) are not active; the first of them is when nothing else is.
+  const behind = runs.filter((r) => r.status === "QUEUED" && r.queueReason === "BEHIND_ACTIVE_RUN");
+  const running = runs.filter((r) => (r.status === "RUNNING" || r.status === "QUEUED") && !behind.includes(r));
   if (running.length > 1) problems.push(`${running.length} running runs`);
-  if ((c.activeRun?.id ?? null) !== (running[0]?.id ?? null)) problems.push(`activeRun ${c.activeRun?.id ?? null}, running ${running[0]?.id ?? null}`);
+  const active = running[0] ?? behind[0];
+  if ((c.activeRun?.id ?? null) !== (active?.id ?? null)) problems.push(`activeRun ${c.activeRun?.id ?? null}, running ${active?.id ?? null}`);
   // Runs are listed oldest first (startedAt, then id): the latest is the last one.
   if ((c.latestRun?.id ?? null) !== (runs.at(-1)?.id ?? null)) problems.push(`latestRun ${c.latestRun?.id ?? null}, last started ${runs.at(-1)?.id ?? null}`);
   const lastActivity = Math.max(0, ...runs.flatMap((r) => [Date.parse(r.startedAt), r.finishedAt ? Date.parse(r.finishedAt) : 0]));

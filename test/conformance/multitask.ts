@@ -2,7 +2,9 @@
 // active. REJECT (the default) refuses it; INTERRUPT cancels the active run (its
 // partial output kept) and starts the new one on the thread as it was left;
 // ROLLBACK cancels it and drops the checkpoints it wrote, so the new run starts
-// where the cancelled one did. The derived fields stay true after each.
+// where the cancelled one did; ENQUEUE queues it behind the active run (and any
+// others waiting there), each run in turn with its own checkpoints. The derived
+// fields stay true after each.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOllama, type FakeOllama } from "../../testkit/fake-ollama.ts";
 import { startTestApp, waitForRun } from "../../testkit/app.ts";
@@ -19,6 +21,23 @@ const START = /* GraphQL */ `
       __typename
       ... on StartRunSuccess { run { id } conversation { id } }
       ... on RunInProgressError { code activeRunId }
+    }
+  }
+`;
+const QUEUED_RUN = /* GraphQL */ `
+  query ($id: ID!) { run(id: $id) { status queueReason queuePosition } }
+`;
+const ACTIVE = /* GraphQL */ `
+  query ($id: ID!) { conversation(id: $id) { activeRun { id } } }
+`;
+const CANCEL = /* GraphQL */ `
+  mutation ($runId: ID!) { cancelRun(input: { runId: $runId }) { __typename ... on CancelRunSuccess { run { status } } } }
+`;
+const RUNS_AND_CHECKPOINTS = /* GraphQL */ `
+  query ($id: ID!) {
+    conversation(id: $id) {
+      messages { content }
+      runs(first: 10) { edges { node { id status checkpoints { id run { id } } } } }
     }
   }
 `;
@@ -68,6 +87,61 @@ export function describeMultitaskConformance(deployment: Deployment) {
         });
       }
       await app.services.runs.cancelRun({ runId: busyRunId }, LOCAL_PRINCIPAL);
+    });
+
+    it("ENQUEUE: the message waits QUEUED behind the active run and runs after it, in the order sent, each with its own checkpoints", async () => {
+      const { conversationId, busyRunId } = await busyConversation();
+      const queue = async (message: string) => {
+        const started = (await gqlOk(app.url, START, { message, conversationId, multitask: "ENQUEUE" })).startRun;
+        expect(started.__typename).toBe("StartRunSuccess");
+        return started.run.id as string;
+      };
+      const second = await queue("Second.");
+      const third = await queue("Third.");
+      const dropped = await queue("Never mind.");
+      for (const [i, id] of [second, third, dropped].entries()) {
+        const { run } = await gqlOk(app.url, QUEUED_RUN, { id });
+        expect(run).toMatchObject({ status: "QUEUED", queueReason: "BEHIND_ACTIVE_RUN" });
+        expect(run.queuePosition).toBe(i + 1);
+      }
+      // The running run stays the conversation's active run; REJECT still refuses, naming it.
+      expect((await gqlOk(app.url, ACTIVE, { id: conversationId })).conversation.activeRun).toEqual({ id: busyRunId });
+      expect((await gqlOk(app.url, START, { message: "Now!", conversationId })).startRun).toMatchObject({
+        __typename: "RunInProgressError",
+        activeRunId: busyRunId,
+      });
+      // A run waiting in line is cancelled at once and never runs.
+      expect((await gqlOk(app.url, CANCEL, { runId: dropped })).cancelRun).toEqual({ __typename: "CancelRunSuccess", run: { status: "CANCELLED" } });
+      expect((await gqlOk(app.url, QUEUED_RUN, { id: third })).run.queuePosition).toBe(2);
+
+      // The active run ends (here by its own cancel): the line moves, one run at a time.
+      await app.services.runs.cancelRun({ runId: busyRunId }, LOCAL_PRINCIPAL);
+      expect(await waitForRun(app.url, second)).toMatchObject({ status: "COMPLETED" });
+      expect(await waitForRun(app.url, third)).toMatchObject({ status: "COMPLETED" });
+      const { conversation } = await gqlOk(app.url, RUNS_AND_CHECKPOINTS, { id: conversationId });
+      expect(conversation.messages.map((m: { content: string }) => m.content)).toEqual([
+        "First turn.",
+        "Echo: First turn.",
+        "A long question.",
+        "Second.",
+        "Echo: Second.",
+        "Third.",
+        "Echo: Third.",
+      ]);
+      expect(fake.requests.filter((r) => r.messages.at(-1)?.content === "Never mind.")).toEqual([]);
+      // The correlation edge: every checkpoint belongs to exactly the run that lists it; the queued runs wrote their own.
+      const runs = conversation.runs.edges.map((e: any) => e.node);
+      const byId = new Map(runs.map((r: any) => [r.id, r]));
+      expect((byId.get(second) as any).checkpoints.length).toBeGreaterThan(0);
+      expect((byId.get(third) as any).checkpoints.length).toBeGreaterThan(0);
+      expect(byId.get(dropped) as any).toMatchObject({ status: "CANCELLED", checkpoints: [] });
+      const seen = new Set<string>();
+      for (const run of runs)
+        for (const checkpoint of run.checkpoints) {
+          expect(checkpoint.run).toEqual({ id: run.id });
+          expect(seen.has(checkpoint.id)).toBe(false);
+          seen.add(checkpoint.id);
+        }
     });
 
     it("INTERRUPT: the active run ends CANCELLED with its partial output; the new one runs on the thread it left", async () => {

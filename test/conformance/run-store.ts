@@ -383,6 +383,42 @@ export function describeRunStoreConformance(backend: StorageBackend) {
         await store.finishRun(next.id, outcome({ finishedAt: at(8_000) }));
       }));
 
+    it("queues a run behind the conversation's active one when asked (ENQUEUE), and promotes the oldest once nothing else is active", () =>
+      withStore(async (store) => {
+        const E = "agent:line";
+        const conversationId = randomUUID();
+        const claim = (ms: number) => store.claimQueued({ ownerId: "owner-a", room: 5, endpoints: new Map([[E, 5]]), at: at(ms) });
+        const first = (await store.startRun(newRun(conversationId, { startedAt: at(0), endpoint: E }), newConversation("line"))).run;
+        expect((await claim(10)).map((r) => r.id)).toEqual([first.id]);
+        // Without `behind` the active run refuses; with it the run waits behind, and so does the next.
+        await expect(store.startRun(newRun(conversationId, { startedAt: at(20), endpoint: E }))).rejects.toBeInstanceOf(RunInProgressError);
+        const second = (await store.startRun(newRun(conversationId, { startedAt: at(30), startMark: "0003", endpoint: E, behind: true }))).run;
+        const third = (await store.startRun(newRun(conversationId, { startedAt: at(40), startMark: "0004", endpoint: E, behind: true }))).run;
+        const dropped = (await store.startRun(newRun(conversationId, { startedAt: at(50), startMark: "0005", endpoint: E, behind: true }))).run;
+        for (const run of [second, third, dropped]) expect(run).toMatchObject({ status: "queued", queueReason: "BEHIND_ACTIVE_RUN", ownerId: null });
+        expect((await store.activeRun(conversationId))?.id).toBe(first.id);
+        expect((await store.activeRuns([conversationId])).get(conversationId)?.id).toBe(first.id);
+        // While the active run runs, claims leave the line alone.
+        expect(await claim(60)).toEqual([]);
+        // A cancel in line closes its window where it ends: it holds no checkpoint of the run ahead.
+        const cancelled = await store.finishRun(dropped.id, outcome({ status: "cancelled", errorCode: "CANCELLED", finishedAt: at(70), endMark: "0007" }));
+        expect(cancelled).toMatchObject({ status: "cancelled", startMark: "0007", endMark: "0007" });
+
+        await store.finishRun(first.id, outcome({ finishedAt: at(100), endMark: "0010" }));
+        // Between the end and the next claim, the first in line stands as the active run; a plain start is still refused.
+        expect((await store.activeRun(conversationId))?.id).toBe(second.id);
+        await expect(store.startRun(newRun(conversationId, { startedAt: at(110), endpoint: E }))).rejects.toMatchObject({ activeRunId: second.id });
+        expect((await claim(120)).map((r) => r.id)).toEqual([second.id]);
+        expect((await store.getRun(third.id))?.queueReason).toBe("BEHIND_ACTIVE_RUN");
+        // Its start moves past what the run ahead recorded.
+        await store.moveStart(second.id, "0011", "checkpoint-after-first");
+        expect(await store.getRun(second.id)).toMatchObject({ startMark: "0011", startCheckpointId: "checkpoint-after-first" });
+        await store.finishRun(second.id, outcome({ finishedAt: at(200), endMark: "0020" }));
+        expect((await claim(210)).map((r) => r.id)).toEqual([third.id]);
+        await store.finishRun(third.id, outcome({ finishedAt: at(300), endMark: "0030" }));
+        expect(await store.activeRun(conversationId)).toBeNull();
+      }));
+
     it("counts a starter's queued runs among its active ones for the quota", () =>
       withStore(async (store) => {
         const quota = { activeRuns: 1, runsPerMinute: 0 };

@@ -56,6 +56,11 @@ function pageSql(direction: "ASC" | "DESC", fromCursor: boolean): string {
     WHERE position > $2 AND position <= $3 ORDER BY position`;
 }
 
+// Multitask ENQUEUE: a run queued behind its conversation's active run is not
+// that conversation's active run until a claim promotes it (the oldest first,
+// once nothing else of the conversation is queued or running).
+const BEHIND = `(queue_reason IS NOT DISTINCT FROM 'BEHIND_ACTIVE_RUN')`;
+
 const SQL = {
   insertConversation: `INSERT INTO conversations (id, title, created_at, updated_at, message_count, agent, forked_from_conversation_id, forked_from_checkpoint_id, owner)
     VALUES ($1, $2, $3, $3, $7, $4, $5, $6, $8)`,
@@ -66,8 +71,8 @@ const SQL = {
   lockConversation: `SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = $1 FOR UPDATE`,
   deleteConversation: `DELETE FROM conversations WHERE id = $1`,
   insertRun: `INSERT INTO runs (id, conversation_id, kind, status, input, started_at, start_mark, owner_id, start_checkpoint_id, started_by,
-      started_by_role, endpoint, queued_at, last_event_seq)
-    VALUES ($1, $2, $3, $10, $4, $5, $6, $7, $8, $9, $11, $12, $13, 0) RETURNING ${RUN_COLUMNS}`,
+      started_by_role, endpoint, queued_at, queue_reason, last_event_seq)
+    VALUES ($1, $2, $3, $10, $4, $5, $6, $7, $8, $9, $11, $12, $13, $14, 0) RETURNING ${RUN_COLUMNS}`,
   // Claims take turns (a transaction-scoped lock), so the counts of running runs hold until the claim commits.
   forgetExpiredKeys: `DELETE FROM idempotency_keys WHERE created_at < $1`,
   insertKey: `INSERT INTO idempotency_keys (principal, key, operation, request_hash, conversation_id, run_id, created_at)
@@ -77,8 +82,15 @@ const SQL = {
   anyQueued: `SELECT 1 AS one FROM runs WHERE status = 'queued' LIMIT 1`,
   lockQueue: `SELECT pg_advisory_xact_lock(hashtextextended('runledger:queue', 0))`,
   // A row a cancel is changing right now is skipped, not waited for.
-  queueCandidates: `SELECT id, queued_at, endpoint, started_by, conversation_id, queue_reason FROM runs WHERE status = 'queued'
+  queueCandidates: `SELECT id, queued_at, endpoint, started_by, conversation_id, queue_reason FROM runs WHERE status = 'queued' AND NOT ${BEHIND}
     ORDER BY queued_at, id LIMIT $1 FOR UPDATE SKIP LOCKED`,
+  promoteBehind: `UPDATE runs SET queue_reason = NULL WHERE id IN (
+      SELECT b.id FROM runs b WHERE b.status = 'queued' AND b.queue_reason = 'BEHIND_ACTIVE_RUN'
+        AND NOT EXISTS (SELECT 1 FROM runs a WHERE a.conversation_id = b.conversation_id AND a.status IN ('queued', 'running')
+          AND a.queue_reason IS DISTINCT FROM 'BEHIND_ACTIVE_RUN')
+        AND NOT EXISTS (SELECT 1 FROM runs e WHERE e.conversation_id = b.conversation_id AND e.status = 'queued' AND e.queue_reason = 'BEHIND_ACTIVE_RUN'
+          AND (e.queued_at, e.id) < (b.queued_at, b.id)))`,
+  moveStart: `UPDATE runs SET start_mark = $1, start_checkpoint_id = $2 WHERE id = $3 AND status = 'running'`,
   runningByEndpoint: `SELECT endpoint, count(*)::int AS n FROM runs WHERE status = 'running' AND endpoint IS NOT NULL GROUP BY endpoint`,
   runningByStarter: `SELECT COALESCE(started_by, conversation_id) AS k, count(*)::int AS n FROM runs
     WHERE status = 'running' AND COALESCE(started_by, conversation_id) = ANY($1) GROUP BY 1`,
@@ -95,13 +107,14 @@ const SQL = {
       count(*)::int AS recent, min(started_at) AS oldest
     FROM runs WHERE started_by = $1 AND started_at > $2`,
   finishRun: `UPDATE runs SET status = $1, error_code = $2, error_message = $3, partial_output = $4, finished_at = $5, end_mark = $6, last_event_seq = $7,
-      input_tokens = $9, output_tokens = $10, model_calls = $11, time_to_first_token_ms = $12, model_duration_ms = $13
+      input_tokens = $9, output_tokens = $10, model_calls = $11, time_to_first_token_ms = $12, model_duration_ms = $13,
+      start_mark = CASE WHEN status = 'queued' THEN COALESCE($6, start_mark) ELSE start_mark END
     WHERE id = $8 AND status IN ('queued', 'running') RETURNING ${RUN_COLUMNS}`,
   insertInterrupt: `INSERT INTO interrupts (run_id, id, conversation_id, node, value, created_at) VALUES ($1, $2, $3, $4, $5::jsonb, $6)`,
   answerInterrupt: `UPDATE interrupts SET answered_by_run_id = $1, answer = $2::jsonb, answered_at = $3 WHERE conversation_id = $4 AND id = $5 AND answered_by_run_id IS NULL`,
   interruptsOf: `SELECT ${INTERRUPT_COLUMNS} FROM interrupts WHERE conversation_id = ANY($1) ORDER BY conversation_id, created_at, position`,
   getRun: `SELECT ${RUN_COLUMNS} FROM runs WHERE id = $1`,
-  activeRun: `SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = $1 AND status IN ('queued', 'running') LIMIT 1`,
+  activeRun: `SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = $1 AND status IN ('queued', 'running') ORDER BY ${BEHIND}, queued_at, id LIMIT 1`,
   // Running rows whose owner is gone (listed) or was never registered; RETURNING gives only
   // the rows this transaction changed, so two instances sweeping at once report each run once.
   interruptOrphans: `UPDATE runs SET status = 'interrupted', error_code = 'INTERRUPTED', error_message = $1, finished_at = $2,
@@ -127,7 +140,9 @@ const SQL = {
   notRunning: `SELECT id FROM runs WHERE id = ANY($1) AND status <> 'running'`,
   conversations: `SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = ANY($1)`,
   runs: `SELECT ${RUN_COLUMNS} FROM runs WHERE id = ANY($1)`,
-  activeRuns: `SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = ANY($1) AND status IN ('queued', 'running')`,
+  // The run each conversation keeps comes last (keyRows keeps the last row per key).
+  activeRuns: `SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = ANY($1) AND status IN ('queued', 'running')
+    ORDER BY ${BEHIND} DESC, queued_at DESC, id DESC`,
   latestRuns: `SELECT DISTINCT ON (conversation_id) ${RUN_COLUMNS} FROM runs WHERE conversation_id = ANY($1) ORDER BY conversation_id, started_at DESC, id DESC`,
   runsOf: `SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = ANY($1) ORDER BY conversation_id, start_mark`,
   runCounts: `SELECT conversation_id, count(*)::int AS n FROM runs WHERE conversation_id = ANY($1) GROUP BY conversation_id`,
@@ -191,6 +206,11 @@ export class PostgresRunStore implements RunStore {
           throw new NotFoundError("Conversation", run.conversationId);
         }
         if (run.idempotency) await this.#insertKey(client, { ...run.idempotency, conversationId: run.conversationId, runId: run.id });
+        // Runs waiting behind the active one count as active too: nothing jumps their line. Every
+        // start on the conversation holds its row (touched above) until commit, so this read holds.
+        const [ahead] = newConversation ? [] : await this.#query<RunRow>(client, "activeRun", [run.conversationId]);
+        const behind = ahead !== undefined && run.endpoint != null && run.behind === true;
+        if (ahead && !behind) throw new RunInProgressError(run.conversationId, ahead.id);
         const [row] = await this.#query<RunRow>(client, "insertRun", [
           run.id,
           run.conversationId,
@@ -205,6 +225,7 @@ export class PostgresRunStore implements RunStore {
           run.startedByRole ?? null,
           run.endpoint ?? null,
           run.endpoint != null ? run.startedAt : null,
+          behind ? "BEHIND_ACTIVE_RUN" : null,
         ]);
         for (const { interruptId, value } of run.answers ?? []) {
           await this.#query(client, "answerInterrupt", [run.id, JSON.stringify(value ?? null), run.startedAt, run.conversationId, interruptId]);
@@ -253,6 +274,15 @@ export class PostgresRunStore implements RunStore {
     if ((await this.#query(this.#pool, "anyQueued", [])).length === 0) return [];
     return inTransaction(this.#pool, async (client) => {
       await this.#query(client, "lockQueue", []);
+      // A start that came in meanwhile may have taken the conversation (a unique violation): that run goes first.
+      await client.query("SAVEPOINT promote");
+      await this.#query(client, "promoteBehind", []).then(
+        () => client.query("RELEASE SAVEPOINT promote"),
+        async (error: unknown) => {
+          if (!isUniqueViolation(error)) throw error;
+          await client.query("ROLLBACK TO SAVEPOINT promote");
+        },
+      );
       const rows = await this.#query<{
         id: string;
         queued_at: Date;
@@ -278,6 +308,10 @@ export class PostgresRunStore implements RunStore {
       if (choice.claim.length === 0) return [];
       return (await this.#query<RunRow>(client, "claimRuns", [request.ownerId, choice.claim])).map(toRunRecord);
     });
+  }
+
+  async moveStart(runId: string, startMark: string, startCheckpointId: string | null): Promise<void> {
+    await this.#query(this.#pool, "moveStart", [startMark, startCheckpointId, runId]);
   }
 
   async queuePositions(runIds: readonly string[]): Promise<Map<string, number>> {

@@ -52,6 +52,18 @@ function isUniqueViolation(error: unknown): boolean {
 // Lists of ids travel as one JSON parameter, so each batch is one statement however many ids.
 const IN_IDS = "IN (SELECT value FROM json_each(?))";
 
+// Multitask ENQUEUE: a run queued behind its conversation's active run is not
+// that conversation's active run until a claim promotes it (the oldest first,
+// once nothing else of the conversation is queued or running).
+const BEHIND = `(queue_reason IS 'BEHIND_ACTIVE_RUN')`;
+const NOT_BEHIND = `queue_reason IS NOT 'BEHIND_ACTIVE_RUN'`;
+const PROMOTE_BEHIND = `UPDATE runs SET queue_reason = NULL WHERE id IN (
+  SELECT b.id FROM runs b WHERE b.status = 'queued' AND b.queue_reason = 'BEHIND_ACTIVE_RUN'
+    AND NOT EXISTS (SELECT 1 FROM runs a WHERE a.conversation_id = b.conversation_id AND a.status IN ('queued', 'running')
+      AND a.queue_reason IS NOT 'BEHIND_ACTIVE_RUN')
+    AND NOT EXISTS (SELECT 1 FROM runs e WHERE e.conversation_id = b.conversation_id AND e.status = 'queued' AND e.queue_reason = 'BEHIND_ACTIVE_RUN'
+      AND (e.queued_at < b.queued_at OR (e.queued_at = b.queued_at AND e.id < b.id))))`;
+
 function writeStatements(db: SqliteDatabase) {
   return {
     insertConversation: db.prepare<[string, string, string, string, number, string, string | null, string | null, string | null]>(
@@ -67,15 +79,17 @@ function writeStatements(db: SqliteDatabase) {
     getConversation: db.prepare<[string], ConversationRow>(`SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = ?`),
     insertRun: db.prepare(
       `INSERT INTO runs (id, conversation_id, kind, status, input, started_at, start_mark, owner_id, start_checkpoint_id, started_by, started_by_role,
-         endpoint, queued_at, last_event_seq)
+         endpoint, queued_at, queue_reason, last_event_seq)
        VALUES (@id, @conversationId, @kind, @status, @input, @startedAt, @startMark, @ownerId, @startCheckpointId, @startedBy, @startedByRole,
-         @endpoint, @queuedAt, 0)`,
+         @endpoint, @queuedAt, @queueReason, 0)`,
     ),
     // The queue, oldest first, and what executes now (claimQueued).
     queueCandidates: db.prepare<
       [number],
       { id: string; queued_at: string; endpoint: string | null; started_by: string | null; conversation_id: string; queue_reason: string | null }
-    >(`SELECT id, queued_at, endpoint, started_by, conversation_id, queue_reason FROM runs WHERE status = 'queued' ORDER BY queued_at, id LIMIT ?`),
+    >(`SELECT id, queued_at, endpoint, started_by, conversation_id, queue_reason FROM runs WHERE status = 'queued' AND ${NOT_BEHIND}
+       ORDER BY queued_at, id LIMIT ?`),
+    promoteBehind: db.prepare<[]>(PROMOTE_BEHIND),
     runningByEndpoint: db.prepare<[], { endpoint: string; n: number }>(
       `SELECT endpoint, count(*) AS n FROM runs WHERE status = 'running' AND endpoint IS NOT NULL GROUP BY endpoint`,
     ),
@@ -95,6 +109,7 @@ function writeStatements(db: SqliteDatabase) {
     ),
     claimRun: db.prepare<[string, string]>(`UPDATE runs SET status = 'running', owner_id = ?, queue_reason = NULL WHERE id = ? AND status = 'queued'`),
     setQueueReason: db.prepare<[string, string]>(`UPDATE runs SET queue_reason = ? WHERE id = ? AND status = 'queued'`),
+    moveStart: db.prepare<[string, string | null, string]>(`UPDATE runs SET start_mark = ?, start_checkpoint_id = ? WHERE id = ? AND status = 'running'`),
     // A starter's running runs, and its runs started since a moment (the quotas).
     quotaCounts: db.prepare<{ who: string; since: string }, { active: number; recent: number; oldest: string | null }>(
       `SELECT (SELECT count(*) FROM runs WHERE started_by = @who AND status IN ('queued', 'running')) AS active,
@@ -105,7 +120,8 @@ function writeStatements(db: SqliteDatabase) {
       `UPDATE runs SET status = @status, error_code = @errorCode, error_message = @errorMessage, partial_output = @partialOutput,
          finished_at = @finishedAt, end_mark = @endMark, last_event_seq = @lastEventSeq,
          input_tokens = @inputTokens, output_tokens = @outputTokens, model_calls = @modelCalls,
-         time_to_first_token_ms = @timeToFirstTokenMs, model_duration_ms = @modelDurationMs
+         time_to_first_token_ms = @timeToFirstTokenMs, model_duration_ms = @modelDurationMs,
+         start_mark = CASE WHEN status = 'queued' THEN COALESCE(@endMark, start_mark) ELSE start_mark END
        WHERE id = @id AND status IN ('queued', 'running')`,
     ),
     insertInterrupt: db.prepare<[string, string, string, string, string, string]>(
@@ -115,7 +131,9 @@ function writeStatements(db: SqliteDatabase) {
       `UPDATE interrupts SET answered_by_run_id = ?, answer = ?, answered_at = ? WHERE conversation_id = ? AND id = ? AND answered_by_run_id IS NULL`,
     ),
     getRun: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`),
-    activeRun: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = ? AND status IN ('queued', 'running') LIMIT 1`),
+    activeRun: db.prepare<[string], RunRow>(
+      `SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = ? AND status IN ('queued', 'running') ORDER BY ${BEHIND} ASC, queued_at, id LIMIT 1`,
+    ),
     runsByIds: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id ${IN_IDS}`),
     // Running rows whose owner is gone (listed) or was never registered.
     orphans: db.prepare<[string], RunRow>(
@@ -164,7 +182,9 @@ function readStatements(db: SqliteDatabase) {
   return {
     getConversation: db.prepare<[string], ConversationRow>(`SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = ?`),
     getRun: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`),
-    activeRun: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = ? AND status IN ('queued', 'running') LIMIT 1`),
+    activeRun: db.prepare<[string], RunRow>(
+      `SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id = ? AND status IN ('queued', 'running') ORDER BY ${BEHIND} ASC, queued_at, id LIMIT 1`,
+    ),
     idempotencyKey: db.prepare<[string, string, string], IdempotencyRow>(
       `SELECT ${IDEMPOTENCY_COLUMNS} FROM idempotency_keys WHERE principal = ? AND key = ? AND created_at >= ?`,
     ),
@@ -178,7 +198,10 @@ function readStatements(db: SqliteDatabase) {
     lastMark: db.prepare<{ id: string }, { m: string | null }>(`SELECT ${lastMarkSql("sqlite", "@id")} AS m`),
     conversations: db.prepare<[string], ConversationRow>(`SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id ${IN_IDS}`),
     runs: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id ${IN_IDS}`),
-    activeRuns: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id ${IN_IDS} AND status IN ('queued', 'running')`),
+    // The run each conversation keeps comes last (keyRows keeps the last row per key).
+    activeRuns: db.prepare<[string], RunRow>(
+      `SELECT ${RUN_COLUMNS} FROM runs WHERE conversation_id ${IN_IDS} AND status IN ('queued', 'running') ORDER BY ${BEHIND} DESC, queued_at DESC, id DESC`,
+    ),
     queuePositions: db.prepare<[string], { id: string; position: number }>(
       `SELECT r.id, (SELECT count(*) FROM runs q WHERE q.status = 'queued' AND q.endpoint IS r.endpoint
          AND (q.queued_at < r.queued_at OR (q.queued_at = r.queued_at AND q.id <= r.id))) AS position
@@ -270,6 +293,10 @@ export class SqliteRunStore implements RunStore {
           this.#recordKeyOf(run);
         }
         const queued = run.endpoint != null;
+        // Runs waiting behind the active one count as active too: nothing jumps their line.
+        const ahead = newConversation ? undefined : w.activeRun.get(run.conversationId);
+        const behind = ahead !== undefined && queued && run.behind === true;
+        if (ahead && !behind) throw new RunInProgressError(run.conversationId, ahead.id);
         w.insertRun.run({
           id: run.id,
           conversationId: run.conversationId,
@@ -284,6 +311,7 @@ export class SqliteRunStore implements RunStore {
           startedByRole: run.startedByRole ?? null,
           endpoint: run.endpoint ?? null,
           queuedAt: queued ? startedAt : null,
+          queueReason: behind ? "BEHIND_ACTIVE_RUN" : null,
         });
         for (const { interruptId, value } of run.answers ?? [])
           w.answerInterrupt.run(run.id, JSON.stringify(value ?? null), startedAt, run.conversationId, interruptId);
@@ -408,6 +436,7 @@ export class SqliteRunStore implements RunStore {
     // Most looks find nothing queued: they cost a read, not a write transaction.
     if (!this.#r.anyQueued.get()) return [];
     return this.#write(() => {
+      w.promoteBehind.run();
       const rows = w.queueCandidates.all(CLAIM_SCAN);
       if (rows.length === 0) return [];
       const candidates = rows.map((r) => ({
@@ -475,6 +504,10 @@ export class SqliteRunStore implements RunStore {
       if (goneOwnerIds.length) w.deleteOwners.run(gone);
       return orphans.length ? w.runsByIds.all(JSON.stringify(orphans.map((r) => r.id))).map(toRunRecord) : [];
     });
+  }
+
+  async moveStart(runId: string, startMark: string, startCheckpointId: string | null): Promise<void> {
+    await this.#write(() => this.#w.moveStart.run(startMark, startCheckpointId, runId));
   }
 
   async getConversation(id: string): Promise<ConversationRecord | null> {

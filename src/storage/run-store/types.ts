@@ -54,7 +54,9 @@ export interface RunStore {
    * conversation already has an active one: the database enforces one queued or
    * running run per conversation), records `run.answers` as answered by it, and
    * bumps the conversation's updatedAt. A run with an `endpoint` is inserted
-   * `queued` (no owner) for claimQueued to admit; one without, `running`.
+   * `queued` (no owner) for claimQueued to admit; one without, `running`. With
+   * `run.behind`, a conversation's active run does not refuse it: it is queued
+   * behind it (and any others waiting there), BEHIND_ACTIVE_RUN.
    */
   startRun(run: NewRun, newConversation?: NewConversation): Promise<{ run: RunRecord; conversation: ConversationRecord }>;
   /**
@@ -84,10 +86,17 @@ export interface RunStore {
    * claim can interleave with (PostgreSQL: an advisory lock, rows taken FOR
    * UPDATE SKIP LOCKED): as many as it has room for, each only while its
    * endpoint has fewer running runs than its concurrency, fairly across starters
-   * (queue.ts). Claimed runs become `running` with that owner; the others'
-   * queueReason is brought up to date. Returns the claimed runs.
+   * (queue.ts). First, the oldest run waiting behind each conversation whose
+   * active run ended becomes an ordinary queued run. Claimed runs become
+   * `running` with that owner; the others' queueReason is brought up to date.
+   * Returns the claimed runs.
    */
   claimQueued(request: ClaimRequest): Promise<RunRecord[]>;
+  /**
+   * A claimed run that waited behind another starts later than it was queued:
+   * its correlation window starts at `startMark`, its thread at `startCheckpointId`.
+   */
+  moveStart(runId: string, startMark: string, startCheckpointId: string | null): Promise<void>;
   /** Each queued run's place in its endpoint's queue (1 is next), oldest first; runs not queued are left out. */
   queuePositions(runIds: readonly string[]): Promise<Map<string, number>>;
 
@@ -141,7 +150,7 @@ export interface RunStore {
    */
   lastMark(conversationId: string): Promise<string | null>;
   getRun(id: string): Promise<RunRecord | null>;
-  /** The conversation's queued or running run. */
+  /** The conversation's queued or running run (one waiting behind another only when it is the first in line and nothing else is active). */
   activeRun(conversationId: string): Promise<RunRecord | null>;
   /** Ids among `runIds` that are no longer `running` (ended by another process, say). */
   notRunning(runIds: string[]): Promise<string[]>;
