@@ -144,11 +144,14 @@ export function describeMultitaskConformance(deployment: Deployment) {
         }
     });
 
-    it("INTERRUPT: the active run ends CANCELLED with its partial output; the new one runs on the thread it left", async () => {
+    it("INTERRUPT: the active run (and any waiting behind it) ends CANCELLED with its partial output; the new one runs on the thread it left", async () => {
       const { conversationId, busyRunId } = await busyConversation();
+      // A message already waiting in line is cancelled too: the new one goes now.
+      const waiting = (await gqlOk(app.url, START, { message: "Later.", conversationId, multitask: "ENQUEUE" })).startRun;
       const next = (await gqlOk(app.url, START, { message: "Forget that.", conversationId, multitask: "INTERRUPT" })).startRun;
       expect(next.__typename).toBe("StartRunSuccess");
       expect(await waitForRun(app.url, next.run.id)).toMatchObject({ status: "COMPLETED" });
+      expect((await gqlOk(app.url, QUEUED_RUN, { id: waiting.run.id })).run).toMatchObject({ status: "CANCELLED" });
       const { conversation, run } = await gqlOk(app.url, DETAILS, { id: conversationId, runId: busyRunId });
       expect(run).toMatchObject({ status: "CANCELLED", errorCode: "CANCELLED", partialOutput: "Half " });
       expect(run.checkpoints.length).toBeGreaterThan(0);
