@@ -31,9 +31,11 @@ const START = /* GraphQL */ `
   }
 `;
 const LOOK = /* GraphQL */ `
-  query Look($conversation: ID!, $run: ID!, $checkpoint: ID!) {
+  query Look($conversation: ID!, $run: ID!, $checkpoint: ID!, $queued: ID!) {
     conversation(id: $conversation) { id }
-    run(id: $run) { id }
+    run(id: $run) { id toolCalls { toolCallId name } }
+    queued: run(id: $queued) { id queuePosition queueReason queuedAt }
+    queuedNode: node(id: $queued) { id ... on Run { queuePosition } }
     conversationNode: node(id: $conversation) { id }
     runNode: node(id: $run) { id }
     checkpointNode: node(id: $checkpoint) { id }
@@ -43,6 +45,16 @@ const LOOK = /* GraphQL */ `
 `;
 const MUTATIONS: { name: string; query: string; variables: (ids: AliceIds) => Record<string, unknown> }[] = [
   { name: "startRun on the conversation", query: START, variables: (ids) => ({ message: "mine now", conversationId: ids.conversation }) },
+  {
+    name: "startRun queued behind the active run (ENQUEUE)",
+    query: `mutation($c: ID!) { startRun(input: { conversationId: $c, message: "after yours", multitask: ENQUEUE }) { __typename ... on Error { code } } }`,
+    variables: (ids) => ({ c: ids.active }),
+  },
+  {
+    name: "cancelRun of the run waiting in line",
+    query: `mutation($r: ID!) { cancelRun(input: { runId: $r }) { __typename ... on Error { code } } }`,
+    variables: (ids) => ({ r: ids.queuedRun }),
+  },
   {
     name: "resumeRun answering the waiting conversation",
     query: `mutation($c: ID!, $i: ID!) { resumeRun(input: { conversationId: $c, responses: [{ interruptId: $i, value: { toolCalls: [] } }] }) { __typename ... on Error { code } } }`,
@@ -83,6 +95,7 @@ interface AliceIds {
   interrupt: string;
   active: string;
   activeRun: string;
+  queuedRun: string;
 }
 
 /** Every table but the ones that record processes and credentials' use, as JSON: equal dumps, nothing written. */
@@ -152,6 +165,16 @@ export function describeCrossUserConformance(deployment: Deployment) {
       fake.enqueue({ kind: "silence", tokens: ["Still "] });
       const active = (await as("alice", START, { message: "Take your time." })).data.startRun;
       await until(() => fake.openChatRequests() > 0, "the model request");
+      const queued = (
+        await as(
+          "alice",
+          `mutation($c: ID!) { startRun(input: { conversationId: $c, message: "And then this.", multitask: ENQUEUE }) { __typename ... on StartRunSuccess { run { id status queueReason } } } }`,
+          {
+            c: active.conversation.id,
+          },
+        )
+      ).data.startRun;
+      expect(queued.run).toMatchObject({ status: "QUEUED", queueReason: "BEHIND_ACTIVE_RUN" });
       const seen = (
         await as(
           "alice",
@@ -170,6 +193,7 @@ export function describeCrossUserConformance(deployment: Deployment) {
         interrupt: seen.w.pendingInterrupts[0].id,
         active: active.conversation.id,
         activeRun: active.run.id,
+        queuedRun: queued.run.id,
       };
       // Bob has a conversation of his own; his key has been used once (its last use recorded before the dumps).
       expect((await as("bob", START, { message: "Bob's own question." })).data.startRun.__typename).toBe("StartRunSuccess");
@@ -190,16 +214,23 @@ export function describeCrossUserConformance(deployment: Deployment) {
       );
       const before = await snapshot(env.DATABASE_URL, app.databaseFile);
 
-      const look = (await as("bob", LOOK, { conversation: ids.conversation, run: ids.run, checkpoint: ids.checkpoint })).data;
+      const look = (await as("bob", LOOK, { conversation: ids.conversation, run: ids.run, checkpoint: ids.checkpoint, queued: ids.queuedRun })).data;
       expect(look).toMatchObject({
         conversation: null,
         run: null,
+        queued: null,
+        queuedNode: null,
         conversationNode: null,
         runNode: null,
         checkpointNode: null,
         asked: { totalCount: 0, edges: [] },
       });
       expect(look.conversations.edges.map((e: any) => e.node.owner)).toEqual(["bob"]);
+      // The same question from Alice answers every field Bob was refused.
+      const own = (await as("alice", LOOK, { conversation: ids.conversation, run: ids.run, checkpoint: ids.checkpoint, queued: ids.queuedRun })).data;
+      expect(own.run.toolCalls.map((c: { name: string }) => c.name)).toEqual(["calculator"]);
+      expect(own.queued).toMatchObject({ id: ids.queuedRun, queuePosition: 1, queueReason: "BEHIND_ACTIVE_RUN" });
+      expect(own.queuedNode).toEqual({ id: ids.queuedRun, queuePosition: 1 });
       expect(look.conversations.totalCount).toBe(1);
 
       for (const mutation of MUTATIONS) {
