@@ -7,6 +7,7 @@ import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
 import { PROCESS_TEST_TIMEOUT_MS, tempDatabaseUrl, trackedServerProcesses, waitForRun } from "../testkit/app.ts";
 import { gql, wsClient } from "../testkit/graphql.ts";
 import { START_RUN } from "../testkit/documents.ts";
+import { until } from "../testkit/streaming.ts";
 import { clientTraceparent, startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from "../testkit/otlp-receiver.ts";
 import type { ServerProcess } from "../testkit/processes.ts";
 
@@ -161,6 +162,47 @@ describe("OpenTelemetry traces", () => {
       const span = await runSpan(runId);
       expect(span.traceId).toBe(client.traceId);
       expect(span.parentSpanId).toBe(client.spanId);
+    },
+    PROCESS_TEST_TIMEOUT_MS,
+  );
+
+  it(
+    "two instances: a run queued on one and executed by the other continues its client's trace (the traceparent is kept on the run's row)",
+    async () => {
+      const shared = tempDatabaseUrl();
+      const env = (name: string) => ({
+        DATABASE_URL: shared.url,
+        OLLAMA_HOST: fake.url,
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+        OTEL_SERVICE_NAME: name,
+        OTEL_BSP_SCHEDULE_DELAY: "50",
+        MODEL_CONCURRENCY: "1",
+        QUEUE_POLL_MS: "100",
+      });
+      const [taker, runner] = await Promise.all([startServerProcess(env("runledger-taker")), startServerProcess(env("runledger-runner"))]);
+      try {
+        // The model's one slot is busy on the taker, so the client's run waits queued there.
+        fake.enqueue({ kind: "silence", tokens: ["Busy "] });
+        const busy = await gql(taker.url, START_RUN, { message: "hold the model" });
+        await until(() => fake.openChatRequests() === 1, "the busy run's model call");
+        const client = clientTraceparent();
+        const queued = await gql(taker.url, START_RUN, { message: "run me elsewhere" }, { traceparent: client.traceparent });
+        const runId = queued.data.startRun.run.id;
+        expect(queued.data.startRun.run.status).toBe("QUEUED");
+        // The taker stops (its busy run INTERRUPTED) and leaves the queued run to the other instance.
+        await taker.stop();
+        expect((await waitForRun(runner.url, busy.data.startRun.run.id)).status).toBe("INTERRUPTED");
+        expect((await waitForRun(runner.url, runId, 30_000)).status).toBe("COMPLETED");
+        const span = await runSpan(runId);
+        expect(span.service).toBe("runledger-runner");
+        expect(span.traceId).toBe(client.traceId);
+        expect(span.parentSpanId).toBe(client.spanId);
+      } finally {
+        await taker.stop();
+        await runner.stop();
+        shared.remove();
+      }
     },
     PROCESS_TEST_TIMEOUT_MS,
   );

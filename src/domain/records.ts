@@ -115,6 +115,8 @@ export interface RunRecord {
   queuedAt: Date | null;
   /** Why it waits, while queued; null otherwise. */
   queueReason: QueueReasonValue | null;
+  /** The W3C traceparent its span continues (the request that started it), so any instance that executes it continues that trace; null with tracing off. */
+  traceParent: string | null;
 }
 
 /** A server process that executes runs; its heartbeat tells the others it is alive. */
@@ -147,6 +149,8 @@ export interface NewRun {
    * Only a run with an endpoint can wait.
    */
   behind?: boolean;
+  /** See RunRecord.traceParent. */
+  traceParent?: string | null;
   /**
    * The starter's quotas, checked in the same transaction as the insert (so they
    * hold across instances): QuotaExceededError when it already has `activeRuns`

@@ -607,6 +607,7 @@ export class RunService {
       startedBy: principal.id,
       startedByRole: principal.role,
       endpoint: this.options.admission ? endpointOf(this.options.agent.agent(agent)!.definition, this.options.admission.ollamaHost) : null,
+      traceParent: this.#telemetry.traceParent(),
       quota,
     };
   }
@@ -686,8 +687,8 @@ export class RunService {
   async #launchClaimed(run: RunRecord): Promise<void> {
     const principal = this.#queuedBy.get(run.id) ?? queuedRunPrincipal(run.startedBy ?? "", run.startedByRole ?? "user");
     this.#queuedBy.delete(run.id);
-    // Claimed by another instance than the one that queued it, the run's trace starts here.
-    const origin = this.#queuedOrigin.get(run.id) ?? null;
+    // Claimed by another instance than the one that queued it, the run continues the trace its row names.
+    const origin = this.#queuedOrigin.get(run.id) ?? this.#telemetry.originFrom(run.traceParent);
     this.#queuedOrigin.delete(run.id);
     const conversation = await this.options.store.getConversation(run.conversationId);
     if (!conversation) return; // deleted meanwhile (only possible once it ended)

@@ -5,7 +5,7 @@
 // span gets no per-token work.
 import { context, ROOT_CONTEXT, SpanStatusCode, trace, type Context, type Link, type Span } from "@opentelemetry/api";
 import type { Metrics } from "./metrics.ts";
-import { runParent, tracer, tracingOn } from "./tracing.ts";
+import { clientContext, runParent, traceParentOf, tracer, tracingOn } from "./tracing.ts";
 
 export interface RunFacts {
   id: string;
@@ -42,6 +42,17 @@ export class RunTelemetry {
   /** The active request's context, for a run it starts or queues (runParent); null while tracing is off. */
   origin(): RunOrigin {
     return tracingOn() ? runParent() : null;
+  }
+
+  /** The active request's run parent as a W3C traceparent, stored with the run; null while tracing is off. */
+  traceParent(): string | null {
+    return tracingOn() ? traceParentOf(runParent().parent) : null;
+  }
+
+  /** The origin of a run another instance queued: its stored traceparent, continued here (no link: that request's span is elsewhere). */
+  originFrom(traceParent: string | null): RunOrigin {
+    const parent = tracingOn() && traceParent ? clientContext({ traceparent: traceParent }) : null;
+    return parent ? { parent, request: undefined } : null;
   }
 
   /** A run begins executing; `origin` is what origin() said in the request that started or queued it. */

@@ -66,6 +66,13 @@ export function requestContext(span: Span, client: Context | null): Context {
 
 const CLIENT_PARENT = Symbol.for("runledger.client-trace-context");
 
+/** A context as a W3C traceparent, for a run row (null when it holds no span, or tracing is off). */
+export function traceParentOf(parent: Context): string | null {
+  const carrier: Record<string, string> = {};
+  propagation.inject(parent, carrier);
+  return carrier.traceparent ?? null;
+}
+
 /**
  * Where a run's span hangs: under the client's own span when the request that
  * started it carried a `traceparent` (a frontend's trace continues into the
