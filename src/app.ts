@@ -197,7 +197,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     routes: [
       ...(config.observability.metricsPort === undefined ? [metricsRoute(metrics)] : []),
       exportRoute(reads),
-      labRoute({ runs, bus, reads, logger, maxBodyBytes: config.limits.requestBytes }),
+      labRoute({ runs, bus, reads, logger, metrics, maxBodyBytes: config.limits.requestBytes }),
       consoleRoute({ logger }),
     ],
     trustedOperations,

@@ -142,16 +142,18 @@ for (const deployment of deployments) {
       const sse = sseClient(app.url);
       const overWs = collect(ws, RUN_EVENTS, { runId });
       const overSse = collect(sse, RUN_EVENTS, { runId });
-      await until(async () => {
+      // The REST lab's event stream of the same conversation.
+      const { run } = await gqlOk(app.url, `query($id: ID!) { run(id: $id) { conversation { id } } }`, { id: runId });
+      const overRest = fetch(`${app.url}/api/chat?conversation=${run.conversation.id}`).then((response) => response.text());
+      const counts = async () => {
         const m = await scrape(app.url);
-        return sampleValue(m, "runledger_subscriptions", { transport: "ws" }) === 1 && sampleValue(m, "runledger_subscriptions", { transport: "sse" }) === 1;
-      }, "one subscription per transport");
+        return ["ws", "sse", "rest"].map((transport) => sampleValue(m, "runledger_subscriptions", { transport }));
+      };
+      await until(async () => (await counts()).every((n) => n === 1), "one subscription per transport");
       await gqlOk(app.url, CANCEL_RUN, { runId });
       await Promise.all([overWs.done, overSse.done]);
-      await until(async () => {
-        const m = await scrape(app.url);
-        return sampleValue(m, "runledger_subscriptions", { transport: "ws" }) === 0 && sampleValue(m, "runledger_subscriptions", { transport: "sse" }) === 0;
-      }, "no subscription left");
+      expect(await overRest).toMatch(/event: end\ndata: \{"conversation":"[^"]+","status":"cancelled"/);
+      await until(async () => (await counts()).every((n) => n === 0), "no subscription left");
       await ws.dispose();
       await sse.dispose();
     });

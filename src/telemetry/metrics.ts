@@ -138,7 +138,7 @@ export class Metrics {
     });
     new Gauge({
       name: "runledger_subscriptions",
-      help: "Live GraphQL subscriptions on this instance, by transport (ws, sse).",
+      help: "Live subscriptions on this instance, by transport: GraphQL over ws and sse, and the REST lab's event streams (rest).",
       labelNames: ["transport"] as const,
       registers: [this.registry],
       collect() {
@@ -170,7 +170,7 @@ export class Metrics {
     this.#active = source;
   }
 
-  setSubscriptionsSource(transport: "ws" | "sse", source: Source): void {
+  setSubscriptionsSource(transport: "ws" | "sse" | "rest", source: Source): void {
     this.#subscriptions.set(transport, source);
   }
 

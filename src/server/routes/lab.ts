@@ -43,6 +43,7 @@ import { SubscriberOverflowError } from "../../storage/event-bus/subscriber.ts";
 import type { Logger } from "../../logger.ts";
 import { sendJson } from "../send.ts";
 import { principalOf } from "../auth.ts";
+import type { Metrics } from "../../telemetry/metrics.ts";
 
 export interface LabRouteOptions {
   runs: RunService;
@@ -53,6 +54,8 @@ export interface LabRouteOptions {
   maxBodyBytes: number;
   /** How often an idle event stream sends a comment line, so proxies keep it open. */
   keepAliveMs?: number;
+  /** Where open event streams are counted (`runledger_subscriptions{transport="rest"}`) and streams cut off as too slow. */
+  metrics?: Metrics;
 }
 
 const CONVERSATION_PATH = /^\/api\/conversations\/([^/]+)$/;
@@ -195,6 +198,8 @@ function replayAfter(lastEventId: string | undefined, runId: string): number {
 export function labRoute(options: LabRouteOptions): (req: IncomingMessage, res: ServerResponse) => Promise<boolean> {
   const { runs, bus, reads: sources, logger, maxBodyBytes } = options;
   const keepAliveMs = options.keepAliveMs ?? 15_000;
+  let streaming = 0;
+  options.metrics?.setSubscriptionsSource("rest", () => streaming);
 
   async function postChat(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readJsonBody(req, maxBodyBytes);
@@ -246,6 +251,7 @@ export function labRoute(options: LabRouteOptions): (req: IncomingMessage, res: 
     });
     const stop = () => void events.return?.();
     res.once("close", stop);
+    streaming += 1;
     const keepAlive = setInterval(() => res.write(": keep-alive\n\n"), keepAliveMs);
     keepAlive.unref();
     try {
@@ -257,10 +263,12 @@ export function labRoute(options: LabRouteOptions): (req: IncomingMessage, res: 
       }
     } catch (error) {
       const code = error instanceof SubscriberOverflowError ? error.code : "INTERNAL";
+      if (error instanceof SubscriberOverflowError) options.metrics?.subscribersCutOff.inc();
       if (code === "INTERNAL") logger.warn("lab event stream failed", { conversationId, runId: active.id, error });
       if (!res.destroyed) res.write(sseFrame("chat-error", { code, message: (error as Error).message }));
     } finally {
       clearInterval(keepAlive);
+      streaming -= 1;
       res.off("close", stop);
       res.end();
     }
