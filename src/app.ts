@@ -27,6 +27,7 @@ import { labRoute } from "./server/routes/lab.ts";
 import { loadTrustedManifest } from "./server/trusted-manifest.ts";
 import type { Services } from "./context.ts";
 import { Metrics } from "./telemetry/metrics.ts";
+import { timedSeam } from "./telemetry/timed-seam.ts";
 import { RunTelemetry } from "./telemetry/run-telemetry.ts";
 import { metricsRoute, startMetricsServer, type MetricsServer } from "./server/metrics-route.ts";
 
@@ -103,13 +104,17 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     throw error;
   });
 
-  const store = storage.runs;
+  // What the API and the runs call goes through timed seams (runledger_db_operation_duration_seconds).
+  const store = timedSeam(storage.runs, "run_store", metrics.dbOperation);
+  const conversationList = timedSeam(storage.conversationList, "conversation_list", metrics.dbOperation);
+  const checkpointReads = timedSeam(storage.checkpointReads, "checkpoint_reads", metrics.dbOperation);
+  const toolJournal = timedSeam(storage.toolJournal, "tool_journal", metrics.dbOperation);
   const ownership = new RunOwnership(store, {
     heartbeatMs: config.heartbeatMs,
     leaseMs: config.leaseMs,
     onError: (error) => logger.warn("heartbeat failed", { error }),
     bus,
-    messageCounts: (conversationIds) => threadMessageCounts(storage.checkpointReads, conversationIds),
+    messageCounts: (conversationIds) => threadMessageCounts(checkpointReads, conversationIds),
     onRecovered: (run) => {
       logger.info("recovered a run its stopped process left running", { runId: run.id });
       announceConversationChange(bus, logger, { conversationId: run.conversationId, kind: "updated", at: new Date() });
@@ -142,8 +147,8 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
   });
   runs = new RunService({
     store,
-    checkpointReads: storage.checkpointReads,
-    toolJournal: storage.toolJournal,
+    checkpointReads,
+    toolJournal,
     bus,
     agent,
     ownerId: ownership.id,
@@ -169,16 +174,16 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     agent,
     bus,
     store,
-    conversationList: storage.conversationList,
-    checkpointReads: storage.checkpointReads,
-    toolJournal: storage.toolJournal,
+    conversationList,
+    checkpointReads,
+    toolJournal,
   };
 
   const reads = {
     runs: store,
-    conversationList: storage.conversationList,
-    checkpointReads: storage.checkpointReads,
-    toolJournal: storage.toolJournal,
+    conversationList,
+    checkpointReads,
+    toolJournal,
     states: agent,
   };
   const authenticator = createAuthenticator({

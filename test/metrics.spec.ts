@@ -83,6 +83,8 @@ for (const deployment of deployments) {
       const waiting = await start(app, "who answers?", "interviewer");
       expect((await waitForRun(app.url, waiting)).status).toBe("WAITING");
       await until(async () => app.services.runs.activeRunIds.length === 0, "every run recorded");
+      // One read of checkpoints, for the storage timings below.
+      expect((await gqlOk(app.url, `query($id: ID!) { run(id: $id) { checkpoints { id } } }`, { id: completed })).run.checkpoints.length).toBeGreaterThan(0);
 
       const m = await scrape(app.url);
       const v = (name: string, labels: Record<string, string> = {}) => sampleValue(m, name, labels) ?? 0;
@@ -122,6 +124,14 @@ for (const deployment of deployments) {
       if (deployment.name.startsWith("SQLite")) expect(gated).toBeGreaterThan(10);
       else expect(gated).toBe(0);
       expect(m.get("runledger_db_waiting")?.type).toBe("gauge");
+      // Each storage operation is timed at its seam: four runs started and recorded, one cancelled, on either backend.
+      expect(v("runledger_db_operation_duration_seconds_count", { seam: "run_store", operation: "startRun" })).toBe(4);
+      expect(v("runledger_db_operation_duration_seconds_count", { seam: "run_store", operation: "finishRun" })).toBe(4);
+      expect(v("runledger_db_operation_duration_seconds_count", { seam: "run_store", operation: "claimQueued" })).toBeGreaterThanOrEqual(4);
+      const checkpointReads = m
+        .get("runledger_db_operation_duration_seconds")!
+        .samples.filter((x) => x.name === "runledger_db_operation_duration_seconds_count" && x.labels.seam === "checkpoint_reads");
+      expect(checkpointReads.reduce((sum, x) => sum + x.value, 0)).toBeGreaterThan(0);
       expect(v("runledger_db_waiting")).toBe(0);
       // The process's own metrics come along.
       expect(m.get("process_cpu_user_seconds_total")?.type).toBe("counter");

@@ -91,6 +91,13 @@ export class Metrics {
     buckets: [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5],
     registers: [this.registry],
   });
+  readonly dbOperation = new Histogram({
+    name: "runledger_db_operation_duration_seconds",
+    help: "Each storage operation (one transaction or one read), by seam and method, waits for a connection or the write gate included.",
+    labelNames: ["seam", "operation"] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [this.registry],
+  });
   readonly subscribersCutOff = new Counter({
     name: "runledger_subscribers_cut_off_total",
     help: "Subscriptions ended with SUBSCRIBER_TOO_SLOW because their client read too slowly.",
