@@ -181,7 +181,7 @@ describe("never stale", () => {
     await screenshot(page, "restart-caught-up");
   });
 
-  it("a dropped socket in the middle of a run: its stream resumes with after: the last seq seen, so nothing is missed or shown twice", async () => {
+  it("a list stream the server completes is subscribed again; a dropped socket in the middle of a run: its stream resumes with after: the last seq seen, so nothing is missed or shown twice", async () => {
     const sent: { at: number; message: string }[] = [];
     let refuse = false;
     const sockets: { page: WebSocketRoute; server: WebSocketRoute }[] = [];
@@ -197,6 +197,31 @@ describe("never stale", () => {
         sockets.push({ page: ws, server });
       },
     });
+    type Sent = { id?: string; type: string; payload?: { query?: string; variables?: { after?: number } } };
+    const subscribes = (to: string, since = 0) =>
+      sent
+        .filter((s) => s.at >= since)
+        .map((s) => JSON.parse(s.message) as Sent)
+        .filter((m) => m.type === "subscribe" && m.payload?.query?.includes(to));
+
+    // The list's stream completed by the server while the socket stays up: the badge says so until it is subscribed again.
+    await page.evaluate(() => {
+      const badge = document.querySelector('[aria-label="Connection"]')!;
+      const seen: string[] = ((window as unknown as { badges: string[] }).badges = []);
+      new MutationObserver(() => seen.push(badge.textContent ?? "")).observe(badge, { subtree: true, childList: true, characterData: true });
+    });
+    const listId = subscribes("conversationsChanged").at(-1)!.id!;
+    const completedAt = Date.now();
+    sockets.at(-1)!.server.send(JSON.stringify({ id: listId, type: "complete" }));
+    sockets.at(-1)!.page.send(JSON.stringify({ id: listId, type: "complete" }));
+    await eventually(() => subscribes("conversationsChanged", completedAt).length === 1, "the list's stream subscribed again");
+    await until(() => app.services.bus.stats().changeSubscribers === 1, "the list's new subscription on the server");
+    await connected(page);
+    expect(await page.evaluate(() => (window as unknown as { badges: string[] }).badges)).toContain("catching up…");
+    const elsewhere = unique("Created after the list stream ended");
+    await waitForRun(app.url, (await startViaApi(elsewhere)).runId);
+    await conversationLinks(page).filter({ hasText: elsewhere }).filter({ hasText: "COMPLETED" }).waitFor();
+
     const tokens = longAnswer(40, "tok");
     fake.enqueue({ kind: "trickle", tokens, delayMs: 80 });
     await send(page, unique("A run across a dropped socket"));
@@ -216,10 +241,7 @@ describe("never stale", () => {
 
     expect(await answer.count()).toBe(1);
     expect(await answer.textContent()).toBe(tokens.join(""));
-    const resubscribed = sent
-      .filter((s) => s.at > droppedAt)
-      .map((s) => JSON.parse(s.message) as { type: string; payload?: { query?: string; variables?: { after?: number } } })
-      .filter((m) => m.type === "subscribe" && m.payload?.query?.includes("runEvents"));
+    const resubscribed = subscribes("runEvents", droppedAt);
     expect(resubscribed.length).toBeGreaterThan(0);
     for (const m of resubscribed) expect(m.payload!.variables!.after).toBeGreaterThanOrEqual(10);
   });
