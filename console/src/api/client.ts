@@ -214,7 +214,7 @@ export class Api {
     return { text, contentType: response.headers.get("content-type") ?? "text/plain" };
   }
 
-  /** Follows a subscription; returns its unsubscribe. Errors arrive in words. */
+  /** Follows a subscription until it ends, however it ends; returns its unsubscribe. Errors arrive in words. Views that must stay live use live(). */
   subscribe<T, V extends AnyVariables>(
     document: Document<T, V>,
     variables: NoInfer<V>,
