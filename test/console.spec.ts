@@ -1100,6 +1100,7 @@ describe("the console's state", () => {
     deleted: false,
     activeRun: null,
     latestRun: null,
+    forkedFrom: null,
     ...extra,
   });
 

@@ -14,6 +14,28 @@ export interface ConnectionState {
   status: ConnectionStatus;
   /** Counts reconnections: views refetch what they show when it changes (notices sent while away are lost). */
   reconnects: number;
+  /** Live streams that ended without being asked to and wait to be subscribed again: until then the page is not fully live. */
+  resubscribing: number;
+}
+
+/** A live stream's handlers (Api.live). */
+export interface LiveHandlers<T> {
+  next: (data: T) => void;
+  /**
+   * The stream ended without being asked to: the server completed it (a
+   * graceful shutdown does) or refused it (`error` is its reason, in words).
+   * `failures` counts the ends in a row with no data between them. Return
+   * false when the end was expected (a run's stream after its terminal event)
+   * or is final; otherwise it is subscribed again, with its variables read afresh.
+   */
+  ended?: (error: string | null, failures: number) => boolean;
+  /** Subscribed again after an end: whatever was sent meanwhile was missed, so a view reads its snapshot again. */
+  restarted?: () => void;
+}
+
+/** How long a stream that ended waits before it is subscribed again: quick at first, slower if it keeps ending. */
+function restartDelay(failures: number): number {
+  return Math.min(250 * 2 ** failures, 5_000);
 }
 
 /** The server's close code for a connection_init without a valid credential (missing, wrong or expired). */
@@ -41,13 +63,22 @@ export type Outcome<T> = { ok: true; value: T } | { ok: false; refusal: Refusal 
 
 let apis = 0;
 
+/** A stream's refusal in words: graphql-ws hands over GraphQL errors, an Error, or a close event. */
+function describeStreamError(error: unknown): string {
+  if (Array.isArray(error)) return error.map((e: { message?: unknown }) => String(e?.message ?? e)).join("; ");
+  if (isCloseEvent(error)) return `the connection closed (${error.code}${error.reason ? ` ${error.reason}` : ""})`;
+  return error instanceof Error ? error.message : String(error);
+}
+
 export class Api {
   /** Tells one Api from the next (views keyed by it start afresh with a new token). */
   readonly id = ++apis;
   readonly urql: Client;
   private readonly ws: WsClient;
-  private state: ConnectionState = { status: "connecting", reconnects: 0 };
+  private state: ConnectionState = { status: "connecting", reconnects: 0, resubscribing: 0 };
   private readonly listeners = new Set<() => void>();
+  /** Every live stream: each one is subscribed again, with fresh variables, when the socket reconnects. */
+  private readonly streams = new Set<{ reconnected: () => void }>();
   private disposed = false;
 
   constructor(readonly token: string | null) {
@@ -72,6 +103,9 @@ export class Api {
       on: {
         connecting: (isRetry) => this.setState({ status: isRetry ? "reconnecting" : "connecting" }),
         connected: (_socket, _payload, wasRetry) => {
+          // Before graphql-ws sends its subscriptions again with the variables they began with:
+          // each stream starts over with its own (a run's `after` is the last seq seen).
+          if (wasRetry) for (const stream of [...this.streams]) stream.reconnected();
           this.setState({ status: "connected", reconnects: this.state.reconnects + (wasRetry ? 1 : 0) });
         },
         closed: (event) => {
@@ -163,7 +197,24 @@ export class Api {
     return { ok: true, value };
   }
 
-  /** Follows a subscription; returns its unsubscribe. Errors arrive in words. */
+  /** A plain HTTP GET beside GraphQL (an export), with the credential; throws the refusal in words. */
+  async fetchText(path: string): Promise<{ text: string; contentType: string }> {
+    const response = await fetch(path, this.token ? { headers: { authorization: `Bearer ${this.token}` } } : {});
+    const text = await response.text();
+    if (response.status === 401) this.markUnauthorized();
+    if (!response.ok) {
+      let message = text;
+      try {
+        message = (JSON.parse(text) as { message?: string }).message ?? text;
+      } catch {
+        // not JSON: the body as it is
+      }
+      throw new Error(`${response.status} ${message}`);
+    }
+    return { text, contentType: response.headers.get("content-type") ?? "text/plain" };
+  }
+
+  /** Follows a subscription until it ends, however it ends; returns its unsubscribe. Errors arrive in words. Views that must stay live use live(). */
   subscribe<T, V extends AnyVariables>(
     document: Document<T, V>,
     variables: NoInfer<V>,
@@ -174,6 +225,81 @@ export class Api {
       else if (result.data) handlers.next(result.data);
     });
     return unsubscribe;
+  }
+
+  /**
+   * Follows a subscription that must not end silently: any end the caller did
+   * not ask for (the server completed it, refused it, or went away) subscribes
+   * it again, with `variables()` read at that moment, unless `ended` says the
+   * end was expected. Returns its unsubscribe, the only end that is final.
+   */
+  live<T, V extends AnyVariables>(document: Document<T, V>, variables: () => NoInfer<V>, handlers: LiveHandlers<T>): () => void {
+    let stopped = false;
+    let failures = 0;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let current: { unsubscribe: () => void; over: boolean } | null = null;
+    const waiting = (delta: number) => this.setState({ resubscribing: this.state.resubscribing + delta });
+    const start = () => {
+      const run = { unsubscribe: () => {}, over: false };
+      current = run;
+      let lastError: string | null = null;
+      const finish = (error: string | null) => {
+        if (run.over || stopped) return;
+        run.over = true;
+        if (handlers.ended?.(error ?? lastError, failures + 1) === false) {
+          stop();
+          return;
+        }
+        waiting(1);
+        timer = setTimeout(() => {
+          timer = undefined;
+          waiting(-1);
+          if (stopped) return;
+          start();
+          handlers.restarted?.();
+        }, restartDelay(failures++));
+      };
+      run.unsubscribe = this.ws.subscribe<T>(
+        { query: document, variables: variables() as Record<string, unknown> },
+        {
+          next: (result) => {
+            if (run.over || stopped) return;
+            // An error result is the stream's last (a refusal, or a slow subscriber cut off): its words go with the end.
+            if (result.errors?.length) lastError = result.errors.map((e) => e.message).join("; ");
+            if (result.data) {
+              failures = 0;
+              handlers.next(result.data);
+            }
+          },
+          error: (error) => finish(describeStreamError(error)),
+          complete: () => finish(null),
+        },
+      );
+    };
+    const stream = {
+      reconnected: () => {
+        if (stopped || !current || current.over) return;
+        current.over = true;
+        current.unsubscribe();
+        start();
+      },
+    };
+    const stop = () => {
+      if (stopped) return;
+      stopped = true;
+      this.streams.delete(stream);
+      if (timer !== undefined) {
+        clearTimeout(timer);
+        waiting(-1);
+      }
+      if (current && !current.over) {
+        current.over = true;
+        current.unsubscribe();
+      }
+    };
+    this.streams.add(stream);
+    start();
+    return stop;
   }
 
   dispose(): void {

@@ -16,6 +16,7 @@ const ROW_FIELDS = /* GraphQL */ `
     id title agentName owner createdAt updatedAt messageCount deleted
     activeRun { id status startedAt }
     latestRun { id status kind errorCode }
+    forkedFrom { conversation { id title } }
   }
 `;
 

@@ -110,7 +110,7 @@ export type RunStatus =
 
 export type ConsoleMessageFragment = { id: string, role: MessageRole, content: string, toolCallId: string | null, name: string | null, toolCalls: Array<{ id: string, name: string, args: unknown }> };
 
-export type ConsoleRowFragment = { id: string, title: string, agentName: string, owner: string | null, createdAt: string, updatedAt: string, messageCount: number, deleted: boolean, activeRun: { id: string, status: RunStatus, startedAt: string } | null, latestRun: { id: string, status: RunStatus, kind: RunKind, errorCode: RunErrorCode | null } | null };
+export type ConsoleRowFragment = { id: string, title: string, agentName: string, owner: string | null, createdAt: string, updatedAt: string, messageCount: number, deleted: boolean, activeRun: { id: string, status: RunStatus, startedAt: string } | null, latestRun: { id: string, status: RunStatus, kind: RunKind, errorCode: RunErrorCode | null } | null, forkedFrom: { conversation: { id: string, title: string } | null } | null };
 
 export type ConsoleInterruptFragment = { id: string, node: string, value: unknown, state: InterruptState, createdAt: string, answer: unknown, answeredAt: string | null, answeredBy: { id: string } | null, run: { id: string } };
 
@@ -139,12 +139,12 @@ export type ConsoleConversationsQueryVariables = Exact<{
 }>;
 
 
-export type ConsoleConversationsQuery = { conversations: { pageInfo: { hasNextPage: boolean, endCursor: string | null }, edges: Array<{ node: { id: string, title: string, agentName: string, owner: string | null, createdAt: string, updatedAt: string, messageCount: number, deleted: boolean, activeRun: { id: string, status: RunStatus, startedAt: string } | null, latestRun: { id: string, status: RunStatus, kind: RunKind, errorCode: RunErrorCode | null } | null } }> } };
+export type ConsoleConversationsQuery = { conversations: { pageInfo: { hasNextPage: boolean, endCursor: string | null }, edges: Array<{ node: { id: string, title: string, agentName: string, owner: string | null, createdAt: string, updatedAt: string, messageCount: number, deleted: boolean, activeRun: { id: string, status: RunStatus, startedAt: string } | null, latestRun: { id: string, status: RunStatus, kind: RunKind, errorCode: RunErrorCode | null } | null, forkedFrom: { conversation: { id: string, title: string } | null } | null } }> } };
 
 export type ConsoleConversationsChangedSubscriptionVariables = Exact<{ [key: string]: never; }>;
 
 
-export type ConsoleConversationsChangedSubscription = { conversationsChanged: { id: string, title: string, agentName: string, owner: string | null, createdAt: string, updatedAt: string, messageCount: number, deleted: boolean, activeRun: { id: string, status: RunStatus, startedAt: string } | null, latestRun: { id: string, status: RunStatus, kind: RunKind, errorCode: RunErrorCode | null } | null } };
+export type ConsoleConversationsChangedSubscription = { conversationsChanged: { id: string, title: string, agentName: string, owner: string | null, createdAt: string, updatedAt: string, messageCount: number, deleted: boolean, activeRun: { id: string, status: RunStatus, startedAt: string } | null, latestRun: { id: string, status: RunStatus, kind: RunKind, errorCode: RunErrorCode | null } | null, forkedFrom: { conversation: { id: string, title: string } | null } | null } };
 
 export type ConsoleConversationQueryVariables = Exact<{
   id: string | number;

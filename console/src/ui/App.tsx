@@ -74,7 +74,15 @@ function Connected({ api, onToken }: { api: Api; onToken: (token: string | null)
       </div>
     );
   }
-  return <Console api={api} reconnects={connection.reconnects} status={connection.status} onForgetToken={api.token ? () => onToken(null) : null} />;
+  return (
+    <Console
+      api={api}
+      reconnects={connection.reconnects}
+      status={connection.status}
+      resubscribing={connection.resubscribing}
+      onForgetToken={api.token ? () => onToken(null) : null}
+    />
+  );
 }
 
 function TokenForm({ hadToken, onSubmit }: { hadToken: boolean; onSubmit: (token: string) => void }) {
@@ -110,11 +118,13 @@ function Console({
   api,
   reconnects,
   status,
+  resubscribing,
   onForgetToken,
 }: {
   api: Api;
   reconnects: number;
   status: ReturnType<typeof useConnection>["status"];
+  resubscribing: number;
   onForgetToken: (() => void) | null;
 }) {
   const { principal, error: principalError } = usePrincipal(api, reconnects);
@@ -130,8 +140,14 @@ function Console({
     location.hash = conversationHref(conversationId);
   }, []);
 
+  // On a narrow screen the three panes are three views; opening a conversation shows it.
+  const [view, setView] = useState<PhoneView>(() => (readSelection().kind === "none" ? "list" : "chat"));
   useEffect(() => {
-    const onHash = () => setSelection(readSelection());
+    const onHash = () => {
+      const next = readSelection();
+      setSelection(next);
+      if (next.kind !== "none") setView("chat");
+    };
     addEventListener("hashchange", onHash);
     return () => removeEventListener("hashchange", onHash);
   }, []);
@@ -140,13 +156,14 @@ function Console({
   const row = selectedId ? list.rows.find((r) => r.id === selectedId) : undefined;
 
   return (
-    <div class="console">
+    <div class={`console view-${view}`}>
       <header class="topbar">
         <h1>runledger console</h1>
-        <ConnectionBadge status={status} />
+        <ConnectionBadge status={status} resubscribing={resubscribing} />
         {status !== "connected" && <span class="hint">Live updates are paused; the console catches up once it is connected again.</span>}
         <SignedIn principal={principal} error={principalError} onForgetToken={onForgetToken} />
       </header>
+      <PhoneTabs view={view} onView={setView} />
       <ConversationList
         showOwners={showOwners}
         filter={showOwners && <OwnerFilter owner={ownerFilter} known={knownOwners} onChange={setOwnerFilter} />}
@@ -155,6 +172,7 @@ function Console({
         selectedId={selectedId}
         onLoadMore={loadMore}
         loadingMore={loadingMore}
+        onPick={() => setView("chat")}
       />
       {selection.kind === "new" && <NewConversationPane api={api} connected={status === "connected"} onStarted={openConversation} />}
       {selectedId && (
@@ -178,6 +196,27 @@ function Console({
           </p>
         </main>
       )}
+    </div>
+  );
+}
+
+type PhoneView = "list" | "chat" | "inspector";
+
+const PHONE_VIEWS: { view: PhoneView; label: string }[] = [
+  { view: "list", label: "Conversations" },
+  { view: "chat", label: "Chat" },
+  { view: "inspector", label: "Runs" },
+];
+
+/** The tab bar of a narrow screen (hidden on a wide one, where the three panes sit side by side). */
+function PhoneTabs({ view, onView }: { view: PhoneView; onView: (view: PhoneView) => void }) {
+  return (
+    <div class="phone-tabs" role="tablist" aria-label="Views">
+      {PHONE_VIEWS.map((tab) => (
+        <button key={tab.view} type="button" role="tab" aria-selected={view === tab.view} onClick={() => onView(tab.view)}>
+          {tab.label}
+        </button>
+      ))}
     </div>
   );
 }

@@ -207,7 +207,8 @@ function ConversationHeader(props: {
               <OwnerTag owner={details.owner} /> ·{" "}
             </>
           )}
-          {plural(details.messageCount, "message")} · started {formatDateTime(details.createdAt)}
+          {details.messageCount === 0 && details.activeRun ? "first run running" : plural(details.messageCount, "message")} · started{" "}
+          {formatDateTime(details.createdAt)}
         </p>
       )}
       {details?.forkedFrom && (
@@ -247,6 +248,7 @@ function ConversationHeader(props: {
           <button type="button" class="danger" onClick={() => setMode("delete")}>
             Delete
           </button>
+          <ExportButtons api={api} id={id} title={props.title} report={report} />
         </div>
       )}
       {mode === "rename" && (
@@ -260,7 +262,24 @@ function ConversationHeader(props: {
         >
           <label>
             Title
-            <input value={draft} onInput={(e) => setDraft(e.currentTarget.value)} disabled={busy} autoFocus />
+            {/* A textarea, so a long title wraps instead of being cut; Enter saves, as in an input. */}
+            <textarea
+              rows={1}
+              value={draft}
+              ref={fitTitle}
+              onInput={(e) => {
+                setDraft(e.currentTarget.value);
+                fitTitle(e.currentTarget);
+              }}
+              onKeyDown={(e) => {
+                if (e.key === "Enter" && !e.isComposing) {
+                  e.preventDefault();
+                  e.currentTarget.form?.requestSubmit();
+                }
+              }}
+              disabled={busy}
+              autoFocus
+            />
           </label>
           <button type="submit" disabled={busy}>
             Save
@@ -282,6 +301,57 @@ function ConversationHeader(props: {
         </div>
       )}
     </header>
+  );
+}
+
+/** Grows the title's textarea to the lines its text takes, so none of it is hidden. */
+function fitTitle(element: HTMLTextAreaElement | null): void {
+  if (!element) return;
+  element.style.height = "auto";
+  element.style.height = `${element.scrollHeight + 2}px`;
+}
+
+const EXPORTS = [
+  { format: "jsonl", label: "Export JSONL", extension: "jsonl" },
+  { format: "markdown", label: "Export Markdown", extension: "md" },
+] as const;
+
+/**
+ * The API's export (GET /api/conversations/:id/export), saved as a file. It is
+ * fetched with the credential and handed over as a blob, since a plain link
+ * could not carry the Authorization header.
+ */
+function ExportButtons({ api, id, title, report }: { api: Api; id: string; title: string; report: ReturnType<typeof useConversation>["report"] }) {
+  const save = async (format: string, extension: string) => {
+    let file: { text: string; contentType: string };
+    try {
+      file = await api.fetchText(`/api/conversations/${id}/export?format=${format}`);
+    } catch (error) {
+      report("Could not export", { ok: false, refusal: { __typename: "RequestError", code: "EXPORT_FAILED", message: (error as Error).message } });
+      return;
+    }
+    const url = URL.createObjectURL(new Blob([file.text], { type: file.contentType }));
+    const link = document.createElement("a");
+    link.href = url;
+    link.download = `${
+      title
+        .replace(/[^\w.-]+/g, "-")
+        .replace(/^-+|-+$/g, "")
+        .slice(0, 60) || "conversation"
+    }-${shortId(id)}.${extension}`;
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  };
+  return (
+    <>
+      {EXPORTS.map((e) => (
+        <button key={e.format} type="button" onClick={() => void save(e.format, e.extension)}>
+          {e.label}
+        </button>
+      ))}
+    </>
   );
 }
 

@@ -73,8 +73,9 @@ function RunCard({ run, onCancel, runLabel }: { run: RunView; onCancel: (runId: 
         )}
         {run.errorMessage && (
           <>
-            <dt>error</dt>
-            <dd class="error-text">{run.errorMessage}</dd>
+            {/* A cancel is someone's choice, not a failure. */}
+            <dt>{run.status === "CANCELLED" ? "why" : "error"}</dt>
+            <dd class={run.status === "CANCELLED" ? undefined : "error-text"}>{run.errorMessage}</dd>
           </>
         )}
         {run.partialOutput && (

@@ -5,7 +5,7 @@
 // the agent's), tool calls and their results, and a custom graph's events. A
 // run that ended WAITING shows what it asked and, later, how it was answered.
 import { Fragment } from "preact";
-import { useEffect, useRef } from "preact/hooks";
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import type { Interrupt, Message, ToolCall } from "../api/types.ts";
 import type { RunView } from "../state/conversation-view.ts";
 import type { CallApproval } from "../state/interrupts.ts";
@@ -34,27 +34,68 @@ export function Thread({
   context: ThreadContext;
 }) {
   const box = useRef<HTMLDivElement>(null);
-  // Follow the newest output as it streams, unless the reader has scrolled up to read.
+  const list = useRef<HTMLOListElement>(null);
+  // Follow the newest output as it streams, unless the reader scrolled up on
+  // purpose (wheel, touch, key). Only those detach it: a scroll event cannot
+  // tell the reader's scrolling from content growing under it.
   const following = useRef(true);
-  const last = runs.at(-1);
-  const liveLength = last?.live?.items.reduce((n, item) => n + (item.kind === "text" ? item.text.length : 1), 0) ?? 0;
-  useEffect(() => {
+  const [detached, setDetached] = useState(false);
+  const toBottom = () => {
     const element = box.current;
     if (element && following.current) element.scrollTop = element.scrollHeight;
-  }, [runs.length, last?.status, liveLength, last?.messages.length, earlier.length]);
+  };
+  const detach = () => {
+    const element = box.current;
+    if (!element || element.scrollHeight <= element.clientHeight || !following.current) return;
+    following.current = false;
+    setDetached(true);
+  };
+  const attach = () => {
+    following.current = true;
+    setDetached(false);
+    toBottom();
+  };
+  useLayoutEffect(toBottom);
+  useEffect(() => {
+    // Content that grows (streamed tokens, a snapshot read again) or a box that shrinks keeps the bottom in view.
+    const observer = new ResizeObserver(toBottom);
+    if (box.current) observer.observe(box.current);
+    if (list.current) observer.observe(list.current);
+    return () => observer.disconnect();
+  }, []);
+  const touchY = useRef<number | null>(null);
 
   return (
     <div
       class="thread"
       role="log"
       aria-label="Messages"
+      tabIndex={0}
       ref={box}
+      onWheel={(event) => {
+        if (event.deltaY < 0) detach();
+      }}
+      onTouchStart={(event) => {
+        touchY.current = event.touches[0]?.clientY ?? null;
+      }}
+      onTouchMove={(event) => {
+        const y = event.touches[0]?.clientY;
+        // A finger moving down scrolls the thread up.
+        if (touchY.current !== null && y !== undefined && y > touchY.current + 4) detach();
+      }}
+      onKeyDown={(event) => {
+        if (UP_KEYS.has(event.key) || (event.key === " " && event.shiftKey)) detach();
+      }}
       onScroll={(event) => {
+        // Back at the bottom by the reader's own scrolling: follow again.
         const element = event.currentTarget;
-        following.current = element.scrollHeight - element.scrollTop - element.clientHeight < 40;
+        if (!following.current && element.scrollHeight - element.scrollTop - element.clientHeight < 2) {
+          following.current = true;
+          setDetached(false);
+        }
       }}
     >
-      <ol>
+      <ol ref={list}>
         {earlier.length > 0 && (
           <>
             <li class="run-divider">
@@ -67,9 +108,16 @@ export function Thread({
           <RunTurn key={run.id} run={run} context={context} />
         ))}
       </ol>
+      {detached && (
+        <button type="button" class="jump-latest" onClick={attach}>
+          Jump to latest ↓
+        </button>
+      )}
     </div>
   );
 }
+
+const UP_KEYS = new Set(["ArrowUp", "PageUp", "Home"]);
 
 const NO_NODES: ReadonlyMap<string, string> = new Map();
 

@@ -11,10 +11,12 @@ const CONNECTION_WORDS: Record<ConnectionStatus, string> = {
   disconnected: "disconnected: reload the page to reconnect",
 };
 
-export function ConnectionBadge({ status }: { status: ConnectionStatus }) {
+/** The connection as it is: connected only while the socket is up and no live stream waits to start again. */
+export function ConnectionBadge({ status, resubscribing = 0 }: { status: ConnectionStatus; resubscribing?: number }) {
+  const catchingUp = status === "connected" && resubscribing > 0;
   return (
-    <span role="status" aria-label="Connection" class={`connection connection-${status}`}>
-      {CONNECTION_WORDS[status]}
+    <span role="status" aria-label="Connection" class={`connection connection-${catchingUp ? "reconnecting" : status}`}>
+      {catchingUp ? "catching up…" : CONNECTION_WORDS[status]}
     </span>
   );
 }

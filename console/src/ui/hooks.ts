@@ -99,19 +99,23 @@ export function useConversationList(api: Api, reconnects: number, owner: string 
   // Ids noticed while a first page is being read, so the page cannot undo them.
   const noticedMeanwhile = useRef<Set<string> | null>(null);
 
+  // Bumped each time the notices start again after an end (a server restart completes them): the first page is read again.
+  const [restarts, setRestarts] = useState(0);
+
   useEffect(
     () =>
-      api.subscribe(
-        CONVERSATIONS_CHANGED,
-        {},
-        {
-          next: ({ conversationsChanged: row }) => {
-            noticedMeanwhile.current?.add(row.id);
-            setList((state) => applyNotice(state, row));
-          },
-          error: (message) => setError(`Live list updates stopped: ${message}`),
+      api.live(CONVERSATIONS_CHANGED, () => ({}), {
+        next: ({ conversationsChanged: row }) => {
+          noticedMeanwhile.current?.add(row.id);
+          setList((state) => applyNotice(state, row));
         },
-      ),
+        // Always subscribed again; said only when it keeps failing (a shutdown refuses a stream or two on its way out).
+        ended: (message, failures) => {
+          if (message && failures >= 3) setError(`Live list updates keep stopping: ${message}. Trying again.`);
+          return true;
+        },
+        restarted: () => setRestarts((n) => n + 1),
+      }),
     [api],
   );
 
@@ -132,7 +136,7 @@ export function useConversationList(api: Api, reconnects: number, owner: string 
     return () => {
       current = false;
     };
-  }, [api, reconnects, owner]);
+  }, [api, reconnects, restarts, owner]);
 
   const loadMore = useCallback(() => {
     if (!list.endCursor) return;
@@ -204,34 +208,42 @@ export function useConversation(api: Api, id: string, row: ConversationRow | und
     read();
   }, [api, id, notify]);
 
+  // The last seq applied per run, kept apart from the rendered state so a resubscription reads it at once.
+  const lastSeqs = useRef(new Map<string, number>());
+
   const follow = useCallback(
-    (runId: string) => {
+    (runId: string, replay = false) => {
       if (following.current.has(runId)) return;
       const known = liveRef.current.get(runId);
       if (known && isEnded(known.status)) return;
-      const stop = api.subscribe(
-        RUN_EVENTS,
-        { runId, after: known?.lastSeq ?? 0 },
-        {
-          next: ({ runEvents: event }) => {
-            setLive((previous) => {
-              const run = previous.get(runId) ?? emptyLiveRun(runId);
-              const next = applyEvent(run, event);
-              return next === run ? previous : new Map(previous).set(runId, next);
-            });
-            if (event.__typename === "RunStatusEvent" && isEnded(event.status)) {
-              following.current.get(runId)?.();
-              following.current.delete(runId);
-              refetch();
-            }
-          },
-          error: (message) => {
+      let terminal = false;
+      const stop = api.live(RUN_EVENTS, () => ({ runId, after: lastSeqs.current.get(runId) ?? 0 }), {
+        next: ({ runEvents: event }) => {
+          lastSeqs.current.set(runId, Math.max(lastSeqs.current.get(runId) ?? 0, event.seq));
+          setLive((previous) => {
+            const run = previous.get(runId) ?? emptyLiveRun(runId);
+            const next = applyEvent(run, event);
+            return next === run ? previous : new Map(previous).set(runId, next);
+          });
+          if (event.__typename === "RunStatusEvent" && isEnded(event.status)) {
+            terminal = true;
+            following.current.get(runId)?.();
             following.current.delete(runId);
-            notify(`Live events of a run stopped: ${message}`);
-            refetch();
-          },
+            if (!replay) refetch();
+          }
         },
-      );
+        // A run's stream completes after its terminal event; any other end (a
+        // restart, a slow-subscriber cut) resumes from the last seq seen. One
+        // refused again and again (a deleted run) is given up, and said so.
+        ended: (error, failures) => {
+          if (terminal) return false;
+          if (error === null || failures < 3) return true;
+          following.current.delete(runId);
+          if (!replay) notify(`Live events of a run stopped: ${error}`);
+          refetch();
+          return false;
+        },
+      });
       following.current.set(runId, stop);
     },
     [api, notify, refetch],
@@ -262,6 +274,19 @@ export function useConversation(api: Api, id: string, row: ConversationRow | und
 
   useEffect(() => {
     if (details?.activeRun) follow(details.activeRun.id);
+  }, [details, follow]);
+
+  // A custom graph's events and the nodes its tokens came from are in no
+  // snapshot: a run that ended before this page saw it is replayed from the
+  // events the server still keeps, so it shows as it did live.
+  const replayed = useRef(new Set<string>());
+  useEffect(() => {
+    if (details?.agent?.kind !== "GRAPH") return;
+    for (const { node: run } of details.runs.edges) {
+      if (!isEnded(run.status) || replayed.current.has(run.id) || liveRef.current.has(run.id)) continue;
+      replayed.current.add(run.id);
+      follow(run.id, true);
+    }
   }, [details, follow]);
 
   /** A run started from this page: shown at once and followed before the snapshot has it. */
