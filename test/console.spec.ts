@@ -1009,7 +1009,7 @@ describe("a queued run", () => {
     await queueing?.close();
   });
 
-  it("shows QUEUED with its place in line and why, then follows it once it starts", async () => {
+  it("shows QUEUED with its place in line and why, then follows it once it starts; a message sent meanwhile queues after it", async () => {
     fake.enqueue({ kind: "silence", tokens: ["Holding "] });
     const busy = (await gqlOk(queueing.url, START_RUN, { message: unique("Holding the model") })).startRun;
     await until(() => fake.openChatRequests() > 0, "the model request");
@@ -1022,11 +1022,25 @@ describe("a queued run", () => {
     await card.filter({ hasText: "QUEUED" }).filter({ hasText: "#1 in line · the model is busy" }).waitFor();
     await thread(page).getByText("Waiting its turn…").waitFor();
     await page.getByText("Run #1 is waiting its turn").first().waitFor();
+    // A message sent meanwhile goes in line behind it: the composer offers the multitask choices, queueing first.
+    const composer = page.getByRole("form", { name: "Send a message" });
+    const choice = composer.getByRole("combobox", { name: "While a run is active" });
+    expect(await choice.inputValue()).toBe("ENQUEUE");
+    expect(await choice.locator("option").allTextContents()).toEqual(["Queue after it", "Stop it, send now", "Undo it, send now"]);
+    const after = unique("And then this");
+    await composer.getByRole("textbox", { name: "Message" }).fill(after);
+    await composer.getByRole("button", { name: "Send" }).click();
+    await runCard(page, 2).filter({ hasText: "QUEUED" }).filter({ hasText: "#2 in line · behind the conversation's run" }).waitFor();
     await screenshot(page, "queued-run");
-    // The run ahead ends; this one starts and streams in the open page.
+    // The run ahead ends; this one starts and streams in the open page, then the one behind it.
     await gqlOk(queueing.url, CANCEL_RUN, { runId: busy.run.id });
     await card.filter({ hasText: "COMPLETED" }).waitFor();
     await thread(page).getByRole("article", { name: "Assistant" }).filter({ hasText: "Echo: Waiting for my turn" }).waitFor();
+    await runCard(page, 2).filter({ hasText: "COMPLETED" }).waitFor();
+    await thread(page)
+      .getByRole("article", { name: "Assistant" })
+      .filter({ hasText: `Echo: ${after}` })
+      .waitFor();
   });
 });
 

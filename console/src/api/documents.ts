@@ -130,8 +130,8 @@ export const RUN_EVENTS: Document<Types.ConsoleRunEventsSubscription, Types.Cons
 // Each mutation asks for the refusal's code and message (... on Error): the
 // console shows them as they come.
 export const START_RUN: Document<Types.ConsoleStartRunMutation, Types.ConsoleStartRunMutationVariables> = /* GraphQL */ `
-  mutation ConsoleStartRun($conversationId: ID, $message: String!, $agent: String) {
-    startRun(input: { conversationId: $conversationId, message: $message, agent: $agent }) {
+  mutation ConsoleStartRun($conversationId: ID, $message: String!, $agent: String, $multitask: Multitask) {
+    startRun(input: { conversationId: $conversationId, message: $message, agent: $agent, multitask: $multitask }) {
       __typename
       ... on StartRunSuccess { run { id status kind input startedAt } conversation { id title } }
       ... on Error { code message }

@@ -54,6 +54,18 @@ export type MessageRole =
   | 'USER'
   | '%future added value';
 
+/** What startRun does when the conversation already has an active (queued or running) run. */
+export type Multitask =
+  /** Queue this run behind the active one (QUEUED, BEHIND_ACTIVE_RUN); it starts when every run ahead of it has ended, in the order sent. */
+  | 'ENQUEUE'
+  /** Cancel the active run (its partial output kept, CANCELLED), then start this one. */
+  | 'INTERRUPT'
+  /** Refuse with RunInProgressError (the default). */
+  | 'REJECT'
+  /** Cancel the active run and drop the checkpoints it wrote (the thread goes back to where it started), then start this one. */
+  | 'ROLLBACK'
+  | '%future added value';
+
 /** USER sees and acts on their own conversations; ADMIN on every one. */
 export type PrincipalRole =
   | 'ADMIN'
@@ -176,6 +188,7 @@ export type ConsoleStartRunMutationVariables = Exact<{
   conversationId?: string | number | null | undefined;
   message: string;
   agent?: string | null | undefined;
+  multitask?: Multitask | null | undefined;
 }>;
 
 

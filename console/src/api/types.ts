@@ -14,7 +14,7 @@ import type {
   ConsoleRunFragment,
 } from "./generated.ts";
 
-export type { InterruptState, PrincipalRole, RunKind, RunStatus } from "./generated.ts";
+export type { InterruptState, Multitask, PrincipalRole, RunKind, RunStatus } from "./generated.ts";
 
 /** Who the console's credential stands for (the `me` query). */
 export type Principal = ConsoleMeQuery["me"];

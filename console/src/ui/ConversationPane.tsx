@@ -6,7 +6,7 @@
 import { useMemo, useState } from "preact/hooks";
 import type { Api } from "../api/client.ts";
 import { CANCEL_RUN, DELETE_CONVERSATION, FORK_CONVERSATION, RENAME_CONVERSATION, RESUME_RUN, START_RUN } from "../api/documents.ts";
-import type { ConversationRow, ToolCall } from "../api/types.ts";
+import type { ConversationRow, Multitask, ToolCall } from "../api/types.ts";
 import { checkpointViews, runViews, earlierMessages, pendingInterrupts, type RunView, type StartedRun } from "../state/conversation-view.ts";
 import { callApprovals } from "../state/interrupts.ts";
 import { AgentPicker, AgentTag } from "./AgentPicker.tsx";
@@ -108,8 +108,8 @@ export function ConversationPane(props: {
     );
   }
 
-  const send = async (message: string) => {
-    const outcome = await api.mutate(START_RUN, { conversationId: id, message }, "startRun");
+  const send = async (message: string, multitask?: Multitask) => {
+    const outcome = await api.mutate(START_RUN, { conversationId: id, message, multitask }, "startRun");
     if (report("Could not start the run", outcome)) track(outcome.value.run);
     return outcome.ok;
   };
@@ -401,6 +401,13 @@ function PendingWork(props: {
   );
 }
 
+/** startRun's multitask choices, as the composer offers them while a run is active (REJECT would only refuse). */
+const MULTITASK_CHOICES: [Multitask, string][] = [
+  ["ENQUEUE", "Queue after it"],
+  ["INTERRUPT", "Stop it, send now"],
+  ["ROLLBACK", "Undo it, send now"],
+];
+
 function Composer({
   disabled,
   blockedBy,
@@ -410,19 +417,21 @@ function Composer({
   disabled: boolean;
   blockedBy: RunView | null;
   waiting: boolean;
-  onSend: (message: string) => Promise<boolean>;
+  onSend: (message: string, multitask?: Multitask) => Promise<boolean>;
 }) {
   const [text, setText] = useState("");
   const [sending, setSending] = useState(false);
+  // What a message sent while a run is active does (startRun's multitask); queueing it is the gentlest.
+  const [multitask, setMultitask] = useState<Multitask>("ENQUEUE");
+  const blocked = blockedBy !== null;
   const submit = async () => {
     if (!text.trim() || sending) return;
     setSending(true);
-    const sent = await onSend(text);
+    const sent = await onSend(text, blocked ? multitask : undefined);
     setSending(false);
     // A refused message stays in the box, to be sent again.
     if (sent) setText("");
   };
-  const blocked = blockedBy !== null;
   return (
     <form
       aria-label="Send a message"
@@ -441,19 +450,28 @@ function Composer({
         onKeyDown={(e) => {
           if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
             e.preventDefault();
-            if (!blocked) void submit();
+            void submit();
           }
         }}
       />
       <div class="composer-foot">
         <span class="hint">
           {blocked
-            ? `Run #${blockedBy.number} is ${blockedBy.status === "QUEUED" ? "waiting its turn" : "running"}: cancel it or wait for it to end.`
+            ? `Run #${blockedBy.number} is ${blockedBy.status === "QUEUED" ? "waiting its turn" : "running"}.`
             : waiting
               ? "A new message goes ahead without answering the question above."
               : ""}
         </span>
-        <button type="submit" disabled={disabled || blocked || sending || !text.trim()}>
+        {blocked && (
+          <select aria-label="While a run is active" value={multitask} onChange={(e) => setMultitask(e.currentTarget.value as Multitask)}>
+            {MULTITASK_CHOICES.map(([value, label]) => (
+              <option key={value} value={value}>
+                {label}
+              </option>
+            ))}
+          </select>
+        )}
+        <button type="submit" disabled={disabled || sending || !text.trim()}>
           Send
         </button>
       </div>
