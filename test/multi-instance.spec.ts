@@ -4,7 +4,8 @@
 // exactly one winner; a cancel sent anywhere stops the run where it executes;
 // an instance killed mid-stream has its run recorded INTERRUPTED by another
 // once its lease lapses, its subscribers told, and the run resumable anywhere;
-// a graceful stop of one instance loses nothing on the others; instances that
+// a graceful stop of one instance loses nothing on the others; ENQUEUE and
+// ROLLBACK work across instances; instances that
 // start together on an empty database migrate it once. After each scenario no
 // run is left `running`.
 import fs from "node:fs";
@@ -237,6 +238,39 @@ describe("three instances on one PostgreSQL and one Redis", () => {
         await y.stop("SIGKILL");
         await x.stop("SIGKILL");
       }
+    },
+    PROCESS_TEST_TIMEOUT_MS,
+  );
+
+  it(
+    "multitask across instances: ENQUEUE on B waits behind A's run, ROLLBACK on C cancels it where it executes and drops its checkpoints",
+    async () => {
+      const MULTITASK_START = `mutation($c: ID!, $m: String!, $t: Multitask) {
+        startRun(input: { conversationId: $c, message: $m, multitask: $t }) { __typename ... on StartRunSuccess { run { id status queueReason } } }
+      }`;
+      const first = await startRun(a.url, "First turn.");
+      await waitForRun(a.url, first.runId);
+      fake.enqueue({ kind: "silence", tokens: ["Half "] });
+      const busy = await startRun(a.url, "A long question.", first.conversationId);
+      await until(async () => (await gqlOk(b.url, RUN, { id: busy.runId })).run.status === "RUNNING", "the busy run executing");
+      // Sent to B, the message waits behind the run A executes.
+      const queued = (await gqlOk(b.url, MULTITASK_START, { c: first.conversationId, m: "Later.", t: "ENQUEUE" })).startRun;
+      expect(queued.run).toMatchObject({ status: "QUEUED", queueReason: "BEHIND_ACTIVE_RUN" });
+      // ROLLBACK on C: the line is cleared, A's run cancelled where it runs, its checkpoints dropped, the new run starts where it did.
+      const rolled = (await gqlOk(c.url, MULTITASK_START, { c: first.conversationId, m: "Start over.", t: "ROLLBACK" })).startRun;
+      expect(rolled.__typename).toBe("StartRunSuccess");
+      expect(await waitForRun(c.url, rolled.run.id)).toMatchObject({ status: "COMPLETED" });
+      expect((await gqlOk(c.url, RUN, { id: busy.runId })).run).toMatchObject({ status: "CANCELLED" });
+      expect((await gqlOk(c.url, RUN, { id: queued.run.id })).run).toMatchObject({ status: "CANCELLED" });
+      const { conversation } = await gqlOk(b.url, CONVERSATION, { id: first.conversationId });
+      expect(conversation.messages.map((m: { content: string }) => m.content)).toEqual([
+        "First turn.",
+        "Echo: First turn.",
+        "Start over.",
+        "Echo: Start over.",
+      ]);
+      const checkpoints = await gqlOk(a.url, `query($id: ID!) { run(id: $id) { checkpoints { id } } }`, { id: busy.runId });
+      expect(checkpoints.run.checkpoints).toEqual([]);
     },
     PROCESS_TEST_TIMEOUT_MS,
   );
