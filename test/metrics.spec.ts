@@ -54,7 +54,8 @@ for (const deployment of deployments) {
       const selected = await deployment.env();
       cleanup = selected.cleanup;
       // One model call at a time: a second run queues behind the first.
-      appEnv = { RUNLEDGER_CONFIG: agentsFile(), MODEL_CONCURRENCY: "1", ...selected.env };
+      // Rare heartbeats: two instances in this one process would take each other for a previous incarnation and recover each other's runs.
+      appEnv = { RUNLEDGER_CONFIG: agentsFile(), MODEL_CONCURRENCY: "1", RUN_HEARTBEAT_MS: "300000", RUN_LEASE_MS: "600000", ...selected.env };
       app = await startTestApp({ ollamaUrl: fake.url, env: appEnv });
     });
     afterAll(async () => {

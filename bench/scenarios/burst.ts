@@ -1,10 +1,12 @@
-// Scenario: a burst of starts on one instance. N startRun mutations arrive
-// together (100 in flight at a time) against a model endpoint that serves 64
-// runs at once (MODEL_CONCURRENCY 64, MAX_ACTIVE_RUNS 64): every answer must be
-// a StartRunSuccess and every run must complete. Measured: the server's RSS
-// peak (from /proc), GET /health's latency during the burst, the time to first
-// token of admitted runs (stored per run, counted from admission), and request
-// to end (the queue wait included), read from the database file afterwards.
+// Scenario: a burst of starts on one instance, and on two sharing one SQLite
+// file. N startRun mutations arrive together (100 in flight at a time, spread
+// over the instances) against a model endpoint that serves 64 runs at once
+// (MODEL_CONCURRENCY 64 across the instances, MAX_ACTIVE_RUNS 64 each): every
+// answer must be a StartRunSuccess and every run must complete. Measured: the
+// largest RSS peak of an instance (from /proc), GET /health's latency during
+// the burst, the time to first token of admitted runs (stored per run, counted
+// from admission), and request to end (the queue wait included), read from the
+// database file afterwards.
 import Database from "better-sqlite3";
 import { percentiles, type Percentiles } from "../lib/stats.ts";
 import { dist, scalar, type Row } from "../lib/report.ts";
@@ -31,15 +33,17 @@ interface BurstResult {
   wallMs: number;
 }
 
-async function burst(modelUrl: string, runs: number, log: (message: string) => void): Promise<BurstResult> {
-  const server = await startRunledger({ modelUrl, env: { MODEL_CONCURRENCY: String(CAPACITY), MAX_ACTIVE_RUNS: String(CAPACITY), LOG_LEVEL: "warn" } });
-  const rssStart = server.rssBytes();
+async function burst(modelUrl: string, runs: number, instances: 1 | 2, log: (message: string) => void): Promise<BurstResult> {
+  const env = { MODEL_CONCURRENCY: String(CAPACITY), MAX_ACTIVE_RUNS: String(CAPACITY), LOG_LEVEL: "warn" };
+  const server = await startRunledger({ modelUrl, env });
+  const servers = instances === 1 ? [server] : [server, await startRunledger({ modelUrl, env, databaseFile: server.databaseFile })];
+  const rssStart = Math.max(...servers.map((s) => s.rssBytes()));
   let rssPeak = rssStart;
   const healthMs: number[] = [];
   let sampling = true;
   const sampler = (async () => {
     while (sampling) {
-      rssPeak = Math.max(rssPeak, server.rssBytes());
+      rssPeak = Math.max(rssPeak, ...servers.map((s) => s.rssBytes()));
       const at = performance.now();
       await fetch(`${server.url}/health`).then((r) => r.arrayBuffer());
       healthMs.push(performance.now() - at);
@@ -53,10 +57,11 @@ async function burst(modelUrl: string, runs: number, log: (message: string) => v
     const body = JSON.stringify({ ...JSON.parse(START), variables: { message } });
     let next = 0;
     await Promise.all(
-      Array.from({ length: IN_FLIGHT }, async () => {
+      Array.from({ length: IN_FLIGHT }, async (_, lane) => {
+        const target = servers[lane % servers.length]!;
         while (next < runs) {
           next += 1;
-          const answer = await fetch(`${server.url}/graphql`, { method: "POST", headers: { "content-type": "application/json" }, body }).then((r) => r.json());
+          const answer = await fetch(`${target.url}/graphql`, { method: "POST", headers: { "content-type": "application/json" }, body }).then((r) => r.json());
           if (answer?.data?.startRun?.__typename === "StartRunSuccess") accepted += 1;
         }
       }),
@@ -87,7 +92,7 @@ async function burst(modelUrl: string, runs: number, log: (message: string) => v
   } finally {
     sampling = false;
     await sampler;
-    await server.stop();
+    for (const s of servers.slice().reverse()) await s.stop();
   }
 }
 
@@ -95,15 +100,26 @@ export const burstScenario: Scenario = {
   name: "burst",
   title: "A burst of starts on one instance",
   async run(options) {
-    const sizes = options.quick ? [200, 500] : [1_000, 5_000];
+    const cases: [number, 1 | 2][] = options.quick
+      ? [
+          [200, 1],
+          [500, 1],
+          [500, 2],
+        ]
+      : [
+          [1_000, 1],
+          [5_000, 1],
+          [1_000, 2],
+          [5_000, 2],
+        ];
     const rows: Row[] = [];
     const notes: string[] = [];
-    for (const runs of sizes) {
-      const r = await burst(options.modelUrl, runs, options.log);
+    for (const [runs, instances] of cases) {
+      const r = await burst(options.modelUrl, runs, instances, options.log);
       options.log(
         `  ${runs}: ${r.completed} completed, RSS ${r.rssStartMiB.toFixed(0)} → peak ${r.rssPeakMiB.toFixed(0)} MiB, /health p99 ${r.health.p99.toFixed(1)} ms, ttft p99 ${r.ttft.p99.toFixed(0)} ms`,
       );
-      const c = `${runs.toLocaleString("en")} starts at once`;
+      const c = `${runs.toLocaleString("en")} starts at once, ${instances === 1 ? "one instance" : "two instances on one SQLite file"}`;
       rows.push(
         {
           scenario: "burst",
@@ -115,7 +131,7 @@ export const burstScenario: Scenario = {
         {
           scenario: "burst",
           case: c,
-          metric: "server RSS peak",
+          metric: instances === 1 ? "server RSS peak" : "RSS peak of the larger instance",
           runledger: scalar("MiB", [r.rssPeakMiB]),
           baseline: { label: "the same process before the burst", measure: scalar("MiB", [r.rssStartMiB]) },
           target: { text: "under 300 MiB", met: r.rssPeakMiB < 300 },
@@ -130,7 +146,9 @@ export const burstScenario: Scenario = {
         { scenario: "burst", case: c, metric: "time to first token of admitted runs", runledger: dist("ms", [r.ttft]) },
         { scenario: "burst", case: c, metric: "request to end, queue wait included", runledger: dist("ms", [r.requestToEnd]) },
       );
-      notes.push(`${runs} starts: every run ${TOKENS} tokens at ${INTERVAL_MS} ms, ${CAPACITY} at once; all ended after ${Math.round(r.wallMs)} ms`);
+      notes.push(
+        `${runs} starts on ${instances} instance${instances === 1 ? "" : "s"}: every run ${TOKENS} tokens at ${INTERVAL_MS} ms, ${CAPACITY} at once; all ended after ${Math.round(r.wallMs)} ms`,
+      );
     }
     return { rows, notes };
   },
