@@ -90,6 +90,8 @@ export type RunErrorCode =
   | '%future added value';
 
 export type RunKind =
+  /** A change to the thread's state (editState): no model call; its checkpoint is the edit's. */
+  | 'EDIT'
   /** Continues the thread's pending step. */
   | 'RESUME'
   /** A new user message. */

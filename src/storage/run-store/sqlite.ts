@@ -67,9 +67,9 @@ function writeStatements(db: SqliteDatabase) {
     getConversation: db.prepare<[string], ConversationRow>(`SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = ?`),
     insertRun: db.prepare(
       `INSERT INTO runs (id, conversation_id, kind, status, input, started_at, start_mark, owner_id, start_checkpoint_id, started_by, started_by_role,
-         endpoint, queued_at, last_event_seq)
+         endpoint, queued_at, edit, last_event_seq)
        VALUES (@id, @conversationId, @kind, @status, @input, @startedAt, @startMark, @ownerId, @startCheckpointId, @startedBy, @startedByRole,
-         @endpoint, @queuedAt, 0)`,
+         @endpoint, @queuedAt, @edit, 0)`,
     ),
     // The queue, oldest first, and what executes now (claimQueued).
     queueCandidates: db.prepare<
@@ -284,6 +284,7 @@ export class SqliteRunStore implements RunStore {
           startedByRole: run.startedByRole ?? null,
           endpoint: run.endpoint ?? null,
           queuedAt: queued ? startedAt : null,
+          edit: run.edit ? JSON.stringify(run.edit) : null,
         });
         for (const { interruptId, value } of run.answers ?? [])
           w.answerInterrupt.run(run.id, JSON.stringify(value ?? null), startedAt, run.conversationId, interruptId);
