@@ -9,6 +9,7 @@ import { Duration, RunStatusBadge } from "./bits.tsx";
 import { formatTime, formatUsage, shortId } from "./format.ts";
 import { InterruptRecord, type RunLabel } from "./Interrupts.tsx";
 import { isActive } from "../state/run-live.ts";
+import { StateViewer, type StateTools } from "./StateViewer.tsx";
 
 export function RunsPanel({ runs, total, onCancel, runLabel }: { runs: RunView[]; total: number; onCancel: (runId: string) => void; runLabel: RunLabel }) {
   return (
@@ -131,8 +132,19 @@ function RunCard({ run, onCancel, runLabel }: { run: RunView; onCancel: (runId: 
 /** Forks at a checkpoint, with an optional first message; true when the fork was made. */
 export type ForkAction = (checkpointId: string, message: string | null) => Promise<boolean>;
 
-export function CheckpointsPanel({ checkpoints, hasEarlier, onFork }: { checkpoints: CheckpointView[]; hasEarlier: boolean; onFork: ForkAction }) {
+export function CheckpointsPanel({
+  checkpoints,
+  hasEarlier,
+  onFork,
+  tools,
+}: {
+  checkpoints: CheckpointView[];
+  hasEarlier: boolean;
+  onFork: ForkAction;
+  tools?: StateTools;
+}) {
   const [forking, setForking] = useState<string | null>(null);
+  const [viewing, setViewing] = useState<string | null>(null);
   return (
     <section class="panel" aria-labelledby="checkpoints-heading">
       <h2 id="checkpoints-heading">
@@ -147,6 +159,7 @@ export function CheckpointsPanel({ checkpoints, hasEarlier, onFork }: { checkpoi
               <th scope="col">Step</th>
               <th scope="col">Source</th>
               <th scope="col">Next</th>
+              <th scope="col">Last message</th>
               <th scope="col">Run</th>
               <th scope="col">Created</th>
               <th scope="col">
@@ -156,7 +169,16 @@ export function CheckpointsPanel({ checkpoints, hasEarlier, onFork }: { checkpoi
           </thead>
           <tbody>
             {checkpoints.map((c) => (
-              <CheckpointRows key={c.id} checkpoint={c} forking={forking === c.id} onForking={(on) => setForking(on ? c.id : null)} onFork={onFork} />
+              <CheckpointRows
+                key={c.id}
+                checkpoint={c}
+                forking={forking === c.id}
+                onForking={(on) => setForking(on ? c.id : null)}
+                onFork={onFork}
+                viewing={viewing === c.id}
+                onViewing={(on) => setViewing(on ? c.id : null)}
+                tools={tools}
+              />
             ))}
           </tbody>
         </table>
@@ -171,11 +193,17 @@ function CheckpointRows({
   forking,
   onForking,
   onFork,
+  viewing,
+  onViewing,
+  tools,
 }: {
   checkpoint: CheckpointView;
   forking: boolean;
   onForking: (on: boolean) => void;
   onFork: ForkAction;
+  viewing: boolean;
+  onViewing: (on: boolean) => void;
+  tools?: StateTools;
 }) {
   return (
     <>
@@ -183,11 +211,25 @@ function CheckpointRows({
         <td>{c.step}</td>
         <td>{c.source.toLowerCase()}</td>
         <td>{c.next.length ? c.next.join(", ") : "—"}</td>
+        <td class="preview" title={c.lastMessage?.content}>
+          {c.lastMessage ? (
+            <>
+              <b>{c.lastMessage.role.toLowerCase()}</b> {c.lastMessage.content}
+            </>
+          ) : (
+            "—"
+          )}
+        </td>
         <td>{c.runNumber !== null ? <>#{c.runNumber}</> : <span class="hint">none</span>}</td>
         <td>
           <time dateTime={c.createdAt}>{formatTime(c.createdAt)}</time>
         </td>
         <td>
+          {tools && (
+            <button type="button" class="link" aria-expanded={viewing} onClick={() => onViewing(!viewing)} title="The thread's state at this checkpoint">
+              State
+            </button>
+          )}
           <button
             type="button"
             class="link"
@@ -199,16 +241,23 @@ function CheckpointRows({
           </button>
         </td>
       </tr>
+      {viewing && tools && (
+        <tr class="state-row">
+          <td colSpan={7}>
+            <StateViewer checkpointId={c.id} tools={tools} />
+          </td>
+        </tr>
+      )}
       {forking && (
         <tr class="fork-row">
-          <td colSpan={6}>
+          <td colSpan={7}>
             <ForkForm step={c.step} onCancel={() => onForking(false)} onFork={(message) => onFork(c.id, message)} />
           </td>
         </tr>
       )}
       {c.failures.map((failure, i) => (
         <tr key={i} class="failure-row">
-          <td colSpan={6}>
+          <td colSpan={7}>
             ✗ <code>{failure.node ?? "?"}</code> failed from step {c.step} in run #{failure.runNumber}: <span class="error-text">{failure.message}</span>
           </td>
         </tr>
