@@ -159,7 +159,6 @@ export function CheckpointsPanel({
               <th scope="col">Step</th>
               <th scope="col">Source</th>
               <th scope="col">Next</th>
-              <th scope="col">Last message</th>
               <th scope="col">Run</th>
               <th scope="col">Created</th>
               <th scope="col">
@@ -211,15 +210,6 @@ function CheckpointRows({
         <td>{c.step}</td>
         <td>{c.source.toLowerCase()}</td>
         <td>{c.next.length ? c.next.join(", ") : "—"}</td>
-        <td class="preview" title={c.lastMessage?.content}>
-          {c.lastMessage ? (
-            <>
-              <b>{c.lastMessage.role.toLowerCase()}</b> {c.lastMessage.content}
-            </>
-          ) : (
-            "—"
-          )}
-        </td>
         <td>{c.runNumber !== null ? <>#{c.runNumber}</> : <span class="hint">none</span>}</td>
         <td>
           <time dateTime={c.createdAt}>{formatTime(c.createdAt)}</time>
@@ -241,23 +231,32 @@ function CheckpointRows({
           </button>
         </td>
       </tr>
+      {c.lastMessage && (
+        <tr class="preview-row" title={c.lastMessage.content}>
+          <td colSpan={6}>
+            <div class="preview">
+              <b>{c.lastMessage.role.toLowerCase()}</b> {c.lastMessage.content}
+            </div>
+          </td>
+        </tr>
+      )}
       {viewing && tools && (
         <tr class="state-row">
-          <td colSpan={7}>
+          <td colSpan={6}>
             <StateViewer checkpointId={c.id} tools={tools} />
           </td>
         </tr>
       )}
       {forking && (
         <tr class="fork-row">
-          <td colSpan={7}>
+          <td colSpan={6}>
             <ForkForm step={c.step} onCancel={() => onForking(false)} onFork={(message) => onFork(c.id, message)} />
           </td>
         </tr>
       )}
       {c.failures.map((failure, i) => (
         <tr key={i} class="failure-row">
-          <td colSpan={7}>
+          <td colSpan={6}>
             ✗ <code>{failure.node ?? "?"}</code> failed from step {c.step} in run #{failure.runNumber}: <span class="error-text">{failure.message}</span>
           </td>
         </tr>
