@@ -106,6 +106,8 @@ export function forkTitle(source: string): string {
 
 export class RunService {
   readonly #active = new Map<string, ActiveRun>();
+  /** Edits being written: a shutdown lets them record their outcome before the database closes. */
+  readonly #editing = new Set<Promise<unknown>>();
   readonly #now: () => Date;
   readonly #telemetry: RunTelemetry;
   readonly #stopListening: () => void;
@@ -474,10 +476,14 @@ export class RunService {
       if (replayed?.run) return { conversation: replayed.conversation, run: replayed.run };
     }
     this.#requireAccepting();
+    const editing = this.#editState(input.checkpointId.toLowerCase(), edit, principal, key);
+    this.#editing.add(editing);
+    void editing.catch(() => {}).finally(() => this.#editing.delete(editing));
     try {
-      return await this.#editState(input.checkpointId.toLowerCase(), edit, principal, key);
+      return await editing;
     } catch (error) {
-      if (!(error instanceof IdempotencyKeyTakenError) || !key) throw error;
+      // A retry racing the first call (on any instance) finds its key taken, or its run already active: answer what the first one did.
+      if (!(error instanceof IdempotencyKeyTakenError || error instanceof RunInProgressError) || !key) throw error;
       const replayed = await this.#replay(key);
       if (!replayed?.run) throw error;
       return { conversation: replayed.conversation, run: replayed.run };
@@ -686,7 +692,7 @@ export class RunService {
     for (const run of pending) run.controller.abort(new RunAbortReason("shutdown"));
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
-      Promise.allSettled(pending.map((r) => r.finished)),
+      Promise.allSettled([...pending.map((r) => r.finished), ...this.#editing]),
       new Promise((resolve) => {
         timer = setTimeout(resolve, timeoutMs);
       }),

@@ -84,7 +84,7 @@ function RunCard({ run, onCancel, runLabel }: { run: RunView; onCancel: (runId: 
             <dd class="clip">{run.partialOutput}</dd>
           </>
         )}
-        {run.startCheckpoint && run.kind === "RESUME" && (
+        {run.startCheckpoint && (run.kind === "RESUME" || run.kind === "EDIT") && (
           <>
             <dt>from</dt>
             <dd title={run.startCheckpoint.id}>checkpoint step {run.startCheckpoint.step}</dd>
