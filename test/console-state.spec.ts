@@ -1,7 +1,8 @@
 // The console's state viewer, graph and edits in a real browser (Debian's
 // Chromium through playwright-core), against one runledger started in this
-// process with the fake Ollama and three agents (the default chat agent, the
-// planner graph, the researcher graph with a subgraph). One server and one
+// process with the fake Ollama and four agents (the default chat agent, the
+// planner graph, the researcher graph with a subgraph, the interviewer graph
+// that asks a person). One server and one
 // browser serve every test; each test opens its own page. Screenshots at
 // 1400×900 and 390×844 go to test-results/console/.
 import fs from "node:fs";
@@ -33,6 +34,7 @@ beforeAll(async () => {
       default: { type: "chat" },
       planner: { type: "graph", description: "Plans, then answers.", module: path.join(graphs, "two-node.ts"), export: "graph" },
       researcher: { type: "graph", description: "Researches in a subgraph.", module: path.join(graphs, "subgraph.ts"), export: "graph" },
+      interviewer: { type: "graph", description: "Asks who should answer.", module: path.join(graphs, "ask.ts"), export: "graph" },
     },
   };
   fs.writeFileSync(path.join(agentsDir, "agents.json"), JSON.stringify(config));
@@ -156,6 +158,29 @@ describe("the graph", () => {
     expect(await graph(page, "default").locator("figcaption").textContent()).toBe("Stopped at: agent");
     expect(await graph(page, "default").locator(".graph-node.active").count()).toBe(0);
     await screenshots(page, "graph-stopped", () => graph(page, "default"));
+  });
+
+  it("lights the node a failed run stopped at, and the node a waiting run asks from", async () => {
+    fake.enqueue({ kind: "errorLine", tokens: ["Par"], error: "the model broke down" });
+    const failed = await start("Break down, please.");
+    expect(await waitForRun(app.url, failed.runId)).toMatchObject({ status: "FAILED" });
+    let page = await openConversation(failed.conversationId);
+    await eventually(async () => (await graphNode(page, "default", "agent").getAttribute("class"))?.includes("stopped") ?? false, "the failed node");
+    expect(await graph(page, "default").locator("figcaption").textContent()).toBe("Stopped at: agent");
+    await screenshots(page, "graph-failed", () => graph(page, "default"));
+    const first = open!;
+    open = undefined;
+    await first.close();
+    expect(first.pageErrors).toEqual([]);
+
+    const waiting = await start("Who knows?", "interviewer");
+    await eventually(
+      async () => (await gqlOk(app.url, `query ($id: ID!) { run(id: $id) { status } }`, { id: waiting.runId })).run.status === "WAITING",
+      "the waiting run",
+    );
+    page = await openConversation(waiting.conversationId);
+    await eventually(async () => (await graphNode(page, "interviewer", "ask").getAttribute("class"))?.includes("stopped") ?? false, "the asking node");
+    expect(await graph(page, "interviewer").locator("figcaption").textContent()).toBe("Stopped at: ask");
   });
 
   it("draws a graph's subgraph with its own nodes inside a box, and lights the inner node whose tokens stream", async () => {

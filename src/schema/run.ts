@@ -35,7 +35,7 @@ Run.implement({
     }),
     kind: t.field({ type: RunKind, resolve: (r) => r.kind }),
     status: t.field({ type: RunStatus, resolve: (r) => r.status }),
-    input: t.exposeString("input", { nullable: true, description: "The user message; null for a resume." }),
+    input: t.exposeString("input", { nullable: true, description: "The user message; null for a resume or an edit." }),
     errorCode: t.field({ type: RunErrorCode, nullable: true, resolve: (r) => r.errorCode }),
     errorMessage: t.exposeString("errorMessage", { nullable: true, description: "The original error text." }),
     partialOutput: t.exposeString("partialOutput", { nullable: true, description: "Text streamed before a failure, cancel or interruption." }),
