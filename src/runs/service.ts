@@ -521,12 +521,17 @@ export class RunService {
       edit,
       idempotency: key ?? undefined,
     });
+    // Counted and traced like any run (kind "edit"), so metrics see every attempt the ledger records.
+    const watch = this.#telemetry.start(
+      { id: run.id, conversationId: conversation.id, kind: "edit", agent: agentName, queuedAt: null },
+      this.#telemetry.origin(),
+    );
     const events = bus.openRun(run.id, conversation.id);
     let lastSeq = events.publish({ type: "status", status: "running", errorCode: null, errorMessage: null }).seq;
     this.#announce({ conversationId: conversation.id, kind: "updated", at: this.#now() });
     let failure: string | null = null;
     try {
-      const written = await agent.updateState(conversation.id, agentName, checkpoint.id, values, edit.asNode);
+      const written = await watch.within(() => agent.updateState(conversation.id, agentName, checkpoint.id, values, edit.asNode));
       lastSeq = events.publish({ type: "checkpoint", checkpointId: written, conversationId: conversation.id }).seq;
     } catch (error) {
       failure = error instanceof Error ? error.message : String(error);
@@ -550,6 +555,7 @@ export class RunService {
       interrupts: [],
     });
     const final = recorded ?? (await store.getRun(run.id)) ?? run;
+    watch.end({ status: final.status, errorCode: final.errorCode });
     events.publish({ type: "status", status: final.status, errorCode: final.errorCode, errorMessage: final.errorMessage });
     this.#announce({ conversationId: conversation.id, kind: "updated", at: this.#now() });
     await events.flushed().catch((error: unknown) => logger.warn("run events not delivered", { runId: run.id, error }));
