@@ -219,6 +219,8 @@ describe("edits", () => {
     await form.getByRole("button", { name: "Re-run from here" }).click();
 
     await thread(page).getByText("Echo: Say goodbye.").waitFor();
+    // The edit shows in the thread as the message it changed, in its own run's turn.
+    await thread(page).getByRole("article", { name: "You" }).filter({ hasText: "Say goodbye." }).waitFor();
     await eventually(async () => (await messagesOf(conversationId)).runs.edges.length === 3, "the edit and its resume recorded");
     const inPlace = await messagesOf(conversationId);
     expect(inPlace.messages).toEqual([

@@ -55,7 +55,8 @@ Run.implement({
     }),
     messages: t.field({
       type: [Message],
-      description: "Messages first seen in this run's checkpoints: the user message of a start, the model's and tools' replies.",
+      description:
+        "Messages first seen in this run's checkpoints: the user message of a start, the model's and tools' replies; for an edit, the messages it added or changed.",
       resolve: async (run, _a, ctx, info) => toApiMessages(await ctx.reads(info.rootValue).messagesOf(run)),
     }),
     usage: t.field({

@@ -137,7 +137,7 @@ const STATES = /* GraphQL */ `
     conversation(id: $id) {
       next resumable messages { id role content toolCalls { id name args } toolCallId name }
       checkpoints(first: 100) { edges { node { id step source next state metadata parent { id } run { id kind } lastMessage { id role content } } } }
-      runs(first: 20) { edges { node { id kind status startedBy checkpoints { id } edit { values asNode checkpoint { id } } } } }
+      runs(first: 20) { edges { node { id kind status startedBy checkpoints { id } messages { role content } edit { values asNode checkpoint { id } } } } }
     }
   }
 `;
@@ -838,7 +838,16 @@ export function describeApiConformance(deployment: Deployment) {
           ["RESUME", "CANCELLED"],
           ["RESUME", "COMPLETED"],
         ]);
-        expect(runs[1]).toMatchObject({ checkpoints: [{ id: done.checkpoint.id }], startedBy: expect.any(String) });
+        // The edit's messages are the one it changed; the start keeps what it said.
+        expect(runs[1]).toMatchObject({
+          checkpoints: [{ id: done.checkpoint.id }],
+          startedBy: expect.any(String),
+          messages: [{ role: "USER", content: "Say something else." }],
+        });
+        expect(runs[0].messages).toEqual([
+          { role: "USER", content: "Say something." },
+          { role: "ASSISTANT", content: "Echo: Say something." },
+        ]);
         for (const checkpoint of checkpointsOf(after)) {
           const owner = runs.find((r: any) => r.checkpoints.some((c: any) => c.id === checkpoint.id));
           expect(checkpoint.run?.id ?? null, checkpoint.id).toBe(owner?.id ?? null);
