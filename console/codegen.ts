@@ -7,7 +7,7 @@ import type { CodegenConfig } from "@graphql-codegen/cli";
 
 const config: CodegenConfig = {
   schema: "schema.graphql",
-  documents: ["console/src/api/documents.ts"],
+  documents: ["console/src/api/documents.ts", "console/src/api/state-documents.ts"],
   generates: {
     "console/src/api/generated.ts": {
       plugins: [

@@ -105,6 +105,17 @@ function typedRefusal(answer: HttpAnswer, field: string, typename: string, code:
 const START = START_RUN;
 const MUTATE_START = (message: unknown, conversationIdArg?: unknown) => post(START, { message, conversationId: conversationIdArg });
 
+/** editState on the first checkpoint of the conversation the corpus set up (or on `checkpointId`). */
+async function EDIT(values: unknown, asNode: string | null = null, checkpointId?: string, idempotencyKey?: string): Promise<HttpAnswer> {
+  const at =
+    checkpointId ??
+    (await post("query($id: ID!) { conversation(id: $id) { checkpoints(first: 1) { edges { node { id } } } } }", { id: conversationId })).body.data.conversation
+      .checkpoints.edges[0].node.id;
+  return post("mutation($i: EditStateInput!) { editState(input: $i) { __typename ... on Error { code } } }", {
+    i: { checkpointId: at, values, asNode, idempotencyKey },
+  });
+}
+
 // ---- the corpus ------------------------------------------------------------
 
 interface Case {
@@ -287,6 +298,26 @@ const HTTP_CASES: Case[] = [
         "BAD_USER_INPUT",
       ),
   },
+  // State edits: nothing unknown reaches LangGraph, and a refusal records no EDIT run.
+  ...(
+    [
+      ["state edit values that are a string", () => EDIT("not an object"), "ValidationError"],
+      ["state edit values that are a list", () => EDIT([{ role: "USER", content: "hi" }]), "ValidationError"],
+      ["state edit values naming __proto__", () => EDIT(JSON.parse('{"__proto__": {"messages": []}}')), "ValidationError"],
+      ["state edit values of a channel the graph lacks", () => EDIT({ secrets: "x" }), "ValidationError"],
+      ["state edit messages that are numbers", () => EDIT({ messages: [1, 2] }), "ValidationError"],
+      ["state edit messages of an unknown role", () => EDIT({ messages: [{ role: "ROOT", content: "x" }] }), "ValidationError"],
+      ["a state edit as __end__", () => EDIT({ messages: [] }, "__end__"), "ValidationError"],
+      ["a state edit as a blank node", () => EDIT({ messages: [] }, "  "), "ValidationError"],
+      ["a state edit of a malformed checkpoint id", () => EDIT({ messages: [] }, null, "1; DROP TABLE runs"), "ValidationError"],
+      ["a state edit of an unknown checkpoint", () => EDIT({ messages: [] }, null, UNKNOWN), "NotFoundError"],
+      ["a state edit with a control character in its key", () => EDIT({ messages: [] }, null, undefined, "key\u0007"), "ValidationError"],
+    ] as const
+  ).map(([name, send, typename]) => ({
+    name,
+    run: async () => typedRefusal(await send(), "editState", typename, typename === "NotFoundError" ? "NOT_FOUND" : "VALIDATION"),
+  })),
+  { name: "state edit values that are null", run: async () => httpError(await EDIT(null), 400, undefined, /not to be null/) },
   // Ids.
   { name: "a malformed conversation id", run: async () => typedRefusal(await MUTATE_START("hi", "not-a-uuid"), "startRun", "ValidationError", "VALIDATION") },
   { name: "an unknown conversation id", run: async () => typedRefusal(await MUTATE_START("hi", UNKNOWN), "startRun", "NotFoundError", "NOT_FOUND") },

@@ -1,5 +1,5 @@
 // GET /metrics over real HTTP on every deployment: after a scripted set of
-// runs (one completed, one failed, one cancelled, one waiting) the counters and
+// runs (one completed, one failed, one cancelled, one waiting, one edit) the counters and
 // histograms hold exactly the expected counts, live subscriptions are counted
 // by transport, and the exposition parses. Then who may read it: admins beside
 // the API, anyone on METRICS_PORT.
@@ -64,7 +64,7 @@ for (const deployment of deployments) {
       await cleanup();
     });
 
-    it("counts a completed, a failed, a cancelled and a waiting run exactly", async () => {
+    it("counts a completed, a failed, a cancelled, a waiting and an edit run exactly", async () => {
       fake.enqueue({ kind: "text", tokens: ["one ", "two ", "three"], delayMs: 5 });
       const completed = await start(app, "count to three");
       expect((await waitForRun(app.url, completed)).status).toBe("COMPLETED");
@@ -83,6 +83,17 @@ for (const deployment of deployments) {
 
       const waiting = await start(app, "who answers?", "interviewer");
       expect((await waitForRun(app.url, waiting)).status).toBe("WAITING");
+
+      // An edit is a run too: counted with its kind, never queued, no model call.
+      const { run } = await gqlOk(app.url, `query ($id: ID!) { run(id: $id) { conversation { checkpoints(last: 1) { edges { node { id } } } } } }`, {
+        id: completed,
+      });
+      const { editState } = await gqlOk(
+        app.url,
+        `mutation ($k: ID!) { editState(input: { checkpointId: $k, values: { messages: [{ role: "USER", content: "count to four" }] } }) { __typename } }`,
+        { k: run.conversation.checkpoints.edges[0].node.id },
+      );
+      expect(editState.__typename).toBe("EditStateSuccess");
       await until(async () => app.services.runs.activeRunIds.length === 0, "every run recorded");
       // One read of checkpoints, for the storage timings below.
       expect((await gqlOk(app.url, `query($id: ID!) { run(id: $id) { checkpoints { id } } }`, { id: completed })).run.checkpoints.length).toBeGreaterThan(0);
@@ -91,6 +102,7 @@ for (const deployment of deployments) {
       const v = (name: string, labels: Record<string, string> = {}) => sampleValue(m, name, labels) ?? 0;
       expect(v("runledger_runs_started_total", { agent: "default", kind: "start" })).toBe(3);
       expect(v("runledger_runs_started_total", { agent: "interviewer", kind: "start" })).toBe(1);
+      expect(v("runledger_runs_started_total", { agent: "default", kind: "edit" })).toBe(1);
       const finished = m
         .get("runledger_runs_finished_total")!
         .samples.map((s) => [s.labels.agent, s.labels.kind, s.labels.status, s.labels.error_code, s.value]);
@@ -100,13 +112,14 @@ for (const deployment of deployments) {
           ["default", "start", "failed", failed.errorCode, 1],
           ["default", "start", "cancelled", "CANCELLED", 1],
           ["interviewer", "start", "waiting", "", 1],
+          ["default", "edit", "completed", "", 1],
         ].sort(),
       );
-      expect(v("runledger_run_duration_seconds_count", { agent: "default", status: "completed" })).toBe(1);
+      expect(v("runledger_run_duration_seconds_count", { agent: "default", status: "completed" })).toBe(2);
       expect(v("runledger_run_duration_seconds_count", { agent: "default", status: "failed" })).toBe(1);
       expect(v("runledger_run_duration_seconds_count", { agent: "default", status: "cancelled" })).toBe(1);
       expect(v("runledger_run_duration_seconds_count", { agent: "interviewer", status: "waiting" })).toBe(1);
-      expect(v("runledger_run_duration_seconds_bucket", { agent: "default", status: "completed", le: "+Inf" })).toBe(1);
+      expect(v("runledger_run_duration_seconds_bucket", { agent: "default", status: "completed", le: "+Inf" })).toBe(2);
       // Only the completed run streamed: three tokens, one first token, two gaps.
       expect(v("runledger_tokens_total", { agent: "default" })).toBe(3);
       expect(v("runledger_time_to_first_token_seconds_count", { agent: "default" })).toBe(1);
@@ -119,6 +132,7 @@ for (const deployment of deployments) {
       expect(v("runledger_runs_queued")).toBe(0);
       expect(v("runledger_graphql_operations_total", { type: "mutation", field: "startRun", outcome: "ok" })).toBe(4);
       expect(v("runledger_graphql_operations_total", { type: "mutation", field: "cancelRun", outcome: "ok" })).toBe(1);
+      expect(v("runledger_graphql_operations_total", { type: "mutation", field: "editState", outcome: "ok" })).toBe(1);
       expect(v("runledger_graphql_operation_duration_seconds_count", { type: "mutation", field: "startRun" })).toBe(4);
       // Every write to a SQLite file waits its turn at the write gate; PostgreSQL has none.
       const gated = v("runledger_db_write_gate_wait_seconds_count");

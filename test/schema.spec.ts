@@ -70,6 +70,7 @@ describe("schema.graphql", () => {
       ToolCall: "the model's tool call id",
       Interrupt: "LangGraph's interrupt id, which resumeRun's responses name",
       Principal: "the caller's own id, which conversations record as their owner",
+      GraphNode: "a graph node's name (never a UUID); two agents' nodes of one name hold the same fields, the name alone",
     };
     const offenders: string[] = [];
     for (const type of Object.values(schema.getTypeMap())) {

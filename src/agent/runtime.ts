@@ -88,6 +88,18 @@ export interface CheckpointState {
   next: string[];
   /** The tasks pending at this checkpoint (a failed task keeps its id). */
   tasks: { id: string; name: string }[];
+  /** Every channel's value, as LangGraph's state reader gives them (messages as message objects). */
+  values: Record<string, unknown>;
+  /** LangGraph's checkpoint metadata ({source, step, parents, ...}). */
+  metadata: Record<string, unknown>;
+}
+
+/** An agent's graph as LangGraph draws it (getGraphAsync with subgraphs expanded). */
+export interface AgentGraphShape {
+  /** Node ids; a subgraph's nodes are named "<node>:<inner node>". */
+  nodes: string[];
+  edges: { source: string; target: string; conditional: boolean }[];
+  mermaid: string;
 }
 
 /** An agent as runledger serves it. */
@@ -97,6 +109,8 @@ export interface Agent {
   tools(): ToolInfo[];
   /** Its MCP servers as they are now. */
   mcpServers(): McpServerStatus[];
+  /** Its graph's nodes and edges. */
+  graph(): Promise<AgentGraphShape>;
 }
 
 /** Where the agents' MCP tools come from, and how their servers are doing (the McpSupervisor). */
@@ -126,6 +140,8 @@ export class AgentRuntime {
   readonly #options: AgentRuntimeOptions;
   readonly #observer: CheckpointObserver;
   readonly #agents = new Map<string, CompiledAgent>();
+  /** Each agent's drawn graph: a compiled graph never changes. */
+  readonly #drawn = new Map<string, Promise<AgentGraphShape>>();
 
   constructor(options: AgentRuntimeOptions) {
     this.#options = options;
@@ -141,7 +157,52 @@ export class AgentRuntime {
       definition,
       tools: () => this.#tools(definition).map(toolInfo),
       mcpServers: () => this.#options.mcp?.status(definition.name) ?? [],
+      graph: () => this.#graphOf(definition.name),
     }));
+  }
+
+  #graphOf(name: string): Promise<AgentGraphShape> {
+    let drawn = this.#drawn.get(name);
+    if (!drawn) {
+      drawn = (async () => {
+        // xray: a compiled graph used as a node is drawn with its own nodes.
+        const graph = await this.#compiled(name).graph.getGraphAsync({ xray: true });
+        return {
+          nodes: Object.values(graph.nodes).map((node) => node.id),
+          edges: graph.edges.map((edge) => ({ source: edge.source, target: edge.target, conditional: edge.conditional === true })),
+          mermaid: graph.drawMermaid({ withStyles: false }),
+        };
+      })();
+      drawn.catch(() => this.#drawn.delete(name));
+      this.#drawn.set(name, drawn);
+    }
+    return drawn;
+  }
+
+  /** The nodes an update may be written as (LangGraph's `asNode`): the agent graph's own, START included. */
+  updateNodes(agentName: string): string[] {
+    return Object.keys(this.#compiled(agentName).graph.nodes);
+  }
+
+  /** The state channels of the agent's graph (what `values` of an update may name). */
+  stateChannels(agentName: string): string[] {
+    const graph = this.#compiled(agentName).graph as unknown as { builder?: { channels?: Record<string, unknown> } };
+    return Object.keys(graph.builder?.channels ?? {});
+  }
+
+  /**
+   * Writes `values` into the thread as a new checkpoint whose parent is
+   * `checkpointId`, as if node `asNode` had written them (LangGraph's
+   * updateState: each channel's reducer applies, and `next` follows that node's
+   * edges). Returns the new checkpoint's id; never calls a model.
+   */
+  async updateState(conversationId: string, agentName: string, checkpointId: string, values: Record<string, unknown>, asNode: string | null): Promise<string> {
+    const config = await this.#compiled(agentName).graph.updateState(
+      { configurable: { thread_id: conversationId, checkpoint_id: checkpointId } },
+      values,
+      asNode ?? undefined,
+    );
+    return String(config.configurable?.checkpoint_id);
   }
 
   agent(name: string): Agent | undefined {
@@ -433,5 +494,7 @@ function checkpointState(snapshot: StateSnapshot): CheckpointState {
     messages: ((snapshot.values as { messages?: BaseMessage[] } | undefined)?.messages ?? []) as BaseMessage[],
     next: [...(snapshot.next ?? [])],
     tasks: (snapshot.tasks ?? []).map((task) => ({ id: task.id, name: task.name })),
+    values: (snapshot.values ?? {}) as Record<string, unknown>,
+    metadata: (snapshot.metadata ?? {}) as Record<string, unknown>,
   };
 }

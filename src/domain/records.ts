@@ -13,7 +13,7 @@ export const TERMINAL_STATUSES: ReadonlySet<RunStatusValue> = new Set(RUN_STATUS
 export const QUEUE_REASONS = ["MODEL_BUSY", "INSTANCE_FULL", "BEHIND_ACTIVE_RUN"] as const;
 export type QueueReasonValue = (typeof QUEUE_REASONS)[number];
 
-export const RUN_KINDS = ["start", "resume"] as const;
+export const RUN_KINDS = ["start", "resume", "edit"] as const;
 export type RunKindValue = (typeof RUN_KINDS)[number];
 
 export const RUN_ERROR_CODES = [
@@ -117,6 +117,14 @@ export interface RunRecord {
   queueReason: QueueReasonValue | null;
   /** The W3C traceparent its span continues (the request that started it), so any instance that executes it continues that trace; null with tracing off. */
   traceParent: string | null;
+  /** What an edit run wrote; null for other kinds. */
+  edit: StateEdit | null;
+}
+
+/** What editState wrote into a thread: the values, as if node `asNode` had (null: as LangGraph chose). */
+export interface StateEdit {
+  values: Record<string, unknown>;
+  asNode: string | null;
 }
 
 /** A server process that executes runs; its heartbeat tells the others it is alive. */
@@ -160,6 +168,8 @@ export interface NewRun {
   quota?: RunQuota;
   /** The interrupts this run answers (a resume with responses): recorded as answered by it, in the same transaction. */
   answers?: { interruptId: string; value: unknown }[];
+  /** For an edit run: what it writes. */
+  edit?: StateEdit | null;
   /** The caller's idempotency key, recorded with the run in its transaction (IdempotencyKeyTakenError when another call recorded it first). */
   idempotency?: NewIdempotencyKey;
 }
@@ -168,7 +178,7 @@ export interface NewRun {
 export interface IdempotencyRecord {
   principal: string;
   key: string;
-  operation: "startRun" | "resumeRun" | "forkConversation" | "cancelRun";
+  operation: "startRun" | "resumeRun" | "forkConversation" | "cancelRun" | "editState";
   /** SHA-256 of the operation's input. */
   requestHash: string;
   conversationId: string | null;

@@ -26,6 +26,7 @@ import type { CheckpointContentRecord, CheckpointReads, ThreadCheckpoints } from
 import type { PageQuery } from "../storage/page.ts";
 import type { ToolCallRecord, ToolJournal } from "../storage/tool-journal/types.ts";
 import type { CheckpointState, ThreadState } from "../agent/runtime.ts";
+import { toApiMessage } from "./messages.ts";
 
 /**
  * LangGraph's state reader (AgentRuntime): what needs the saver's deserialized
@@ -396,7 +397,8 @@ export class ReadScope {
   /**
    * The messages that first appear in the run's checkpoints, in thread order:
    * those in the state at its last checkpoint that the state it started from
-   * (the parent of its first checkpoint) did not hold.
+   * (the parent of its first checkpoint) did not hold. An edit's are also those
+   * it changed (a message replaced under its own id).
    */
   async messagesOf(run: RunRecord): Promise<BaseMessage[]> {
     const own = (await this.thread(run.conversationId)).checkpointsOfRun.get(run.id) ?? [];
@@ -407,8 +409,9 @@ export class ReadScope {
       first.parentId === null ? null : this.#states.load(checkpointKey({ threadId: run.conversationId, checkpointId: first.parentId })),
       this.state(last),
     ]);
-    const held = new Set((before?.messages ?? []).map((m) => m.id));
-    return (after?.messages ?? []).filter((m) => m.id === undefined || !held.has(m.id));
+    const held = new Map((before?.messages ?? []).map((m) => [m.id, m] as const));
+    const changed = (m: BaseMessage) => run.kind === "edit" && JSON.stringify(toApiMessage(held.get(m.id)!, 0)) !== JSON.stringify(toApiMessage(m, 0));
+    return (after?.messages ?? []).filter((m) => m.id === undefined || !held.has(m.id) || changed(m));
   }
 
   /** The name of the node a task of this checkpoint runs, from LangGraph's pending tasks. */

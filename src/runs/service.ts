@@ -11,7 +11,8 @@ import { DEFAULT_AGENT } from "../agent/definitions.ts";
 import { runUserOf } from "../agent/run-user.ts";
 import type { ModelTransportReport } from "../agent/model-fetch.ts";
 import type { ConversationChange, RunEventBody } from "../domain/events.ts";
-import type { ConversationRecord, IdempotencyRecord, NewIdempotencyKey, NewRun, RunOutcome, RunRecord, RunUsage } from "../domain/records.ts";
+import type { ConversationRecord, IdempotencyRecord, NewIdempotencyKey, NewRun, RunOutcome, RunRecord, RunUsage, StateEdit } from "../domain/records.ts";
+import { messageFromJson } from "../read/state-json.ts";
 import {
   IdempotencyKeyReusedError,
   InterruptMismatchError,
@@ -105,6 +106,8 @@ export function forkTitle(source: string): string {
 
 export class RunService {
   readonly #active = new Map<string, ActiveRun>();
+  /** Edits being written: a shutdown lets them record their outcome before the database closes. */
+  readonly #editing = new Set<Promise<unknown>>();
   readonly #now: () => Date;
   readonly #telemetry: RunTelemetry;
   readonly #stopListening: () => void;
@@ -463,6 +466,143 @@ export class RunService {
     return { ...result, run: await this.#begin(result.run, agent, { kind: "message", text: message }, "created", principal) };
   }
 
+  /**
+   * Writes `values` into a conversation's thread as a new checkpoint whose
+   * parent is `checkpointId` (LangGraph's updateState, as if node `asNode` had
+   * written them), recorded as a run of kind `edit`: who, when, what it wrote.
+   * The run's window holds the checkpoint it writes, so the correlation gives
+   * it to the edit. Bad input is refused before anything is written.
+   */
+  async editState(
+    input: { checkpointId: string; values: unknown; asNode?: string | null; idempotencyKey?: string | null },
+    principal: Principal,
+  ): Promise<{ conversation: ConversationRecord; run: RunRecord }> {
+    requireUuid(input.checkpointId, "checkpointId");
+    const values = input.values;
+    if (values === null || typeof values !== "object" || Array.isArray(values))
+      throw new ValidationError("values must be an object of channel values", "values");
+    if (Object.keys(values).length === 0) throw new ValidationError("values must name at least one channel", "values");
+    const asNode = input.asNode ?? null;
+    if (asNode !== null && asNode.trim().length === 0) throw new ValidationError("asNode must not be blank", "asNode");
+    const edit = { values: values as Record<string, unknown>, asNode };
+    const key = this.#key(input.idempotencyKey, "editState", { checkpointId: input.checkpointId.toLowerCase(), ...edit }, principal);
+    if (key) {
+      const replayed = await this.#replay(key);
+      if (replayed?.run) return { conversation: replayed.conversation, run: replayed.run };
+    }
+    this.#requireAccepting();
+    const editing = this.#editState(input.checkpointId.toLowerCase(), edit, principal, key);
+    this.#editing.add(editing);
+    void editing.catch(() => {}).finally(() => this.#editing.delete(editing));
+    try {
+      return await editing;
+    } catch (error) {
+      // A retry racing the first call (on any instance) finds its key taken, or its run already active: answer what the first one did.
+      if (!(error instanceof IdempotencyKeyTakenError || error instanceof RunInProgressError) || !key) throw error;
+      const replayed = await this.#replay(key);
+      if (!replayed?.run) throw error;
+      return { conversation: replayed.conversation, run: replayed.run };
+    }
+  }
+
+  async #editState(
+    checkpointId: string,
+    edit: StateEdit,
+    principal: Principal,
+    key: NewIdempotencyKey | null,
+  ): Promise<{ conversation: ConversationRecord; run: RunRecord }> {
+    const { agent, store, bus, logger } = this.options;
+    const [checkpoint] = await this.options.checkpointReads.checkpointsByIds([checkpointId]);
+    if (!checkpoint) throw new NotFoundError("Checkpoint", checkpointId);
+    const conversation = await store.getConversation(checkpoint.threadId);
+    // Another user's checkpoint is one that does not exist.
+    if (!conversation || !canSee(principal, conversation)) throw new NotFoundError("Checkpoint", checkpointId);
+    const agentName = this.#requireAgent(conversation.agent, conversation);
+    const values = this.#editValues(agentName, edit);
+    if (edit.asNode !== null && !agent.updateNodes(agentName).includes(edit.asNode)) {
+      throw new ValidationError(
+        `asNode ${JSON.stringify(edit.asNode)} is not a node of agent ${JSON.stringify(agentName)} (nodes: ${agent.updateNodes(agentName).join(", ")})`,
+        "asNode",
+      );
+    }
+    const active = await store.activeRun(conversation.id);
+    if (active) throw new RunInProgressError(conversation.id, active.id);
+    const [startMark] = await this.#startPoint(conversation.id);
+    // An edit calls no model: it is never queued and counts toward no quota; the database still allows one active run.
+    const { run } = await store.startRun({
+      ...this.#newRun(conversation.id, "edit", null, startMark, checkpoint.id, principal, agentName),
+      endpoint: null,
+      quota: undefined,
+      edit,
+      idempotency: key ?? undefined,
+    });
+    // Counted and traced like any run (kind "edit"), so metrics see every attempt the ledger records.
+    const watch = this.#telemetry.start(
+      { id: run.id, conversationId: conversation.id, kind: "edit", agent: agentName, queuedAt: null },
+      this.#telemetry.origin(),
+    );
+    const events = bus.openRun(run.id, conversation.id);
+    let lastSeq = events.publish({ type: "status", status: "running", errorCode: null, errorMessage: null }).seq;
+    this.#announce({ conversationId: conversation.id, kind: "updated", at: this.#now() });
+    let failure: string | null = null;
+    try {
+      const written = await watch.within(() => agent.updateState(conversation.id, agentName, checkpoint.id, values, edit.asNode));
+      lastSeq = events.publish({ type: "checkpoint", checkpointId: written, conversationId: conversation.id }).seq;
+    } catch (error) {
+      failure = error instanceof Error ? error.message : String(error);
+      logger.warn("state edit failed", { runId: run.id, error });
+    }
+    const endMark = mintMark();
+    const messageCount = await agent
+      .readThread(conversation.id, agentName)
+      .then((thread) => thread.messages.length)
+      .catch(() => null);
+    const recorded = await store.finishRun(run.id, {
+      status: failure ? "failed" : "completed",
+      errorCode: failure ? "AGENT_FAILURE" : null,
+      errorMessage: failure,
+      partialOutput: null,
+      finishedAt: this.#now(),
+      endMark,
+      lastEventSeq: lastSeq + 1,
+      messageCount,
+      usage: { inputTokens: 0, outputTokens: 0, modelCalls: 0, timeToFirstTokenMs: null, modelDurationMs: 0 },
+      interrupts: [],
+    });
+    const final = recorded ?? (await store.getRun(run.id)) ?? run;
+    watch.end({ status: final.status, errorCode: final.errorCode });
+    events.publish({ type: "status", status: final.status, errorCode: final.errorCode, errorMessage: final.errorMessage });
+    this.#announce({ conversationId: conversation.id, kind: "updated", at: this.#now() });
+    await events.flushed().catch((error: unknown) => logger.warn("run events not delivered", { runId: run.id, error }));
+    return { conversation: (await store.getConversation(conversation.id)) ?? conversation, run: final };
+  }
+
+  /** The edit's values as the graph's channels take them: known channels only; messages as the API types them, or as LangChain reads them. */
+  #editValues(agentName: string, edit: StateEdit): Record<string, unknown> {
+    const channels = this.options.agent.stateChannels(agentName);
+    const values: Record<string, unknown> = {};
+    for (const [channel, value] of Object.entries(edit.values)) {
+      if (!channels.includes(channel)) {
+        throw new ValidationError(
+          `values.${channel} is not a channel of agent ${JSON.stringify(agentName)}'s state (channels: ${channels.join(", ")})`,
+          "values",
+        );
+      }
+      if (channel !== "messages") {
+        values[channel] = value;
+        continue;
+      }
+      values[channel] = (Array.isArray(value) ? value : [value]).map((message, i) => {
+        try {
+          return messageFromJson(message);
+        } catch (error) {
+          throw new ValidationError(`values.messages[${i}]: ${(error instanceof Error ? error.message : String(error)).split("\n")[0]}`, "values");
+        }
+      });
+    }
+    return values;
+  }
+
   async cancelRun(input: { runId: string; idempotencyKey?: string | null }, principal: Principal): Promise<RunRecord> {
     requireUuid(input.runId, "runId");
     const key = this.#key(input.idempotencyKey, "cancelRun", { runId: input.runId.toLowerCase() }, principal);
@@ -575,7 +715,7 @@ export class RunService {
     for (const run of pending) run.controller.abort(new RunAbortReason("shutdown"));
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
-      Promise.allSettled(pending.map((r) => r.finished)),
+      Promise.allSettled([...pending.map((r) => r.finished), ...this.#editing]),
       new Promise((resolve) => {
         timer = setTimeout(resolve, timeoutMs);
       }),

@@ -5,6 +5,7 @@ import { AgentKind, McpServerState } from "./enums.ts";
 import type { McpServerStatus } from "../agent/mcp/types.ts";
 import { kindOf } from "../agent/kinds/index.ts";
 import { Agent } from "./refs.ts";
+import type { AgentGraphShape } from "../agent/runtime.ts";
 
 const AgentTool = builder.objectRef<ToolInfo & { requiresApproval: boolean }>("AgentTool").implement({
   description: "A tool an agent's model may call.",
@@ -32,6 +33,29 @@ const McpServer = builder.objectRef<McpServerStatus>("McpServer").implement({
   }),
 });
 
+const GraphNode = builder.objectRef<{ id: string }>("GraphNode").implement({
+  description: "A node of an agent's graph. Its id is the node's name (not a Node id); a subgraph's nodes are named <node>:<inner node>.",
+  fields: (t) => ({ id: t.exposeString("id", { description: "The node's name: __start__ and __end__ are LangGraph's entry and exit." }) }),
+});
+
+const GraphEdge = builder.objectRef<{ source: string; target: string; conditional: boolean }>("GraphEdge").implement({
+  description: "An edge of an agent's graph.",
+  fields: (t) => ({
+    source: t.exposeString("source"),
+    target: t.exposeString("target"),
+    conditional: t.exposeBoolean("conditional", { description: "Taken only when the source's routing function picks it." }),
+  }),
+});
+
+const AgentGraphRef = builder.objectRef<AgentGraphShape>("AgentGraph").implement({
+  description: "An agent's graph as LangGraph draws it (getGraph), subgraphs expanded.",
+  fields: (t) => ({
+    nodes: t.field({ type: [GraphNode], resolve: (g) => g.nodes.map((id) => ({ id })) }),
+    edges: t.field({ type: [GraphEdge], resolve: (g) => g.edges }),
+    mermaid: t.exposeString("mermaid", { description: "The graph as a Mermaid flowchart; conditional edges are dotted." }),
+  }),
+});
+
 Agent.implement({
   description: "An agent runledger serves. A conversation keeps the agent it started with.",
   fields: (t) => ({
@@ -40,6 +64,7 @@ Agent.implement({
     kind: t.field({ type: AgentKind, resolve: (a) => a.definition.type }),
     model: t.string({ description: "The Ollama model its runs talk to.", resolve: (a) => a.definition.model }),
     mcpServers: t.field({ type: [McpServer], resolve: (a) => a.mcpServers() }),
+    graph: t.field({ type: AgentGraphRef, description: "Its graph's nodes and edges, for drawing.", resolve: (a) => a.graph() }),
     tools: t.field({
       type: [AgentTool],
       description:

@@ -4,6 +4,7 @@
 import { GraphQLError } from "graphql";
 import type { CheckpointWriteRecord } from "../domain/records.ts";
 import { toApiMessage } from "../read/messages.ts";
+import { stateJson } from "../read/state-json.ts";
 import { builder } from "./builder.ts";
 import { CheckpointSource } from "./enums.ts";
 import { Checkpoint, Conversation, Message, Node, Run, TaskError } from "./refs.ts";
@@ -58,6 +59,17 @@ Checkpoint.implement({
       resolve: (c, _a, ctx, info) => ctx.reads(info.rootValue).runOf(c),
     }),
     writes: t.field({ type: [CheckpointWrite], resolve: (c, _a, ctx, info) => ctx.reads(info.rootValue).writes(c) }),
+    state: t.field({
+      type: "JSON",
+      description:
+        "The thread's state at this checkpoint: every channel's value by name, messages as the Message type gives them ({id role content toolCalls toolCallId name}).",
+      resolve: async (c, _a, ctx, info) => stateJson((await ctx.reads(info.rootValue).state(c))?.values ?? {}),
+    }),
+    metadata: t.field({
+      type: "JSON",
+      description: "LangGraph's checkpoint metadata: source, step, parents (and what a graph adds).",
+      resolve: async (c, _a, ctx, info) => stateJson((await ctx.reads(info.rootValue).state(c))?.metadata ?? {}),
+    }),
   }),
 });
 

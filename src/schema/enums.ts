@@ -47,6 +47,7 @@ export const RunKind = builder.enumType("RunKind", {
   values: {
     START: { value: "start", description: "A new user message." },
     RESUME: { value: "resume", description: "Continues the thread's pending step." },
+    EDIT: { value: "edit", description: "A change to the thread's state (editState): no model call; its checkpoint is the edit's." },
   } as const,
 });
 

@@ -15,6 +15,7 @@ import "./tool-call.ts";
 import "./conversation.ts";
 import "./run.ts";
 import "./checkpoint.ts";
+import "./edit-state.ts";
 import "./events.ts";
 
 builder.queryType({});

@@ -35,7 +35,7 @@ Run.implement({
     }),
     kind: t.field({ type: RunKind, resolve: (r) => r.kind }),
     status: t.field({ type: RunStatus, resolve: (r) => r.status }),
-    input: t.exposeString("input", { nullable: true, description: "The user message; null for a resume." }),
+    input: t.exposeString("input", { nullable: true, description: "The user message; null for a resume or an edit." }),
     errorCode: t.field({ type: RunErrorCode, nullable: true, resolve: (r) => r.errorCode }),
     errorMessage: t.exposeString("errorMessage", { nullable: true, description: "The original error text." }),
     partialOutput: t.exposeString("partialOutput", { nullable: true, description: "Text streamed before a failure, cancel or interruption." }),
@@ -55,7 +55,8 @@ Run.implement({
     }),
     messages: t.field({
       type: [Message],
-      description: "Messages first seen in this run's checkpoints: the user message of a start, the model's and tools' replies.",
+      description:
+        "Messages first seen in this run's checkpoints: the user message of a start, the model's and tools' replies; for an edit, the messages it added or changed.",
       resolve: async (run, _a, ctx, info) => toApiMessages(await ctx.reads(info.rootValue).messagesOf(run)),
     }),
     usage: t.field({

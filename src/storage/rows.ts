@@ -23,7 +23,7 @@ export const CONVERSATION_COLUMNS = "id, title, created_at, updated_at, message_
 export const RUN_COLUMNS = `id, conversation_id, kind, status, input, error_code, error_message, partial_output,
   started_at, finished_at, start_mark, end_mark, last_event_seq, owner_id, start_checkpoint_id,
   input_tokens, output_tokens, model_calls, time_to_first_token_ms, model_duration_ms,
-  started_by, started_by_role, endpoint, queued_at, queue_reason, trace_parent`;
+  started_by, started_by_role, endpoint, queued_at, queue_reason, trace_parent, edit`;
 
 export const INTERRUPT_COLUMNS = "run_id, id, conversation_id, node, value, created_at, answered_by_run_id, answer, answered_at";
 
@@ -39,7 +39,7 @@ export interface ConversationRow<D> {
   owner: string | null;
 }
 
-export interface RunRow<D> {
+export interface RunRow<D, J = unknown> {
   id: string;
   conversation_id: string;
   kind: string;
@@ -66,6 +66,7 @@ export interface RunRow<D> {
   queued_at: D | null;
   queue_reason: string | null;
   trace_parent: string | null;
+  edit: J | null;
 }
 
 export interface OwnerRow<D> {
@@ -117,7 +118,7 @@ export function rowCodec<D, J>({ date, json }: ColumnDecoders<D, J>) {
       };
     },
     /** The table's CHECK constraints hold kind, status and error_code to the domain's values. */
-    toRunRecord(row: RunRow<D>): RunRecord {
+    toRunRecord(row: RunRow<D, J>): RunRecord {
       return {
         id: row.id,
         conversationId: row.conversation_id,
@@ -150,6 +151,7 @@ export function rowCodec<D, J>({ date, json }: ColumnDecoders<D, J>) {
         queuedAt: row.queued_at === null ? null : date(row.queued_at),
         queueReason: row.queue_reason as RunRecord["queueReason"],
         traceParent: row.trace_parent,
+        edit: row.edit === null || row.edit === undefined ? null : (json(row.edit) as RunRecord["edit"]),
       };
     },
     toIdempotencyRecord(row: IdempotencyRow<D>): IdempotencyRecord {

@@ -29,7 +29,7 @@ export class Metrics {
 
   readonly runsStarted = new Counter({
     name: "runledger_runs_started_total",
-    help: "Runs started on this instance, by agent and run kind (start, resume).",
+    help: "Runs started on this instance, by agent and run kind (start, resume, edit).",
     labelNames: ["agent", "kind"] as const,
     registers: [this.registry],
   });

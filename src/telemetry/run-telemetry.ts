@@ -10,7 +10,7 @@ import { clientContext, runParent, traceParentOf, tracer, tracingOn } from "./tr
 export interface RunFacts {
   id: string;
   conversationId: string;
-  /** The run's kind: start, resume. */
+  /** The run's kind: start, resume, edit. */
   kind: string;
   agent: string;
   /** When the run was queued, if it waited for a slot: its span starts then, with the wait as a child. */

@@ -44,6 +44,7 @@ function writeAgentsFile(): { file: string; notesLog: string } {
       },
       planner: { type: "graph", description: "Plans, then answers.", module: path.join(fixtures, "graphs", "two-node.ts"), export: "graph" },
       interviewer: { type: "graph", module: path.join(fixtures, "graphs", "ask.ts"), export: "graph" },
+      researcher: { type: "graph", module: path.join(fixtures, "graphs", "subgraph.ts"), export: "graph" },
     },
   };
   const file = path.join(dir, "agents.json");
@@ -131,6 +132,32 @@ const USAGE = /* GraphQL */ `
   }
 `;
 const LIST_COUNTS = /* GraphQL */ `query { conversations(first: 100) { edges { node { id messageCount } } } }`;
+const STATES = /* GraphQL */ `
+  query States($id: ID!) {
+    conversation(id: $id) {
+      next resumable messages { id role content toolCalls { id name args } toolCallId name }
+      checkpoints(first: 100) { edges { node { id step source next state metadata parent { id } run { id kind } lastMessage { id role content } } } }
+      runs(first: 20) { edges { node { id kind status startedBy checkpoints { id } messages { role content } edit { values asNode checkpoint { id } } } } }
+    }
+  }
+`;
+const GRAPHS = /* GraphQL */ `query { agents { name graph { nodes { id } edges { source target conditional } mermaid } } }`;
+const EDIT_STATE = /* GraphQL */ `
+  mutation Edit($checkpointId: ID!, $values: JSON!, $asNode: String, $key: String) {
+    editState(input: { checkpointId: $checkpointId, values: $values, asNode: $asNode, idempotencyKey: $key }) {
+      __typename
+      ... on EditStateSuccess {
+        run { id kind status errorCode startedAt finishedAt checkpoints { id } edit { values asNode checkpoint { id } } }
+        conversation { id next resumable }
+        checkpoint { id source next parent { id } run { id kind } state }
+      }
+      ... on Error { code message }
+      ... on ValidationError { field }
+      ... on NotFoundError { entity }
+      ... on RunInProgressError { activeRunId }
+    }
+  }
+`;
 const LIST = /* GraphQL */ `
   query List($first: Int, $after: String) { conversations(first: $first, after: $after) { totalCount pageInfo { hasNextPage endCursor } edges { node { id title latestRun { status } } } } }
 `;
@@ -390,6 +417,7 @@ export function describeApiConformance(deployment: Deployment) {
           ["careful", "CHAT"],
           ["planner", "GRAPH"],
           ["interviewer", "GRAPH"],
+          ["researcher", "GRAPH"],
         ]);
         const careful = agents[1];
         expect(careful.description).toBe("Asks before it calculates or writes a note.");
@@ -673,6 +701,171 @@ export function describeApiConformance(deployment: Deployment) {
           modelCalls: 2,
           modelDurationMs: failedUsage.modelDurationMs + resumedUsage.modelDurationMs,
         });
+      });
+    });
+
+    describe("state, graphs and edits", () => {
+      const states = async (id: string) => (await gqlOk(app.url, STATES, { id })).conversation;
+      const checkpointsOf = (conversation: any) => conversation.checkpoints.edges.map((e: any) => e.node);
+
+      it("reads every checkpoint's state (messages typed as Message) and metadata", async () => {
+        const { runId, conversationId } = await start("Please calculate 17 * 3");
+        expect(await waitForRun(app.url, runId)).toMatchObject({ status: "COMPLETED" });
+        const conversation = await states(conversationId);
+        const checkpoints = checkpointsOf(conversation);
+        const [input, ...rest] = checkpoints;
+        expect(input.metadata).toMatchObject({ source: "input", step: -1 });
+        expect(input.state.messages ?? []).toEqual([]);
+        for (const checkpoint of checkpoints) {
+          expect(checkpoint.metadata).toMatchObject({ source: checkpoint.source.toLowerCase(), step: checkpoint.step });
+          const last = checkpoint.state.messages?.at(-1) ?? null;
+          expect(last && { id: last.id, role: last.role, content: last.content }).toEqual(checkpoint.lastMessage);
+        }
+        // The head's state holds the thread's messages exactly as Conversation.messages gives them.
+        expect(rest.at(-1).state.messages).toEqual(conversation.messages);
+        expect(conversation.messages.map((m: any) => m.role)).toEqual(["USER", "ASSISTANT", "TOOL", "ASSISTANT"]);
+        expect(conversation.messages[1].toolCalls).toEqual([{ id: expect.any(String), name: "calculator", args: { expression: "17 * 3" } }]);
+        // Unknown checkpoints and other kinds of node have no state to show.
+        const missing = (await gqlOk(app.url, `query($id: ID!) { node(id: $id) { ... on Checkpoint { state } } }`, { id: randomUUID() })).node;
+        expect(missing).toBeNull();
+      });
+
+      it("draws each agent's graph from LangGraph's: conditional edges marked, a subgraph's nodes included, and Mermaid text", async () => {
+        const { agents } = await gqlOk(app.url, GRAPHS);
+        const byName = Object.fromEntries(agents.map((a: any) => [a.name, a.graph]));
+        const edges = (name: string) => byName[name].edges.map((e: any) => `${e.source}${e.conditional ? " -.-> " : " --> "}${e.target}`).sort();
+        expect(byName.default.nodes.map((n: any) => n.id).sort()).toEqual(["__end__", "__start__", "agent", "approve", "tools"]);
+        expect(edges("default")).toEqual(
+          [
+            "__start__ --> agent",
+            "agent -.-> __end__",
+            "agent -.-> approve",
+            "agent -.-> tools",
+            "approve -.-> agent",
+            "approve -.-> tools",
+            "tools --> agent",
+          ].sort(),
+        );
+        expect(byName.default.mermaid).toMatch(/^graph TD;/);
+        expect(byName.default.mermaid).toContain("agent -.-> tools;");
+        expect(edges("planner")).toEqual(["__start__ --> plan", "answer --> __end__", "plan --> answer"]);
+        expect(byName.researcher.nodes.map((n: any) => n.id)).toEqual(
+          expect.arrayContaining(["research:brief", "research:model", "research:lookup", "answer"]),
+        );
+        expect(edges("researcher")).toEqual(expect.arrayContaining(["research:model -.-> research:lookup", "research:lookup --> research:model"]));
+        expect(byName.researcher.mermaid).toContain("subgraph research");
+      });
+
+      it("edits a past checkpoint as an EDIT run that owns the checkpoint it writes; refusals are typed and write nothing; a resume runs on from the edit", async () => {
+        const { runId, conversationId } = await start("Say something.");
+        expect(await waitForRun(app.url, runId)).toMatchObject({ status: "COMPLETED" });
+        const before = await states(conversationId);
+        const asked = checkpointsOf(before).find((c: any) => c.lastMessage?.role === "USER" && c.next.includes("agent"));
+        expect(asked).toBeDefined();
+        const question = asked.state.messages.at(-1);
+        const edited = { ...question, content: "Say something else." };
+        const edit = (variables: Record<string, unknown>) => gqlOk(app.url, EDIT_STATE, variables).then((d) => d.editState);
+
+        // Refusals: each typed, none recorded.
+        expect(await edit({ checkpointId: randomUUID(), values: { messages: [edited] } })).toMatchObject({ __typename: "NotFoundError", entity: "Checkpoint" });
+        expect(await edit({ checkpointId: "not-an-id", values: { messages: [edited] } })).toMatchObject({
+          __typename: "ValidationError",
+          field: "checkpointId",
+        });
+        for (const values of [[edited], {}, { nowhere: 1 }, { messages: [{ bad: 1 }] }, { messages: [{ role: "TOOL", content: "no call id" }] }]) {
+          expect(await edit({ checkpointId: asked.id, values }), JSON.stringify(values)).toMatchObject({ __typename: "ValidationError", field: "values" });
+        }
+        expect(await edit({ checkpointId: asked.id, values: { messages: [edited] }, asNode: "nowhere" })).toMatchObject({
+          __typename: "ValidationError",
+          field: "asNode",
+        });
+        expect((await states(conversationId)).runs.edges).toHaveLength(1);
+        expect(checkpointsOf(await states(conversationId))).toHaveLength(checkpointsOf(before).length);
+
+        // The edit: a new checkpoint under the edited one, written as the input, so the agent runs next.
+        const key = randomUUID();
+        const done = await edit({ checkpointId: asked.id, values: { messages: [edited] }, asNode: "__start__", key });
+        expect(done).toMatchObject({
+          __typename: "EditStateSuccess",
+          run: {
+            kind: "EDIT",
+            status: "COMPLETED",
+            errorCode: null,
+            edit: { values: { messages: [edited] }, asNode: "__start__", checkpoint: { id: asked.id } },
+          },
+          conversation: { id: conversationId, next: ["agent"], resumable: true },
+          checkpoint: { source: "UPDATE", next: ["agent"], parent: { id: asked.id } },
+        });
+        expect(done.checkpoint.run).toEqual({ id: done.run.id, kind: "EDIT" });
+        expect(done.run.checkpoints).toEqual([{ id: done.checkpoint.id }]);
+        expect(done.checkpoint.state.messages).toEqual([edited]);
+        expect(Date.parse(done.run.finishedAt)).toBeGreaterThanOrEqual(Date.parse(done.run.startedAt));
+        // Its events end like any run's.
+        expect((await events(done.run.id)).at(-1)).toMatchObject({ __typename: "RunStatusEvent", status: "COMPLETED" });
+
+        // A retry with the key answers the same run; the key with other values is refused.
+        const retried = await edit({ checkpointId: asked.id, values: { messages: [edited] }, asNode: "__start__", key });
+        expect(retried.run.id).toBe(done.run.id);
+        expect(await edit({ checkpointId: asked.id, values: { messages: [question] }, asNode: "__start__", key })).toMatchObject({
+          __typename: "IdempotencyKeyReusedError",
+          code: "IDEMPOTENCY_KEY_REUSED",
+        });
+
+        // While a run is active, no edit.
+        fake.enqueue({ kind: "silence", tokens: ["Hold "] });
+        const { resumeRun } = await gqlOk(app.url, RESUME_RUN, { conversationId });
+        await until(() => fake.openChatRequests() > 0, "the model request");
+        expect(await edit({ checkpointId: done.checkpoint.id, values: { messages: [question] } })).toMatchObject({
+          __typename: "RunInProgressError",
+          activeRunId: resumeRun.run.id,
+        });
+        expect((await gqlOk(app.url, CANCEL_RUN, { runId: resumeRun.run.id })).cancelRun.__typename).toBe("CancelRunSuccess");
+        await waitForRun(app.url, resumeRun.run.id);
+
+        // A resume runs the agent on the edited state.
+        const { resumeRun: again } = await gqlOk(app.url, RESUME_RUN, { conversationId });
+        expect(await waitForRun(app.url, again.run.id)).toMatchObject({ status: "COMPLETED" });
+        const after = await states(conversationId);
+        expect(after.messages.map((m: any) => [m.role, m.content])).toEqual([
+          ["USER", "Say something else."],
+          ["ASSISTANT", "Echo: Say something else."],
+        ]);
+        // The correlation edge holds for every checkpoint: each belongs to the run whose checkpoints list it.
+        const runs = after.runs.edges.map((e: any) => e.node);
+        expect(runs.map((r: any) => [r.kind, r.status])).toEqual([
+          ["START", "COMPLETED"],
+          ["EDIT", "COMPLETED"],
+          ["RESUME", "CANCELLED"],
+          ["RESUME", "COMPLETED"],
+        ]);
+        // The edit's messages are the one it changed; the start keeps what it said.
+        expect(runs[1]).toMatchObject({
+          checkpoints: [{ id: done.checkpoint.id }],
+          startedBy: expect.any(String),
+          messages: [{ role: "USER", content: "Say something else." }],
+        });
+        expect(runs[0].messages).toEqual([
+          { role: "USER", content: "Say something." },
+          { role: "ASSISTANT", content: "Echo: Say something." },
+        ]);
+        for (const checkpoint of checkpointsOf(after)) {
+          const owner = runs.find((r: any) => r.checkpoints.some((c: any) => c.id === checkpoint.id));
+          expect(checkpoint.run?.id ?? null, checkpoint.id).toBe(owner?.id ?? null);
+        }
+        expect(checkpointsOf(after).find((c: any) => c.id === done.checkpoint.id).run).toEqual({ id: done.run.id, kind: "EDIT" });
+      });
+
+      it("edits a custom graph's state as one of its nodes, and the graph goes on from that node's edges", async () => {
+        const { startRun } = await gqlOk(app.url, START_AGENT, { message: "Plan this.", agent: "planner" });
+        expect(await waitForRun(app.url, startRun.run.id)).toMatchObject({ status: "COMPLETED" });
+        const head = checkpointsOf(await states(startRun.conversation.id)).at(-1);
+        const note = { role: "ASSISTANT", content: "A plan written by hand.", toolCalls: [] };
+        const done = (await gqlOk(app.url, EDIT_STATE, { checkpointId: head.id, values: { messages: [note] }, asNode: "plan" })).editState;
+        expect(done).toMatchObject({ __typename: "EditStateSuccess", run: { kind: "EDIT", status: "COMPLETED" }, checkpoint: { next: ["answer"] } });
+        expect(done.checkpoint.state.messages.at(-1)).toMatchObject({ role: "ASSISTANT", content: "A plan written by hand." });
+        const { resumeRun } = await gqlOk(app.url, RESUME_RUN, { conversationId: startRun.conversation.id });
+        expect(await waitForRun(app.url, resumeRun.run.id)).toMatchObject({ status: "COMPLETED" });
+        expect((await states(startRun.conversation.id)).messages.map((m: any) => m.role)).toEqual(["USER", "ASSISTANT", "ASSISTANT", "ASSISTANT"]);
       });
     });
   });

@@ -38,7 +38,7 @@ const LOOK = /* GraphQL */ `
     queuedNode: node(id: $queued) { id ... on Run { queuePosition } }
     conversationNode: node(id: $conversation) { id }
     runNode: node(id: $run) { id }
-    checkpointNode: node(id: $checkpoint) { id }
+    checkpointNode: node(id: $checkpoint) { id ... on Checkpoint { state metadata } }
     conversations(first: 50) { totalCount edges { node { id owner } } }
     asked: conversations(first: 50, owner: "alice") { totalCount edges { node { id } } }
   }
@@ -79,6 +79,16 @@ const MUTATIONS: { name: string; query: string; variables: (ids: AliceIds) => Re
     name: "deleteConversation",
     query: `mutation($c: ID!) { deleteConversation(input: { conversationId: $c }) { __typename ... on Error { code } } }`,
     variables: (ids) => ({ c: ids.conversation }),
+  },
+  {
+    name: "editState of its checkpoint",
+    query: `mutation($k: ID!) { editState(input: { checkpointId: $k, values: { messages: [{ role: "USER", content: "mine now" }] }, asNode: "__start__" }) { __typename ... on Error { code } } }`,
+    variables: (ids) => ({ k: ids.checkpoint }),
+  },
+  {
+    name: "editState of its checkpoint, with an idempotency key",
+    query: `mutation($k: ID!) { editState(input: { checkpointId: $k, values: { messages: [] }, idempotencyKey: "bobs-key" }) { __typename ... on Error { code } } }`,
+    variables: (ids) => ({ k: ids.checkpoint }),
   },
   {
     name: "forkConversation of its checkpoint",
@@ -320,6 +330,26 @@ export function describeCrossUserConformance(deployment: Deployment) {
       // The admin can act on Alice's: cancel her active run.
       const cancelled = (await as("root", `mutation($r: ID!) { cancelRun(input: { runId: $r }) { __typename } }`, { r: ids.activeRun })).data.cancelRun;
       expect(cancelled.__typename).toBe("CancelRunSuccess");
+    });
+
+    it("lets the owner read her checkpoint's state and edit it, recorded as started by her; an admin reads it too", async () => {
+      const read = `query($k: ID!) { node(id: $k) { ... on Checkpoint { state metadata } } }`;
+      const hers = (await as("alice", read, { k: ids.checkpoint })).data.node;
+      expect(hers.metadata).toMatchObject({ source: "input" });
+      expect((await as("root", read, { k: ids.checkpoint })).data.node).toEqual(hers);
+      const edited = (
+        await as(
+          "alice",
+          `mutation($k: ID!) { editState(input: { checkpointId: $k, values: { messages: [{ role: "USER", content: "Please calculate 3 * 3" }] }, asNode: "__start__" }) {
+            __typename ... on EditStateSuccess { run { kind status startedBy } checkpoint { run { kind } } } } }`,
+          { k: ids.checkpoint },
+        )
+      ).data.editState;
+      expect(edited).toEqual({
+        __typename: "EditStateSuccess",
+        run: { kind: "EDIT", status: "COMPLETED", startedBy: "alice" },
+        checkpoint: { run: { kind: "EDIT" } },
+      });
     });
   });
 }

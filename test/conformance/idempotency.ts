@@ -2,8 +2,8 @@
 // answers the first call's result and does nothing again, also when the
 // retries race on two instances; the same key with another input is a typed
 // IdempotencyKeyReusedError that changes nothing; keys belong to their caller;
-// startRun, resumeRun, cancelRun, forkConversation and the REST lab's
-// Idempotency-Key header all keep them.
+// startRun, resumeRun, cancelRun, forkConversation, editState and the REST
+// lab's Idempotency-Key header all keep them.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOllama, type FakeOllama } from "../../testkit/fake-ollama.ts";
 import { PROCESS_TEST_TIMEOUT_MS, startTestApp } from "../../testkit/app.ts";
@@ -48,6 +48,20 @@ const STATE = /* GraphQL */ `
   query ($id: ID!) { conversation(id: $id) { runs(first: 50) { totalCount edges { node { id status } } } checkpoints(first: 1) { edges { node { id } } } } }
 `;
 const COUNT = /* GraphQL */ `query { conversations(first: 1) { totalCount } }`;
+const EDIT = /* GraphQL */ `
+  mutation ($checkpointId: ID!, $values: JSON!, $key: String) {
+    editState(input: { checkpointId: $checkpointId, values: $values, asNode: "__start__", idempotencyKey: $key }) {
+      __typename
+      ... on EditStateSuccess { run { id kind } }
+      ... on IdempotencyKeyReusedError { code operation }
+      ... on Error { code }
+    }
+  }
+`;
+const said = (content: string) => ({ messages: [{ role: "USER", content }] });
+const EDITS = /* GraphQL */ `
+  query ($id: ID!) { conversation(id: $id) { runs(first: 50) { edges { node { id kind status } } } checkpoints(first: 100) { edges { node { id source run { id } } } } } }
+`;
 
 export function describeIdempotencyConformance(deployment: Deployment) {
   describe(`idempotency keys on ${deployment.name}`, () => {
@@ -165,5 +179,45 @@ export function describeIdempotencyConformance(deployment: Deployment) {
       expect(await other.json()).toMatchObject({ code: "IDEMPOTENCY_KEY_REUSED", operation: "startRun" });
       await ended(first.run, alice);
     });
+
+    it(
+      "keeps editState keys: retries racing on two instances record one EDIT run and one checkpoint; another input is refused; keys stay their caller's",
+      {
+        timeout: PROCESS_TEST_TIMEOUT_MS,
+      },
+      async () => {
+        const started = (await gql(app.url, START, { message: "Edit me later." }, alice)).data.startRun;
+        await ended(started.run.id, alice);
+        const conversationId = started.conversation.id;
+        const checkpointId = (await gql(app.url, STATE, { id: conversationId }, alice)).data.conversation.checkpoints.edges[0].node.id;
+        const other = await startServerProcess({ ...env, DATABASE_URL: env.DATABASE_URL ?? `file:${app.databaseFile}`, OLLAMA_HOST: fake.url });
+        try {
+          const answers = await Promise.all(
+            Array.from({ length: 6 }, (_, i) =>
+              gql(i % 2 ? other.url : app.url, EDIT, { checkpointId, values: said("Edited once."), key: "edit-1" }, alice).then((r) => r.data?.editState ?? r),
+            ),
+          );
+          expect(answers.map((a) => a.__typename ?? JSON.stringify(a).slice(0, 300))).toEqual(Array(6).fill("EditStateSuccess"));
+          expect(new Set(answers.map((a) => a.run.id)).size).toBe(1);
+        } finally {
+          await other.stop();
+        }
+        const after = (await gql(app.url, EDITS, { id: conversationId }, alice)).data.conversation;
+        const edits = after.runs.edges.filter((e: any) => e.node.kind === "EDIT");
+        expect(edits).toHaveLength(1);
+        const updates = after.checkpoints.edges.filter((e: any) => e.node.source === "UPDATE");
+        expect(updates.map((e: any) => e.node.run.id)).toEqual([edits[0].node.id]);
+        expect((await gql(app.url, EDIT, { checkpointId, values: said("Edited twice."), key: "edit-1" }, alice)).data.editState).toEqual({
+          __typename: "IdempotencyKeyReusedError",
+          code: "IDEMPOTENCY_KEY_REUSED",
+          operation: "editState",
+        });
+        // Bob's key of the same name does not answer Alice's edit: her checkpoint is missing to him.
+        expect((await gql(app.url, EDIT, { checkpointId, values: said("Edited once."), key: "edit-1" }, bob)).data.editState).toEqual({
+          __typename: "NotFoundError",
+          code: "NOT_FOUND",
+        });
+      },
+    );
   });
 }

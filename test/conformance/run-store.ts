@@ -117,6 +117,26 @@ export function describeRunStoreConformance(backend: StorageBackend) {
         expect((await store.activeRun(id))?.id).toBe(run.id);
       }));
 
+    it("records an edit run with what it wrote and the checkpoint it edited; it is an active run like any other until it ends", () =>
+      withStore(async (store) => {
+        const id = randomUUID();
+        const { run: first } = await store.startRun(newRun(id), newConversation("Edited"));
+        await store.finishRun(first.id, outcome());
+        const edit = { values: { messages: [{ id: "m1", role: "USER", content: "changed" }], notes: [1, { deep: true }] }, asNode: "__start__" };
+        const { run } = await store.startRun(
+          newRun(id, { kind: "edit", input: null, startCheckpointId: "1f0c0000-0000-6000-8000-000000000001", startMark: "0003", edit }),
+        );
+        expect(run).toMatchObject({ kind: "edit", status: "running", input: null, startCheckpointId: "1f0c0000-0000-6000-8000-000000000001", edit });
+        await expect(store.startRun(newRun(id, { startMark: "0004" }))).rejects.toBeInstanceOf(RunInProgressError);
+        await store.finishRun(run.id, outcome({ endMark: "0005" }));
+        expect((await store.getRun(run.id))?.edit).toEqual(edit);
+        expect((await store.runs([run.id])).get(run.id)).toMatchObject({ kind: "edit", status: "completed", edit });
+        expect((await store.runsOf([id])).get(id)!.map((r) => [r.kind, r.edit])).toEqual([
+          ["start", null],
+          ["edit", edit],
+        ]);
+      }));
+
     it("creates a fork with its origin, agent and copied message count, with or without a first run; deleting the source forgets the origin", () =>
       withStore(async (store) => {
         const source = randomUUID();

@@ -30,7 +30,7 @@ const USAGE_FIELDS = /* GraphQL */ `
 `;
 
 const CHECKPOINT_FIELDS = /* GraphQL */ `
-  fragment ConsoleCheckpoint on Checkpoint { id step source next createdAt messageCount run { id } }
+  fragment ConsoleCheckpoint on Checkpoint { id step source next createdAt messageCount run { id } lastMessage { id role content } }
 `;
 
 const AGENT_FIELDS = /* GraphQL */ `

@@ -102,6 +102,8 @@ export type RunErrorCode =
   | '%future added value';
 
 export type RunKind =
+  /** A change to the thread's state (editState): no model call; its checkpoint is the edit's. */
+  | 'EDIT'
   /** Continues the thread's pending step. */
   | 'RESUME'
   /** A new user message. */
@@ -128,7 +130,7 @@ export type ConsoleInterruptFragment = { id: string, node: string, value: unknow
 
 export type ConsoleUsageFragment = { inputTokens: number, outputTokens: number, modelCalls: number, modelDurationMs: number };
 
-export type ConsoleCheckpointFragment = { id: string, step: number, source: CheckpointSource, next: Array<string>, createdAt: string, messageCount: number, run: { id: string } | null };
+export type ConsoleCheckpointFragment = { id: string, step: number, source: CheckpointSource, next: Array<string>, createdAt: string, messageCount: number, run: { id: string } | null, lastMessage: { id: string, role: MessageRole, content: string } | null };
 
 export type ConsoleAgentFragment = { name: string, description: string, kind: AgentKind, model: string, tools: Array<{ name: string, description: string, source: string, requiresApproval: boolean }> };
 
@@ -165,7 +167,7 @@ export type ConsoleConversationQueryVariables = Exact<{
 }>;
 
 
-export type ConsoleConversationQuery = { conversation: { id: string, title: string, owner: string | null, createdAt: string, updatedAt: string, messageCount: number, next: Array<string>, resumable: boolean, agentName: string, agent: { name: string, description: string, kind: AgentKind, model: string, tools: Array<{ name: string, description: string, source: string, requiresApproval: boolean }> } | null, forkedFrom: { conversation: { id: string, title: string } | null, checkpoint: { id: string, step: number } | null } | null, usage: { inputTokens: number, outputTokens: number, modelCalls: number, modelDurationMs: number }, pendingInterrupts: Array<{ id: string, node: string, value: unknown, state: InterruptState, createdAt: string, answer: unknown, answeredAt: string | null, answeredBy: { id: string } | null, run: { id: string } }>, messages: Array<{ id: string, role: MessageRole, content: string, toolCallId: string | null, name: string | null, toolCalls: Array<{ id: string, name: string, args: unknown }> }>, activeRun: { id: string } | null, runs: { totalCount: number, edges: Array<{ node: { id: string, kind: RunKind, status: RunStatus, input: string | null, errorCode: RunErrorCode | null, errorMessage: string | null, partialOutput: string | null, startedAt: string, finishedAt: string | null, queuePosition: number | null, queueReason: QueueReason | null, usage: { inputTokens: number, outputTokens: number, modelCalls: number, modelDurationMs: number, timeToFirstTokenMs: number | null } | null, interrupts: Array<{ id: string, node: string, value: unknown, state: InterruptState, createdAt: string, answer: unknown, answeredAt: string | null, answeredBy: { id: string } | null, run: { id: string } }>, startCheckpoint: { id: string, step: number } | null, messages: Array<{ id: string, role: MessageRole, content: string, toolCallId: string | null, name: string | null, toolCalls: Array<{ id: string, name: string, args: unknown }> }>, failedTasks: Array<{ taskId: string, node: string | null, message: string, checkpoint: { id: string, step: number } }> } }> }, checkpoints: { pageInfo: { hasPreviousPage: boolean }, edges: Array<{ node: { id: string, step: number, source: CheckpointSource, next: Array<string>, createdAt: string, messageCount: number, run: { id: string } | null } }> } } | null };
+export type ConsoleConversationQuery = { conversation: { id: string, title: string, owner: string | null, createdAt: string, updatedAt: string, messageCount: number, next: Array<string>, resumable: boolean, agentName: string, agent: { name: string, description: string, kind: AgentKind, model: string, tools: Array<{ name: string, description: string, source: string, requiresApproval: boolean }> } | null, forkedFrom: { conversation: { id: string, title: string } | null, checkpoint: { id: string, step: number } | null } | null, usage: { inputTokens: number, outputTokens: number, modelCalls: number, modelDurationMs: number }, pendingInterrupts: Array<{ id: string, node: string, value: unknown, state: InterruptState, createdAt: string, answer: unknown, answeredAt: string | null, answeredBy: { id: string } | null, run: { id: string } }>, messages: Array<{ id: string, role: MessageRole, content: string, toolCallId: string | null, name: string | null, toolCalls: Array<{ id: string, name: string, args: unknown }> }>, activeRun: { id: string } | null, runs: { totalCount: number, edges: Array<{ node: { id: string, kind: RunKind, status: RunStatus, input: string | null, errorCode: RunErrorCode | null, errorMessage: string | null, partialOutput: string | null, startedAt: string, finishedAt: string | null, queuePosition: number | null, queueReason: QueueReason | null, usage: { inputTokens: number, outputTokens: number, modelCalls: number, modelDurationMs: number, timeToFirstTokenMs: number | null } | null, interrupts: Array<{ id: string, node: string, value: unknown, state: InterruptState, createdAt: string, answer: unknown, answeredAt: string | null, answeredBy: { id: string } | null, run: { id: string } }>, startCheckpoint: { id: string, step: number } | null, messages: Array<{ id: string, role: MessageRole, content: string, toolCallId: string | null, name: string | null, toolCalls: Array<{ id: string, name: string, args: unknown }> }>, failedTasks: Array<{ taskId: string, node: string | null, message: string, checkpoint: { id: string, step: number } }> } }> }, checkpoints: { pageInfo: { hasPreviousPage: boolean }, edges: Array<{ node: { id: string, step: number, source: CheckpointSource, next: Array<string>, createdAt: string, messageCount: number, run: { id: string } | null, lastMessage: { id: string, role: MessageRole, content: string } | null } }> } } | null };
 
 export type ConsoleRunEventsSubscriptionVariables = Exact<{
   runId: string | number;
@@ -174,7 +176,7 @@ export type ConsoleRunEventsSubscriptionVariables = Exact<{
 
 
 export type ConsoleRunEventsSubscription = { runEvents:
-    | { __typename: 'CheckpointEvent', seq: number, runId: string, at: string, checkpoint: { id: string, step: number, source: CheckpointSource, next: Array<string>, createdAt: string, messageCount: number, run: { id: string } | null } }
+    | { __typename: 'CheckpointEvent', seq: number, runId: string, at: string, checkpoint: { id: string, step: number, source: CheckpointSource, next: Array<string>, createdAt: string, messageCount: number, run: { id: string } | null, lastMessage: { id: string, role: MessageRole, content: string } | null } }
     | { __typename: 'CustomEvent', name: string, data: unknown, seq: number, runId: string, at: string }
     | { __typename: 'InterruptEvent', seq: number, runId: string, at: string, interrupt: { id: string, node: string, value: unknown, state: InterruptState, createdAt: string, answer: unknown, answeredAt: string | null, answeredBy: { id: string } | null, run: { id: string } } }
     | { __typename: 'ReplayGapEvent', fromSeq: number, toSeq: number, seq: number, runId: string, at: string }
@@ -268,3 +270,40 @@ export type ConsoleDeleteConversationMutation = { deleteConversation:
     | { __typename: 'RunInProgressError', code: ErrorCode, message: string }
     | { __typename: 'ValidationError', code: ErrorCode, message: string }
    };
+
+export type ConsoleCheckpointStateQueryVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type ConsoleCheckpointStateQuery = { node:
+    | { id: string, step: number, source: CheckpointSource, next: Array<string>, createdAt: string, state: unknown, metadata: unknown, parent: { id: string, step: number } | null, run: { id: string, kind: RunKind } | null, writes: Array<{ taskId: string, channel: string, idx: number, value: unknown }> }
+    | Record<PropertyKey, never>
+   | null };
+
+export type ConsoleAgentGraphQueryVariables = Exact<{ [key: string]: never; }>;
+
+
+export type ConsoleAgentGraphQuery = { agents: Array<{ name: string, kind: AgentKind, graph: { nodes: Array<{ id: string }>, edges: Array<{ source: string, target: string, conditional: boolean }> } }> };
+
+export type ConsoleEditStateMutationVariables = Exact<{
+  checkpointId: string | number;
+  values: unknown;
+  asNode?: string | null | undefined;
+}>;
+
+
+export type ConsoleEditStateMutation = { editState:
+    | { __typename: 'EditStateSuccess', run: { id: string, status: RunStatus, kind: RunKind, input: string | null, startedAt: string, errorMessage: string | null }, checkpoint: { id: string, next: Array<string> } | null }
+    | { __typename: 'IdempotencyKeyReusedError', code: ErrorCode, message: string }
+    | { __typename: 'NotFoundError', code: ErrorCode, message: string }
+    | { __typename: 'RunInProgressError', code: ErrorCode, message: string }
+    | { __typename: 'ValidationError', code: ErrorCode, message: string }
+   };
+
+export type ConsoleThreadHeadQueryVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type ConsoleThreadHeadQuery = { conversation: { id: string, checkpoints: { edges: Array<{ node: { id: string } }> } } | null };

@@ -14,6 +14,8 @@ import { Duration, Notices, StatusBadge } from "./bits.tsx";
 import { formatDateTime, formatUsage, plural, shortId } from "./format.ts";
 import { useAgents, useConversation, type Notice } from "./hooks.ts";
 import { CheckpointsPanel, RunsPanel } from "./Inspector.tsx";
+import { GraphView, graphFocus } from "./GraphView.tsx";
+import type { StateTools } from "./StateViewer.tsx";
 import { AnswerPanel, type Response } from "./Interrupts.tsx";
 import { OwnerTag } from "./Owner.tsx";
 import { conversationHref } from "./routes.ts";
@@ -96,6 +98,20 @@ export function ConversationPane(props: {
     };
   }, [runs, details, pending]);
   const active = runs.find((r) => isActive(r.status)) ?? null;
+  const focus = useMemo(() => graphFocus(runs, details?.next ?? []), [runs, details]);
+  const tools = useMemo<StateTools>(
+    () => ({
+      api,
+      conversationId: id,
+      agentName: details?.agentName ?? null,
+      agentKind: details?.agent?.kind ?? null,
+      checkpoints,
+      onRun: conversation.track,
+      onOpen: props.onOpen,
+      notify: conversation.notify,
+    }),
+    [api, id, details, checkpoints, conversation.track, props.onOpen, conversation.notify],
+  );
   const title = details?.title ?? props.row?.title ?? "…";
   // With every run listed, a fork's messages before its first run are the ones it copied.
   const copied = details?.forkedFrom != null && details.runs.edges.length === details.runs.totalCount;
@@ -158,8 +174,9 @@ export function ConversationPane(props: {
         <Composer disabled={!connected} blockedBy={active} waiting={pending.length > 0} onSend={send} />
       </main>
       <aside class="inspector" aria-label="Runs and checkpoints">
+        <GraphView api={api} agentName={details?.agentName ?? null} focus={focus} />
         <RunsPanel runs={runs} total={Math.max(details?.runs.totalCount ?? 0, runs.length)} onCancel={cancel} runLabel={context.runLabel} />
-        <CheckpointsPanel checkpoints={checkpoints} hasEarlier={details?.checkpoints.pageInfo.hasPreviousPage ?? false} onFork={fork} />
+        <CheckpointsPanel checkpoints={checkpoints} hasEarlier={details?.checkpoints.pageInfo.hasPreviousPage ?? false} onFork={fork} tools={tools} />
       </aside>
     </>
   );

@@ -9,6 +9,7 @@ import { Duration, RunStatusBadge } from "./bits.tsx";
 import { formatTime, formatUsage, shortId } from "./format.ts";
 import { InterruptRecord, type RunLabel } from "./Interrupts.tsx";
 import { isActive } from "../state/run-live.ts";
+import { StateViewer, type StateTools } from "./StateViewer.tsx";
 
 export function RunsPanel({ runs, total, onCancel, runLabel }: { runs: RunView[]; total: number; onCancel: (runId: string) => void; runLabel: RunLabel }) {
   return (
@@ -84,7 +85,7 @@ function RunCard({ run, onCancel, runLabel }: { run: RunView; onCancel: (runId: 
             <dd class="clip">{run.partialOutput}</dd>
           </>
         )}
-        {run.startCheckpoint && run.kind === "RESUME" && (
+        {run.startCheckpoint && (run.kind === "RESUME" || run.kind === "EDIT") && (
           <>
             <dt>from</dt>
             <dd title={run.startCheckpoint.id}>checkpoint step {run.startCheckpoint.step}</dd>
@@ -132,8 +133,19 @@ function RunCard({ run, onCancel, runLabel }: { run: RunView; onCancel: (runId: 
 /** Forks at a checkpoint, with an optional first message; true when the fork was made. */
 export type ForkAction = (checkpointId: string, message: string | null) => Promise<boolean>;
 
-export function CheckpointsPanel({ checkpoints, hasEarlier, onFork }: { checkpoints: CheckpointView[]; hasEarlier: boolean; onFork: ForkAction }) {
+export function CheckpointsPanel({
+  checkpoints,
+  hasEarlier,
+  onFork,
+  tools,
+}: {
+  checkpoints: CheckpointView[];
+  hasEarlier: boolean;
+  onFork: ForkAction;
+  tools?: StateTools;
+}) {
   const [forking, setForking] = useState<string | null>(null);
+  const [viewing, setViewing] = useState<string | null>(null);
   return (
     <section class="panel" aria-labelledby="checkpoints-heading">
       <h2 id="checkpoints-heading">
@@ -157,7 +169,16 @@ export function CheckpointsPanel({ checkpoints, hasEarlier, onFork }: { checkpoi
           </thead>
           <tbody>
             {checkpoints.map((c) => (
-              <CheckpointRows key={c.id} checkpoint={c} forking={forking === c.id} onForking={(on) => setForking(on ? c.id : null)} onFork={onFork} />
+              <CheckpointRows
+                key={c.id}
+                checkpoint={c}
+                forking={forking === c.id}
+                onForking={(on) => setForking(on ? c.id : null)}
+                onFork={onFork}
+                viewing={viewing === c.id}
+                onViewing={(on) => setViewing(on ? c.id : null)}
+                tools={tools}
+              />
             ))}
           </tbody>
         </table>
@@ -172,11 +193,17 @@ function CheckpointRows({
   forking,
   onForking,
   onFork,
+  viewing,
+  onViewing,
+  tools,
 }: {
   checkpoint: CheckpointView;
   forking: boolean;
   onForking: (on: boolean) => void;
   onFork: ForkAction;
+  viewing: boolean;
+  onViewing: (on: boolean) => void;
+  tools?: StateTools;
 }) {
   return (
     <>
@@ -189,6 +216,11 @@ function CheckpointRows({
           <time dateTime={c.createdAt}>{formatTime(c.createdAt)}</time>
         </td>
         <td>
+          {tools && (
+            <button type="button" class="link" aria-expanded={viewing} onClick={() => onViewing(!viewing)} title="The thread's state at this checkpoint">
+              State
+            </button>
+          )}
           <button
             type="button"
             class="link"
@@ -200,6 +232,22 @@ function CheckpointRows({
           </button>
         </td>
       </tr>
+      {c.lastMessage && (
+        <tr class="preview-row" title={c.lastMessage.content}>
+          <td colSpan={6}>
+            <div class="preview">
+              <b>{c.lastMessage.role.toLowerCase()}</b> {c.lastMessage.content}
+            </div>
+          </td>
+        </tr>
+      )}
+      {viewing && tools && (
+        <tr class="state-row">
+          <td colSpan={6}>
+            <StateViewer checkpointId={c.id} tools={tools} />
+          </td>
+        </tr>
+      )}
       {forking && (
         <tr class="fork-row">
           <td colSpan={6}>

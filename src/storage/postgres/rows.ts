@@ -5,7 +5,7 @@ import * as rows from "../rows.ts";
 export { CONVERSATION_COLUMNS, IDEMPOTENCY_COLUMNS, INTERRUPT_COLUMNS, RUN_COLUMNS } from "../rows.ts";
 
 export type ConversationRow = rows.ConversationRow<Date>;
-export type RunRow = rows.RunRow<Date>;
+export type RunRow = rows.RunRow<Date, unknown>;
 export type OwnerRow = rows.OwnerRow<Date>;
 export type InterruptRow = rows.InterruptRow<Date, unknown>;
 export type IdempotencyRow = rows.IdempotencyRow<Date>;

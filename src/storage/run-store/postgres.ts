@@ -71,8 +71,8 @@ const SQL = {
   lockConversation: `SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = $1 FOR UPDATE`,
   deleteConversation: `DELETE FROM conversations WHERE id = $1`,
   insertRun: `INSERT INTO runs (id, conversation_id, kind, status, input, started_at, start_mark, owner_id, start_checkpoint_id, started_by,
-      started_by_role, endpoint, queued_at, queue_reason, trace_parent, last_event_seq)
-    VALUES ($1, $2, $3, $10, $4, $5, $6, $7, $8, $9, $11, $12, $13, $14, $15, 0) RETURNING ${RUN_COLUMNS}`,
+      started_by_role, endpoint, queued_at, queue_reason, trace_parent, edit, last_event_seq)
+    VALUES ($1, $2, $3, $10, $4, $5, $6, $7, $8, $9, $11, $12, $13, $14, $15, $16, 0) RETURNING ${RUN_COLUMNS}`,
   // Claims take turns (a transaction-scoped lock), so the counts of running runs hold until the claim commits.
   forgetExpiredKeys: `DELETE FROM idempotency_keys WHERE created_at < $1`,
   insertKey: `INSERT INTO idempotency_keys (principal, key, operation, request_hash, conversation_id, run_id, created_at)
@@ -227,6 +227,7 @@ export class PostgresRunStore implements RunStore {
           run.endpoint != null ? run.startedAt : null,
           behind ? "BEHIND_ACTIVE_RUN" : null,
           run.traceParent ?? null,
+          run.edit ? JSON.stringify(run.edit) : null,
         ]);
         for (const { interruptId, value } of run.answers ?? []) {
           await this.#query(client, "answerInterrupt", [run.id, JSON.stringify(value ?? null), run.startedAt, run.conversationId, interruptId]);

@@ -79,9 +79,9 @@ function writeStatements(db: SqliteDatabase) {
     getConversation: db.prepare<[string], ConversationRow>(`SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = ?`),
     insertRun: db.prepare(
       `INSERT INTO runs (id, conversation_id, kind, status, input, started_at, start_mark, owner_id, start_checkpoint_id, started_by, started_by_role,
-         endpoint, queued_at, queue_reason, trace_parent, last_event_seq)
+         endpoint, queued_at, queue_reason, trace_parent, edit, last_event_seq)
        VALUES (@id, @conversationId, @kind, @status, @input, @startedAt, @startMark, @ownerId, @startCheckpointId, @startedBy, @startedByRole,
-         @endpoint, @queuedAt, @queueReason, @traceParent, 0)`,
+         @endpoint, @queuedAt, @queueReason, @traceParent, @edit, 0)`,
     ),
     // The queue, oldest first, and what executes now (claimQueued).
     queueCandidates: db.prepare<
@@ -313,6 +313,7 @@ export class SqliteRunStore implements RunStore {
           queuedAt: queued ? startedAt : null,
           queueReason: behind ? "BEHIND_ACTIVE_RUN" : null,
           traceParent: run.traceParent ?? null,
+          edit: run.edit ? JSON.stringify(run.edit) : null,
         });
         for (const { interruptId, value } of run.answers ?? [])
           w.answerInterrupt.run(run.id, JSON.stringify(value ?? null), startedAt, run.conversationId, interruptId);

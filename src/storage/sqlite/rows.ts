@@ -19,7 +19,7 @@ export function formatSqliteDate(date: Date): string {
 
 type SqliteDate = string | number;
 export type ConversationRow = rows.ConversationRow<SqliteDate>;
-export type RunRow = rows.RunRow<SqliteDate>;
+export type RunRow = rows.RunRow<SqliteDate, string>;
 export type OwnerRow = rows.OwnerRow<SqliteDate>;
 export type InterruptRow = rows.InterruptRow<SqliteDate, string>;
 export type IdempotencyRow = rows.IdempotencyRow<SqliteDate>;
