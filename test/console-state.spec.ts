@@ -69,11 +69,19 @@ async function openConversation(conversationId: string): Promise<Page> {
   return open.page;
 }
 
-/** Screenshots of the element's neighbourhood at both sizes; the page goes back to 1400×900. */
+/**
+ * Screenshots of the element's neighbourhood at both sizes; the page goes back to 1400×900. On a phone the
+ * chat and the inspector are views of their own: the tab that shows the element is chosen first.
+ */
 async function screenshots(page: Page, name: string, target: () => ReturnType<Page["locator"]>): Promise<void> {
   await target().scrollIntoViewIfNeeded();
   await screenshot(page, `${name}-1400x900`);
+  const inInspector = await target().evaluate((element) => element.closest(".inspector") !== null);
   await page.setViewportSize(PHONE);
+  await page
+    .getByRole("tablist", { name: "Views" })
+    .getByRole("tab", { name: inInspector ? "Runs" : "Chat" })
+    .click();
   await target().scrollIntoViewIfNeeded();
   await screenshot(page, `${name}-390x844`);
   await page.setViewportSize(DESKTOP);
