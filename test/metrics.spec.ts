@@ -139,9 +139,9 @@ for (const deployment of deployments) {
       if (deployment.name.startsWith("SQLite")) expect(gated).toBeGreaterThan(10);
       else expect(gated).toBe(0);
       expect(m.get("runledger_db_waiting")?.type).toBe("gauge");
-      // Each storage operation is timed at its seam: four runs started and recorded, one cancelled, on either backend.
-      expect(v("runledger_db_operation_duration_seconds_count", { seam: "run_store", operation: "startRun" })).toBe(4);
-      expect(v("runledger_db_operation_duration_seconds_count", { seam: "run_store", operation: "finishRun" })).toBe(4);
+      // Each storage operation is timed at its seam: five runs (one an edit) started and recorded, on either backend.
+      expect(v("runledger_db_operation_duration_seconds_count", { seam: "run_store", operation: "startRun" })).toBe(5);
+      expect(v("runledger_db_operation_duration_seconds_count", { seam: "run_store", operation: "finishRun" })).toBe(5);
       expect(v("runledger_db_operation_duration_seconds_count", { seam: "run_store", operation: "claimQueued" })).toBeGreaterThanOrEqual(4);
       const checkpointReads = m
         .get("runledger_db_operation_duration_seconds")!

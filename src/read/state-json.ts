@@ -2,7 +2,7 @@
 // graph's channels take (editState). Messages read as the API types them
 // (Message: id, role, content, toolCalls, toolCallId, name), so a client can
 // take a message from a state, change it, and send it back as it is.
-import { AIMessage, BaseMessage, HumanMessage, ToolMessage, coerceMessageLikeToMessage, isBaseMessage, type BaseMessageLike } from "@langchain/core/messages";
+import { isBaseMessage, type BaseMessage } from "@langchain/core/messages";
 import { toApiMessage } from "./messages.ts";
 
 /** The wire names of MessageRole, as the Message type gives them. */
@@ -40,37 +40,4 @@ export function stateJson(value: unknown, seen: Set<unknown> = new Set()): unkno
     return out;
   }
   return null;
-}
-
-/**
- * A message given to editState: as the Message type reads (role USER,
- * ASSISTANT or TOOL, any case), or anything LangChain's messages reducer takes
- * ({role, content}, a serialized message). Throws with the reason otherwise.
- */
-export function messageFromJson(value: unknown): BaseMessage {
-  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new Error("a message must be an object");
-  const m = value as { id?: unknown; role?: unknown; content?: unknown; toolCalls?: unknown; toolCallId?: unknown; name?: unknown };
-  const role = typeof m.role === "string" ? m.role.toLowerCase() : null;
-  const apiShaped = "toolCalls" in m || "toolCallId" in m || (typeof m.role === "string" && m.role === m.role.toUpperCase());
-  if (apiShaped && (role === "user" || role === "assistant" || role === "tool")) {
-    if (typeof m.content !== "string") throw new Error("a message's content must be a string");
-    const id = typeof m.id === "string" && m.id ? m.id : undefined;
-    const name = typeof m.name === "string" ? m.name : undefined;
-    if (role === "user") return new HumanMessage({ id, content: m.content, name });
-    if (role === "tool") {
-      if (typeof m.toolCallId !== "string" || !m.toolCallId) throw new Error("a TOOL message needs its toolCallId");
-      return new ToolMessage({ id, content: m.content, tool_call_id: m.toolCallId, name });
-    }
-    const calls = m.toolCalls ?? [];
-    if (!Array.isArray(calls)) throw new Error("toolCalls must be a list");
-    const toolCalls = calls.map((call, i) => {
-      const c = call as { id?: unknown; name?: unknown; args?: unknown } | null;
-      if (!c || typeof c.name !== "string" || !c.name) throw new Error(`toolCalls[${i}] needs a name`);
-      const args = c.args ?? {};
-      if (typeof args !== "object" || args === null || Array.isArray(args)) throw new Error(`toolCalls[${i}].args must be an object`);
-      return { id: typeof c.id === "string" ? c.id : undefined, name: c.name, args: args as Record<string, unknown>, type: "tool_call" as const };
-    });
-    return new AIMessage({ id, content: m.content, name, tool_calls: toolCalls });
-  }
-  return coerceMessageLikeToMessage(value as BaseMessageLike);
 }

@@ -12,7 +12,7 @@ import { runUserOf } from "../agent/run-user.ts";
 import type { ModelTransportReport } from "../agent/model-fetch.ts";
 import type { ConversationChange, RunEventBody } from "../domain/events.ts";
 import type { ConversationRecord, IdempotencyRecord, NewIdempotencyKey, NewRun, RunOutcome, RunRecord, RunUsage, StateEdit } from "../domain/records.ts";
-import { messageFromJson } from "../read/state-json.ts";
+import { messageFromJson } from "../agent/message-json.ts";
 import {
   IdempotencyKeyReusedError,
   InterruptMismatchError,
