@@ -14,10 +14,14 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: "forks",
-    // One worker process runs the spec files in turn and keeps its module cache between
-    // them: each file imports the same LangChain, GraphQL and server modules, and loading
-    // them once instead of per file saves about 80 s a run. Specs keep their state in
-    // their own servers, databases and temporary folders, not in modules.
+    // Two worker processes run the spec files, each keeping its module cache between the
+    // files it runs: each file imports the same LangChain, GraphQL and server modules, and
+    // loading them once per worker instead of per file saves about 80 s a run. Most specs
+    // spend their time waiting on servers, browsers and models, so two at once take about
+    // a third less time than one after another on a 2-core machine. Specs keep their state
+    // in their own servers, databases, ports and temporary folders, never in modules, and
+    // share PostgreSQL and Redis as testkit/services.ts says.
+    maxWorkers: 2,
     isolate: false,
   },
 });

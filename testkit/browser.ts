@@ -32,8 +32,8 @@ export interface BrowserPage {
   close(): Promise<void>;
 }
 
-/** Waits this long for anything on a page before failing: generous for a busy 2-core machine, short enough to fail fast. */
-export const PAGE_TIMEOUT_MS = 10_000;
+/** Waits this long for anything on a page before failing: generous for a 2-core machine running two spec files at once, short enough to fail fast. */
+export const PAGE_TIMEOUT_MS = 20_000;
 
 /** Opens url in a new context; beforeNavigation may set up listeners or routes first. */
 export async function openPage(browser: Browser, url: string, beforeNavigation?: (page: Page) => void | Promise<void>): Promise<BrowserPage> {
