@@ -10,7 +10,8 @@ export default defineConfig({
   test: {
     include: ["test/**/*.spec.ts"],
     // This run's PostgreSQL and Redis (testkit/services.ts hands them to specs).
-    globalSetup: ["test/setup/services.ts"],
+    // The built server the process specs start (test/setup/server-build.ts).
+    globalSetup: ["test/setup/services.ts", "test/setup/server-build.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: "forks",

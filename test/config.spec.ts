@@ -8,7 +8,7 @@ import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../src/config.ts";
 import { closedPort, tempDatabaseUrl, ROOT } from "../testkit/app.ts";
-import { startServerProcess } from "../testkit/processes.ts";
+import { serverCommand, startServerProcess } from "../testkit/processes.ts";
 
 const run = promisify(execFile);
 
@@ -88,7 +88,7 @@ describe("configuration", () => {
     try {
       const port = (holder.address() as net.AddressInfo).port;
       const database = tempDatabaseUrl("runledger-startup-");
-      const error = await run(process.execPath, ["--import", "tsx", "src/main.ts"], {
+      const error = await run(process.execPath, serverCommand(), {
         cwd: ROOT,
         env: { ...process.env, PORT: "0", METRICS_PORT: String(port), DATABASE_URL: database.url, LOG_LEVEL: "warn" },
       }).catch((e) => e);
@@ -105,8 +105,8 @@ describe("configuration", () => {
     expect(config.systemPrompt).toBe("from /prompt");
   });
 
-  it("npm start stops with a one-line message on a bad value", async () => {
-    const error = await run(process.execPath, ["--import", "tsx", "src/main.ts"], { cwd: ROOT, env: { ...process.env, PORT: "eighty" } }).catch((e) => e);
+  it("start-up stops with a one-line message on a bad value", async () => {
+    const error = await run(process.execPath, serverCommand(), { cwd: ROOT, env: { ...process.env, PORT: "eighty" } }).catch((e) => e);
     expect(error.code).toBe(2);
     expect(error.stderr.trim()).toBe('runledger: PORT must be a whole number, got "eighty"');
   });
@@ -125,7 +125,7 @@ describe("configuration", () => {
     ],
   ])("start-up stops with one line naming the variable for %s (exit code 2)", async (_what, makeEnv, line) => {
     const database = tempDatabaseUrl("runledger-startup-");
-    const error = await run(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    const error = await run(process.execPath, serverCommand(), {
       cwd: ROOT,
       env: { ...process.env, PORT: "0", DATABASE_URL: database.url, ...(await makeEnv()) },
     }).catch((e) => e);
@@ -142,7 +142,7 @@ describe("configuration", () => {
     try {
       const port = (holder.address() as net.AddressInfo).port;
       const database = tempDatabaseUrl("runledger-startup-");
-      const error = await run(process.execPath, ["--import", "tsx", "src/main.ts"], {
+      const error = await run(process.execPath, serverCommand(), {
         cwd: ROOT,
         env: { ...process.env, PORT: String(port), DATABASE_URL: database.url, LOG_LEVEL: "warn" },
       }).catch((e) => e);
@@ -265,9 +265,9 @@ describe("authentication settings", () => {
     expect(error.message.split("\n")).toHaveLength(1);
   });
 
-  it("npm start stops with one line when two JWT key sources are set (exit code 2)", async () => {
+  it("start-up stops with one line when two JWT key sources are set (exit code 2)", async () => {
     const database = tempDatabaseUrl("runledger-startup-");
-    const error = await run(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    const error = await run(process.execPath, serverCommand(), {
       cwd: ROOT,
       env: { ...process.env, PORT: "0", DATABASE_URL: database.url, AUTH_JWKS_URL: "https://id.example.com/jwks", AUTH_JWT_SECRET: secret },
     }).catch((e) => e);

@@ -27,6 +27,7 @@ import { createApiKey } from "../src/server/identity/api-keys.ts";
 import { gql, sseClient, wsClient } from "../testkit/graphql.ts";
 import { START_RUN } from "../testkit/documents.ts";
 import { startAndFollow } from "./clients/typed-client.ts";
+import { serverCommand } from "../testkit/processes.ts";
 
 const run = promisify(execFile);
 const TOKEN = "trusted-operations-admin-token";
@@ -224,7 +225,7 @@ describe("the manifest", () => {
     const database = tempDatabaseUrl();
     const file = writeFile("start.json", '{"a": "query { noSuchField }"}');
     const env = { ...process.env, PORT: "0", DATABASE_URL: database.url, TRUSTED_OPERATIONS_FILE: file };
-    const error = await run(process.execPath, ["--import", "tsx", "src/main.ts"], { cwd: ROOT, env }).catch((e) => e);
+    const error = await run(process.execPath, serverCommand(), { cwd: ROOT, env }).catch((e) => e);
     expect(error.code).toBe(2);
     expect(error.stderr.trim()).toMatch(/^runledger: TRUSTED_OPERATIONS_FILE .*start\.json: the operation "a" does not validate against the schema: .+$/);
     expect(error.stderr.trim().split("\n")).toHaveLength(1);

@@ -17,8 +17,9 @@ const run = promisify(execFile);
 
 export const DIST_MAIN = path.join(ROOT, "dist", "main.js");
 
-/** `npm run build`, as a deployment runs it. */
+/** `npm run build`, as a deployment runs it: once per test run (test/setup/server-build.ts did it), else here. */
 export async function buildServer(): Promise<void> {
+  if (process.env.RUNLEDGER_TEST_SERVER_BUILD === DIST_MAIN) return;
   await run("npm", ["run", "-s", "build"], { cwd: ROOT });
 }
 

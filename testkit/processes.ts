@@ -65,9 +65,19 @@ export async function killLeftovers(): Promise<void> {
   );
 }
 
-/** Starts a TypeScript entry point of this repository (path from the root) under Node with tsx. */
+/**
+ * Node's arguments that start the server: the build this test run made
+ * (test/setup/server-build.ts) when there is one, else src/main.ts under tsx.
+ */
+export function serverCommand(): string[] {
+  const built = process.env.RUNLEDGER_TEST_SERVER_BUILD;
+  return built ? [built] : ["--import", "tsx", "src/main.ts"];
+}
+
+/** Starts a TypeScript entry point of this repository (path from the root) under Node with tsx; src/main.ts as its build when this run has one, unless a probe is loaded. */
 export function spawnTs(entry: string, options: ChildOptions = {}): Child {
-  const nodeArgs = ["--import", "tsx"];
+  const fromBuild = entry === "src/main.ts" && !options.probe && process.env.RUNLEDGER_TEST_SERVER_BUILD !== undefined;
+  const nodeArgs = fromBuild ? [] : ["--import", "tsx"];
   if (options.probe) nodeArgs.push("--import", pathToFileURL(path.join(ROOT, options.probe)).href);
   if (options.exposeGc) nodeArgs.push("--expose-gc");
   if (options.cpuProfileDir) {
@@ -75,7 +85,7 @@ export function spawnTs(entry: string, options: ChildOptions = {}): Child {
     fs.mkdirSync(options.cpuProfileDir, { recursive: true });
     nodeArgs.push("--cpu-prof", "--cpu-prof-dir", options.cpuProfileDir);
   }
-  const child = spawn(process.execPath, [...nodeArgs, entry], {
+  const child = spawn(process.execPath, [...nodeArgs, ...(fromBuild ? serverCommand() : [entry])], {
     cwd: ROOT,
     env: { ...process.env, ...options.env },
     stdio: options.probe ? ["ignore", "pipe", "pipe", "ipc"] : ["ignore", "pipe", "pipe"],
@@ -143,7 +153,7 @@ export interface ServerProcess extends Child {
 
 const LISTENING = /"msg":"runledger listening","url":"(http:\/\/[^"]+)\/graphql"/;
 
-/** Starts runledger as `npm start` does (src/main.ts) and waits until it logs that it listens (on a port of its own choosing unless env sets PORT). */
+/** Starts runledger (its build, or src/main.ts under tsx: serverCommand) and waits until it logs that it listens (on a port of its own choosing unless env sets PORT). */
 export async function startServerProcess(env: Record<string, string>, options: Omit<ChildOptions, "env"> = {}): Promise<ServerProcess> {
   // As startTestApp: the fake model serves any number of chats at once (testkit/app.ts, FAKE_MODEL_CAPACITY).
   const server = spawnTs("src/main.ts", { ...options, env: { PORT: "0", LOG_LEVEL: "info", MODEL_CONCURRENCY: "1000", ...env } });
