@@ -34,7 +34,8 @@ interface BurstResult {
 }
 
 async function burst(modelUrl: string, runs: number, instances: 1 | 2, log: (message: string) => void): Promise<BurstResult> {
-  const env = { MODEL_CONCURRENCY: String(CAPACITY), MAX_ACTIVE_RUNS: String(CAPACITY), LOG_LEVEL: "warn" };
+  // LOG_LEVEL stays info: the start is told by its "runledger listening" line.
+  const env = { MODEL_CONCURRENCY: String(CAPACITY), MAX_ACTIVE_RUNS: String(CAPACITY) };
   const server = await startRunledger({ modelUrl, env });
   const servers = instances === 1 ? [server] : [server, await startRunledger({ modelUrl, env, databaseFile: server.databaseFile })];
   const rssStart = Math.max(...servers.map((s) => s.rssBytes()));
