@@ -221,7 +221,7 @@ describe("the manifest", () => {
     expect(() => loadTrustedManifest(path)).toThrow(message);
   });
 
-  it("npm start stops with one line naming the variable, before opening the database", async () => {
+  it("start-up stops with one line naming the variable, before opening the database", async () => {
     const database = tempDatabaseUrl();
     const file = writeFile("start.json", '{"a": "query { noSuchField }"}');
     const env = { ...process.env, PORT: "0", DATABASE_URL: database.url, TRUSTED_OPERATIONS_FILE: file };
