@@ -16,10 +16,11 @@ let app: Awaited<ReturnType<typeof startTestApp>>;
 
 beforeAll(async () => {
   fake = await startFakeOllama();
-  // "slowly ..." answers a token every 150 ms, so a subscription can be watched as it streams.
+  // "slowly ..." answers a token every 300 ms (about 4 s in all, longer than a busy machine takes to open the
+  // FollowRun tab after the start), so a subscription can be watched as it streams.
   fake.setResponder((request) =>
     request.messages.findLast((m) => m.role === "user")?.content.startsWith("slowly")
-      ? { kind: "trickle", tokens: splitTokens("one two three four five six seven eight"), delayMs: 150 }
+      ? { kind: "trickle", tokens: splitTokens("one two three four five six seven eight nine ten eleven twelve"), delayMs: 300 }
       : defaultResponder(request),
   );
   app = await startTestApp({ ollamaUrl: fake.url, env: { API_TOKEN: "page-token" } });

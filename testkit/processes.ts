@@ -68,10 +68,16 @@ export async function killLeftovers(): Promise<void> {
 /**
  * Node's arguments that start the server: the build this test run made
  * (test/setup/server-build.ts) when there is one, else src/main.ts under tsx.
+ * A build whose agents file (RUNLEDGER_CONFIG in `env`) names a TypeScript
+ * graph module runs with tsx's loader, as `npm start` would: the build itself
+ * is plain JavaScript, the module is not.
  */
-export function serverCommand(): string[] {
+export function serverCommand(env: Record<string, string | undefined> = {}): string[] {
   const built = process.env.RUNLEDGER_TEST_SERVER_BUILD;
-  return built ? [built] : ["--import", "tsx", "src/main.ts"];
+  if (!built) return ["--import", "tsx", "src/main.ts"];
+  const agents = env.RUNLEDGER_CONFIG ?? process.env.RUNLEDGER_CONFIG;
+  const typescriptModules = agents !== undefined && fs.existsSync(agents) && /\.[cm]?tsx?"/.test(fs.readFileSync(agents, "utf8"));
+  return typescriptModules ? ["--import", "tsx", built] : [built];
 }
 
 /** Starts a TypeScript entry point of this repository (path from the root) under Node with tsx; src/main.ts as its build when this run has one, unless a probe is loaded. */
@@ -85,7 +91,7 @@ export function spawnTs(entry: string, options: ChildOptions = {}): Child {
     fs.mkdirSync(options.cpuProfileDir, { recursive: true });
     nodeArgs.push("--cpu-prof", "--cpu-prof-dir", options.cpuProfileDir);
   }
-  const child = spawn(process.execPath, [...nodeArgs, ...(fromBuild ? serverCommand() : [entry])], {
+  const child = spawn(process.execPath, [...nodeArgs, ...(fromBuild ? serverCommand(options.env) : [entry])], {
     cwd: ROOT,
     env: { ...process.env, ...options.env },
     stdio: options.probe ? ["ignore", "pipe", "pipe", "ipc"] : ["ignore", "pipe", "pipe"],
