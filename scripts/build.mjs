@@ -57,6 +57,25 @@ const result = await esbuild.build({
 const bytes = result.metafile.outputs[path.relative(ROOT, OUTFILE)]?.bytes ?? 0;
 process.stdout.write(`wrote ${path.relative(ROOT, OUTFILE)} (${Math.round(bytes / 1024)} KiB)\n`);
 
+// The API key CLI (`npm run keys`), for a deployment without tsx: node dist/keys.js create --user NAME.
+const KEYS_OUTFILE = path.join(OUTDIR, "keys.js");
+await esbuild.build({
+  absWorkingDir: ROOT,
+  entryPoints: [path.join(ROOT, "scripts", "keys.ts")],
+  outfile: KEYS_OUTFILE,
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node20.19",
+  packages: "external",
+  sourcemap: "linked",
+  tsconfig: path.join(ROOT, "tsconfig.json"),
+  define: { RUNLEDGER_BUILT: "true" },
+  plugins: [sourceFileUrls],
+  logLevel: "warning",
+});
+process.stdout.write(`wrote ${path.relative(ROOT, KEYS_OUTFILE)}\n`);
+
 const consoleFiles = await bundleConsole();
 await fs.mkdir(CONSOLE_OUTDIR, { recursive: true });
 for (const file of consoleFiles) await fs.writeFile(path.join(CONSOLE_OUTDIR, file.name), file.bytes);

@@ -3,6 +3,7 @@
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import fs from "node:fs";
+import path from "node:path";
 import { promisify } from "node:util";
 import Database from "better-sqlite3";
 import pg from "pg";
@@ -24,10 +25,20 @@ interface Result {
   stderr: string;
 }
 
-/** Runs the CLI as `npm run keys` does (tsx), with DATABASE_URL set. */
+/**
+ * Node's arguments for the CLI: its build beside this run's server build
+ * (dist/keys.js, test/setup/server-build.ts), else scripts/keys.ts as `npm run
+ * keys` runs it (tsx). The same code either way.
+ */
+function keysCommand(): string[] {
+  const built = process.env.RUNLEDGER_TEST_SERVER_BUILD;
+  return built ? [path.join(path.dirname(built), "keys.js")] : ["--import", "tsx", "scripts/keys.ts"];
+}
+
+/** Runs the CLI with DATABASE_URL set. */
 async function keys(databaseUrl: string, ...args: string[]): Promise<Result> {
   const env = { ...process.env, DATABASE_URL: databaseUrl };
-  return exec(process.execPath, ["--import", "tsx", "scripts/keys.ts", ...args], { cwd: ROOT, env }).then(
+  return exec(process.execPath, [...keysCommand(), ...args], { cwd: ROOT, env }).then(
     ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
     (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, stdout: error.stdout, stderr: error.stderr }),
   );
