@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import { WeightedSequencer } from "./test/setup/sequencer.ts";
 
 export default defineConfig({
   resolve: {
@@ -24,5 +25,7 @@ export default defineConfig({
     // share PostgreSQL and Redis as testkit/services.ts says.
     maxWorkers: 2,
     isolate: false,
+    // Longest first even on a clean checkout, so the two workers end together.
+    sequence: { sequencer: WeightedSequencer },
   },
 });
