@@ -37,44 +37,32 @@ const sourceFileUrls = {
   },
 };
 
-await fs.rm(OUTDIR, { recursive: true, force: true });
-const result = await esbuild.build({
-  absWorkingDir: ROOT,
-  entryPoints: [path.join(ROOT, "src", "main.ts")],
-  outfile: OUTFILE,
-  bundle: true,
-  platform: "node",
-  format: "esm",
-  target: "node20.19",
-  packages: "external",
-  sourcemap: "linked",
-  tsconfig: path.join(ROOT, "tsconfig.json"),
-  define: { RUNLEDGER_BUILT: "true" },
-  plugins: [sourceFileUrls],
-  logLevel: "warning",
-  metafile: true,
-});
-const bytes = result.metafile.outputs[path.relative(ROOT, OUTFILE)]?.bytes ?? 0;
-process.stdout.write(`wrote ${path.relative(ROOT, OUTFILE)} (${Math.round(bytes / 1024)} KiB)\n`);
+/** Bundles one entry point of the package into `outfile` (packages stay in node_modules) and says so. */
+async function bundle(entry, outfile) {
+  const result = await esbuild.build({
+    absWorkingDir: ROOT,
+    entryPoints: [path.join(ROOT, entry)],
+    outfile,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20.19",
+    packages: "external",
+    sourcemap: "linked",
+    tsconfig: path.join(ROOT, "tsconfig.json"),
+    define: { RUNLEDGER_BUILT: "true" },
+    plugins: [sourceFileUrls],
+    logLevel: "warning",
+    metafile: true,
+  });
+  const bytes = result.metafile.outputs[path.relative(ROOT, outfile)]?.bytes ?? 0;
+  process.stdout.write(`wrote ${path.relative(ROOT, outfile)} (${Math.round(bytes / 1024)} KiB)\n`);
+}
 
+await fs.rm(OUTDIR, { recursive: true, force: true });
+await bundle("src/main.ts", OUTFILE);
 // The API key CLI (`npm run keys`), for a deployment without tsx: node dist/keys.js create --user NAME.
-const KEYS_OUTFILE = path.join(OUTDIR, "keys.js");
-await esbuild.build({
-  absWorkingDir: ROOT,
-  entryPoints: [path.join(ROOT, "scripts", "keys.ts")],
-  outfile: KEYS_OUTFILE,
-  bundle: true,
-  platform: "node",
-  format: "esm",
-  target: "node20.19",
-  packages: "external",
-  sourcemap: "linked",
-  tsconfig: path.join(ROOT, "tsconfig.json"),
-  define: { RUNLEDGER_BUILT: "true" },
-  plugins: [sourceFileUrls],
-  logLevel: "warning",
-});
-process.stdout.write(`wrote ${path.relative(ROOT, KEYS_OUTFILE)}\n`);
+await bundle("scripts/keys.ts", path.join(OUTDIR, "keys.js"));
 
 const consoleFiles = await bundleConsole();
 await fs.mkdir(CONSOLE_OUTDIR, { recursive: true });
