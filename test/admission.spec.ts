@@ -8,7 +8,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { splitTokens, startFakeOllama, type FakeOllama, type FakeOllamaOptions } from "../testkit/fake-ollama.ts";
 import { startTestApp, tempDatabaseUrl } from "../testkit/app.ts";
-import { gql } from "../testkit/graphql.ts";
+import { collect, gql, wsClient } from "../testkit/graphql.ts";
+import { RUN_EVENTS } from "../testkit/documents.ts";
 import { until } from "../testkit/streaming.ts";
 import { createApiKey } from "../src/server/identity/api-keys.ts";
 import type { App } from "../src/app.ts";
@@ -93,17 +94,71 @@ describe("a burst behind a model that serves two chats at once", () => {
     expect(fake!.capacity()).toMatchObject({ peakServing: 2, queued: 0 });
   });
 
-  it("sends a chat again after a 503 'server busy' (the model's queue full) until it is taken: no run fails", async () => {
+  it("puts a run whose chat the model turns away (503 'server busy') back in the queue, its slot free, until it is taken: no run fails", async () => {
     await model({ parallel: 2, maxQueue: 0, tokens: 20, delayMs: 20 });
     // Configured beyond what the model serves: the model turns the extra chats away.
     const on = await app({ MODEL_CONCURRENCY: "6", MODEL_IDLE_TIMEOUT_MS: "3000" });
-    const started = await Promise.all(Array.from({ length: 6 }, (_, i) => start(on, `busy ${i}`)));
-    const ended = await allEnded(
-      on,
-      started.map((s) => s.run.id),
+    const ws = wsClient(on.url, { token: TOKEN });
+    try {
+      const started = await Promise.all(Array.from({ length: 6 }, (_, i) => start(on, `busy ${i}`)));
+      // From the first event (after: 0 replays what was sent before the subscription).
+      const streams = started.map((s) => collect(ws, RUN_EVENTS, { runId: s.run.id, after: 0 }));
+      const seen = (await Promise.all(streams.map((s) => s.done))).map((events) =>
+        events
+          .map((e: any) => e.runEvents)
+          .filter((e: any) => e.__typename === "RunStatusEvent")
+          .map((e: any) => e.status),
+      );
+      const ended = await allEnded(
+        on,
+        started.map((s) => s.run.id),
+      );
+      expect(ended.map((r) => [r.status, r.errorCode, r.queueReason])).toEqual(ended.map(() => ["COMPLETED", null, null]));
+      expect(fake!.capacity().busy).toBeGreaterThan(0);
+      // Every run turned away was told so: back to QUEUED, then RUNNING once admitted again, as many times as it took.
+      const turnedAway = seen.filter((statuses) => statuses.includes("QUEUED"));
+      expect(turnedAway.length).toBeGreaterThan(0);
+      for (const statuses of seen) {
+        expect(statuses[0]).toBe("RUNNING");
+        expect(statuses.at(-1)).toBe("COMPLETED");
+        const between = statuses.slice(1, -1);
+        expect(between).toEqual(between.map((_, i) => (i % 2 === 0 ? "QUEUED" : "RUNNING")));
+      }
+      expect(turnedAway.flat().filter((s) => s === "QUEUED").length).toBeLessThanOrEqual(fake!.capacity().busy);
+    } finally {
+      await ws.dispose();
+    }
+  });
+
+  it("shows a turned-away run QUEUED with MODEL_BUSY and its place, frees its slot for the run behind it, and cancels it at once", async () => {
+    // One slot at the model, none waiting; runledger believes in two.
+    await model({ parallel: 1, maxQueue: 0, tokens: 150, delayMs: 20 });
+    const on = await app({ MODEL_CONCURRENCY: "2", MODEL_IDLE_TIMEOUT_MS: "3000" });
+    const first = await start(on, "first");
+    await until(async () => fake!.capacity().peakServing === 1, "the first chat to be served");
+    const second = await start(on, "second");
+    // The model turns the second away: it waits in runledger's queue, not as a running run.
+    await until(async () => (await run(on, second.run.id)).status === "QUEUED", "the turned-away run to be queued again");
+    const queued = await run(on, second.run.id);
+    expect(queued).toMatchObject({ status: "QUEUED", queueReason: "MODEL_BUSY", queuePosition: 1, errorCode: null });
+    expect(queued.queuedAt).not.toBeNull();
+    // Its slot is free: a third run is admitted to the endpoint meanwhile (and turned away in its turn).
+    const asked = (text: string) => fake!.requests.filter((r) => r.messages.at(-1)?.content === text).length;
+    const third = await start(on, "third");
+    await until(async () => asked("third") > 0, "the third run to reach the model");
+    // Cancelled while queued again, it ends at once, and its chat is never sent again.
+    await until(async () => (await run(on, second.run.id)).status === "QUEUED", "the second run to be queued again");
+    const cancelled = await gql(
+      on.url,
+      `mutation ($id: ID!) { cancelRun(input: { runId: $id }) { __typename ... on CancelRunSuccess { run { id status errorCode queueReason } } } }`,
+      { id: second.run.id },
+      ADMIN,
     );
-    expect(ended.map((r) => r.status)).toEqual(ended.map(() => "COMPLETED"));
-    expect(fake!.capacity().busy).toBeGreaterThan(0);
+    expect(cancelled.data.cancelRun).toMatchObject({ __typename: "CancelRunSuccess", run: { status: "CANCELLED", errorCode: "CANCELLED", queueReason: null } });
+    const sent = asked("second");
+    const ended = await allEnded(on, [first.run.id, third.run.id]);
+    expect(ended.map((r) => r.status)).toEqual(["COMPLETED", "COMPLETED"]);
+    expect(asked("second")).toBe(sent);
   });
 });
 

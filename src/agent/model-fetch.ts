@@ -4,8 +4,9 @@
 // byte stream: an idle timer fails the request when the model goes silent, and it
 // notes what Ollama said (HTTP status, an {"error": ...} line) for classification.
 // An Ollama whose own queue is full answers 503 at once: the request is sent
-// again after a backoff, until it is taken or the run is stopped, so a busy
-// model makes a run wait, never fail.
+// again after a backoff (and, under admission, after the run waited its turn
+// in runledger's queue again), until it is taken or the run is stopped, so a
+// busy model makes a run wait, never fail.
 
 export class ModelIdleTimeoutError extends Error {
   override name = "ModelIdleTimeoutError";
@@ -31,8 +32,13 @@ export function createModelFetch(options: {
   idleTimeoutMs: number;
   report: ModelTransportReport;
   baseFetch?: typeof fetch;
-  /** Told each time Ollama answers 503 (its queue is full) and the request waits to be sent again. */
-  onBusy?: (waitMs: number) => void;
+  /**
+   * Told each time Ollama answers 503 (its queue is full), with the backoff the
+   * answer earned; the request is sent again once the promise resolves (the run
+   * waited the backoff and its turn in the queue). Without it, the request is
+   * sent again after the backoff.
+   */
+  whenBusy?: (backoffMs: number) => Promise<void>;
 }): typeof fetch {
   const baseFetch = options.baseFetch ?? fetch;
   const watched = watchedFetch({ ...options, baseFetch });
@@ -42,10 +48,18 @@ export function createModelFetch(options: {
       const response = await watched(input, init);
       if (response.status !== 503) return response;
       await response.body?.cancel().catch(() => {});
-      options.onBusy?.(wait);
-      await sleepUnlessAborted(wait, options.signal);
+      await (options.whenBusy ? settledUnlessAborted(options.whenBusy(wait), options.signal) : sleepUnlessAborted(wait, options.signal));
     }
   };
+}
+
+function settledUnlessAborted(wait: Promise<void>, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    wait.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
 }
 
 function sleepUnlessAborted(ms: number, signal: AbortSignal): Promise<void> {

@@ -10,11 +10,16 @@ export interface ModelSettings {
   idleTimeoutMs: number;
 }
 
-export function createRunModel(settings: ModelSettings, signal: AbortSignal, report: ModelTransportReport): ChatOllama {
+export function createRunModel(
+  settings: ModelSettings,
+  signal: AbortSignal,
+  report: ModelTransportReport,
+  whenBusy?: (backoffMs: number) => Promise<void>,
+): ChatOllama {
   return new ChatOllama({
     baseUrl: settings.baseUrl,
     model: settings.model,
     ...(settings.think === undefined ? {} : { think: settings.think }),
-    fetch: createModelFetch({ signal, idleTimeoutMs: settings.idleTimeoutMs, report }),
+    fetch: createModelFetch({ signal, idleTimeoutMs: settings.idleTimeoutMs, report, whenBusy }),
   });
 }

@@ -54,6 +54,11 @@ export interface RunHooks {
   onCustom(name: string, data: unknown): void;
   /** A model call finished, with what Ollama reported about it. */
   onModelCall(usage: ModelCallUsage): void;
+  /**
+   * Ollama answered 503 (its queue full): the call is sent again once this
+   * resolves. Without it, after the backoff alone.
+   */
+  onModelBusy?(backoffMs: number): Promise<void>;
 }
 
 /** What a run feeds the graph. */
@@ -236,6 +241,7 @@ export class AgentRuntime {
       { baseUrl: this.#options.ollama.baseUrl, idleTimeoutMs: this.#options.ollama.idleTimeoutMs, model: definition.model, think: definition.think },
       run.signal,
       run.report,
+      run.hooks.onModelBusy && ((backoffMs) => run.hooks.onModelBusy!(backoffMs)),
     );
     const sourced = this.#tools(definition);
     const tools = sourced.map((t) => t.tool);

@@ -116,6 +116,12 @@ export class RunService {
   readonly #queuedBy = new Map<string, Principal>();
   /** Where the spans of runs this instance queued hang (the request that queued them), for when it claims them itself. */
   readonly #queuedOrigin = new Map<string, RunOrigin>();
+  /**
+   * Runs paused here at a model call the model answered 503, back in the queue
+   * (requeueHeld) until this instance admits them again: `ready` once their
+   * backoff is over; `admit` lets the call be sent again.
+   */
+  readonly #held = new Map<string, { ready: boolean; admit: () => void }>();
   #claiming: Promise<void> | null = null;
   #claimAgain = false;
   #pollTimer: NodeJS.Timeout | undefined;
@@ -138,7 +144,7 @@ export class RunService {
 
   /** Runs this instance queued that no instance has claimed yet (as of its last look). */
   get queuedHere(): number {
-    return this.#queuedBy.size;
+    return this.#queuedBy.size + this.#held.size;
   }
 
   validateMessage(message: string): string {
@@ -798,17 +804,27 @@ export class RunService {
   async #claimOnce(): Promise<void> {
     const admission = this.options.admission!;
     // With no room it still looks: the queued runs' reasons are brought up to date.
-    const room = Math.max(0, admission.maxActiveRuns - this.#active.size);
+    // A paused run holds no room until it is admitted again.
+    const room = Math.max(0, admission.maxActiveRuns - (this.#active.size - this.#held.size));
     const agents = this.options.agent.agents().map((a) => a.definition);
+    const ready = [...this.#held].filter(([, held]) => held.ready).map(([id]) => id);
     const claimed = await this.options.store.claimQueued({
       ownerId: this.options.ownerId,
       room,
       endpoints: endpointLimits(agents, admission),
       at: this.#now(),
-      own: new Set(this.#queuedBy.keys()),
+      own: new Set([...this.#queuedBy.keys(), ...ready]),
       preferOwnMs: PREFER_OWN_MS,
     });
-    await Promise.all(claimed.map((run) => this.#launchClaimed(run)));
+    await Promise.all(
+      claimed.map((run) => {
+        const held = this.#held.get(run.id);
+        if (held) return held.admit();
+        // Executing here already, no longer paused (stopped meanwhile): its execution records the outcome.
+        if (this.#active.has(run.id)) return;
+        return this.#launchClaimed(run);
+      }),
+    );
   }
 
   /** Forgets the callers of runs this instance queued that another instance claimed (or that ended). */
@@ -864,6 +880,53 @@ export class RunService {
     if (floor === null || floor <= run.startMark) return;
     const [startMark, head] = await this.#startPoint(run.conversationId);
     await this.options.store.moveStart(run.id, startMark, head);
+  }
+
+  /**
+   * The model answered the run's call 503 (its own queue full): the run goes
+   * back to the queue, QUEUED (MODEL_BUSY) and its endpoint slot free, and its
+   * graph waits here at that call. After the backoff it takes its turn like
+   * any queued run, on this instance (which holds its graph); once admitted it
+   * is RUNNING again and the call is sent again. Rejects when the run is stopped.
+   */
+  async #queueAgain(run: RunRecord, publish: (body: RunEventBody) => void, backoffMs: number, signal: AbortSignal): Promise<void> {
+    if (!(await this.options.store.requeueHeld(run.id, this.options.ownerId, this.#now()))) {
+      // Ended by another process (a cancel): its abort is on the way; until it comes, the backoff.
+      await new Promise((resolve) => setTimeout(resolve, backoffMs));
+      return;
+    }
+    publish({ type: "status", status: "queued", errorCode: null, errorMessage: null });
+    this.#announce({ conversationId: run.conversationId, kind: "updated", at: this.#now() });
+    await new Promise<void>((resolve, reject) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", onAbort);
+        this.#held.delete(run.id);
+      };
+      const onAbort = () => {
+        done();
+        reject(signal.reason);
+      };
+      const timer = setTimeout(() => {
+        const held = this.#held.get(run.id);
+        if (!held) return;
+        held.ready = true;
+        void this.claimQueued();
+      }, backoffMs);
+      this.#held.set(run.id, {
+        ready: false,
+        admit: () => {
+          done();
+          resolve();
+        },
+      });
+      if (signal.aborted) onAbort();
+      else signal.addEventListener("abort", onAbort, { once: true });
+      // Its slot is free: the next queued run may go.
+      void this.claimQueued();
+    });
+    publish({ type: "status", status: "running", errorCode: null, errorMessage: null });
+    this.#announce({ conversationId: run.conversationId, kind: "updated", at: this.#now() });
   }
 
   #announce(change: ConversationChange): void {
@@ -949,6 +1012,8 @@ export class RunService {
             publish({ type: "checkpoint", checkpointId, conversationId: run.conversationId });
           },
           onCustom: (name, data) => publish({ type: "custom", name, data }),
+          // Under admission a busy model sends the run back to the queue, its slot free for others.
+          onModelBusy: this.options.admission ? (backoffMs) => this.#queueAgain(run, publish, backoffMs, controller.signal) : undefined,
           onModelCall: (call) => {
             usage.modelCalls += 1;
             usage.inputTokens += call.inputTokens;

@@ -47,7 +47,12 @@ Run.implement({
       description: "While QUEUED, its place among the runs waiting for the same model endpoint (1 is next, oldest first); null otherwise.",
       resolve: (run, _a, ctx, info) => (run.status === "queued" ? ctx.reads(info.rootValue).queuePosition(run.id) : null),
     }),
-    queueReason: t.field({ type: QueueReason, nullable: true, description: "Why it waits, while QUEUED; null otherwise.", resolve: (r) => r.queueReason }),
+    queueReason: t.field({
+      type: QueueReason,
+      nullable: true,
+      description: "Why it waits, while QUEUED; null otherwise.",
+      resolve: (r) => (r.status === "queued" ? r.queueReason : null),
+    }),
     checkpoints: t.field({
       type: [Checkpoint],
       description: "The checkpoints inside the run's window, oldest first (timestamp correlation).",

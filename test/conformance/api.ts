@@ -273,6 +273,28 @@ export function describeApiConformance(deployment: Deployment) {
       expect((await gqlOk(app.url, RESUME_RUN, { conversationId })).resumeRun).toMatchObject({ __typename: "NothingToResumeError", code: "NOTHING_TO_RESUME" });
     });
 
+    it("puts a run whose call the model turns away (503) back in the queue, then runs it on: told on both transports, its checkpoints its own", async () => {
+      const busy = { kind: "httpError", status: 503, error: "server busy, please try again.  maximum pending requests exceeded" } as const;
+      fake.enqueue(busy, busy);
+      const { runId, conversationId } = await start("A busy model.");
+      const seen = await events(runId);
+      expect(seen.map((e) => e.seq)).toEqual(seen.map((_, i) => i + 1));
+      expect(seen.filter((e) => e.__typename === "RunStatusEvent").map((e) => e.status)).toEqual([
+        "RUNNING",
+        "QUEUED",
+        "RUNNING",
+        "QUEUED",
+        "RUNNING",
+        "COMPLETED",
+      ]);
+      expect(await waitForRun(app.url, runId)).toMatchObject({ status: "COMPLETED", errorCode: null });
+      const { conversation } = await gqlOk(app.url, CORRELATION, { id: conversationId });
+      const [run] = conversation.runs.edges.map((e: any) => e.node);
+      expect(run.messages.map((m: any) => m.content)).toEqual(["A busy model.", "Echo: A busy model."]);
+      expect(run.checkpoints.map((c: any) => c.id)).toEqual(conversation.checkpoints.edges.map((e: any) => e.node.id));
+      for (const { node } of conversation.checkpoints.edges) expect(node.run).toEqual({ id: runId });
+    });
+
     it("cancels a running run, refuses a second start meanwhile, and keeps its step resumable", async () => {
       fake.enqueue({ kind: "silence", tokens: ["Working "] });
       const { runId, conversationId } = await start("Take your time.");

@@ -403,6 +403,58 @@ export function describeRunStoreConformance(backend: StorageBackend) {
         await store.finishRun(next.id, outcome({ finishedAt: at(8_000) }));
       }));
 
+    it("puts a run its model turned away back in the queue, held by its owner: its slot free, admitted again by that owner alone, recovered with it", () =>
+      withStore(async (store) => {
+        const E = "agent:busy";
+        await store.registerOwner({ id: "owner-a", pid: 1, host: "h", startedAt: at(0), heartbeatAt: at(0) });
+        await store.registerOwner({ id: "owner-b", pid: 2, host: "h", startedAt: at(0), heartbeatAt: at(0) });
+        const claim = (ownerId: string, ms: number, own: string[] = []) =>
+          store.claimQueued({ ownerId, room: 5, endpoints: new Map([[E, 1]]), at: at(ms), own: new Set(own) });
+        const held = (await store.startRun(newRun(randomUUID(), { startedAt: at(0), startMark: "0001", endpoint: E }), newConversation("held"))).run;
+        expect((await claim("owner-a", 10)).map((r) => r.id)).toEqual([held.id]);
+
+        // Only its owner puts it back, and only while it runs.
+        expect(await store.requeueHeld(held.id, "owner-b", at(20))).toBe(false);
+        expect(await store.requeueHeld(held.id, "owner-a", at(30))).toBe(true);
+        expect(await store.requeueHeld(held.id, "owner-a", at(31))).toBe(false);
+        const waiting = await store.getRun(held.id);
+        expect(waiting).toMatchObject({ status: "queued", queueReason: "MODEL_BUSY", ownerId: "owner-a", startMark: "0001" });
+        expect(waiting?.queuedAt?.getTime()).toBe(at(30).getTime());
+        expect((await store.activeRun(held.conversationId))?.id).toBe(held.id);
+        expect((await store.queuePositions([held.id])).get(held.id)).toBe(1);
+        // Still executing for its owner: not one a heartbeat should stop.
+        expect(await store.notRunning([held.id])).toEqual([]);
+
+        // Its slot is free: another run of the endpoint is admitted, by any instance; the held one is not taken.
+        const other = (await store.startRun(newRun(randomUUID(), { startedAt: at(40), endpoint: E }), newConversation("other"))).run;
+        expect((await claim("owner-b", 50, [held.id])).map((r) => r.id)).toEqual([other.id]);
+        await store.finishRun(other.id, outcome({ finishedAt: at(60) }));
+        // Not another instance's to take, nor its owner's until it names it (its backoff over).
+        expect(await claim("owner-b", 70, [held.id])).toEqual([]);
+        expect(await claim("owner-a", 80)).toEqual([]);
+        expect((await claim("owner-a", 90, [held.id])).map((r) => [r.id, r.status, r.ownerId, r.queueReason])).toEqual([[held.id, "running", "owner-a", null]]);
+
+        // Cancelled while held, its correlation window keeps what it recorded before.
+        expect(await store.requeueHeld(held.id, "owner-a", at(100))).toBe(true);
+        expect(await store.finishRun(held.id, outcome({ status: "cancelled", errorCode: "CANCELLED", finishedAt: at(110), endMark: "0011" }))).toMatchObject({
+          status: "cancelled",
+          startMark: "0001",
+          endMark: "0011",
+        });
+
+        // Its owner gone, a held run is recovered as interrupted; a plain queued run stays for any instance.
+        const second = (await store.startRun(newRun(randomUUID(), { startedAt: at(200), startMark: "0020", endpoint: E }), newConversation("held 2"))).run;
+        expect((await claim("owner-a", 210)).map((r) => r.id)).toEqual([second.id]);
+        expect(await store.requeueHeld(second.id, "owner-a", at(220))).toBe(true);
+        const plain = (await store.startRun(newRun(randomUUID(), { startedAt: at(230), endpoint: E }), newConversation("plain"))).run;
+        expect((await store.runsOfGoneOwners(["owner-a"])).map((r) => r.id)).toEqual([second.id]);
+        const recovered = await store.interruptRunsOfGoneOwners(["owner-a"], at(300), "0030", "stopped", new Map());
+        expect(recovered.map((r) => [r.id, r.status, r.errorCode, r.startMark])).toEqual([[second.id, "interrupted", "INTERRUPTED", "0020"]]);
+        expect((await store.getRun(plain.id))?.status).toBe("queued");
+        expect((await claim("owner-b", 310)).map((r) => r.id)).toEqual([plain.id]);
+        await store.finishRun(plain.id, outcome({ finishedAt: at(400) }));
+      }));
+
     it("queues a run behind the conversation's active one when asked (ENQUEUE), and promotes the oldest once nothing else is active", () =>
       withStore(async (store) => {
         const E = "agent:line";

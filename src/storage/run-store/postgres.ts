@@ -61,6 +61,12 @@ function pageSql(direction: "ASC" | "DESC", fromCursor: boolean): string {
 // once nothing else of the conversation is queued or running).
 const BEHIND = `(queue_reason IS NOT DISTINCT FROM 'BEHIND_ACTIVE_RUN')`;
 
+// A row an instance executes: running, or queued but held by the instance that paused it (requeueHeld).
+const EXECUTING = `(status = 'running' OR (status = 'queued' AND owner_id IS NOT NULL))`;
+// Executing rows whose owner is gone (listed) or was never registered; only a running row may lack an owner.
+const orphaned = (gone: string) =>
+  `${EXECUTING} AND ((owner_id IS NULL AND status = 'running') OR owner_id = ANY(${gone}) OR owner_id NOT IN (SELECT id FROM run_owners))`;
+
 const SQL = {
   insertConversation: `INSERT INTO conversations (id, title, created_at, updated_at, message_count, agent, forked_from_conversation_id, forked_from_checkpoint_id, owner)
     VALUES ($1, $2, $3, $3, $7, $4, $5, $6, $8)`,
@@ -82,7 +88,7 @@ const SQL = {
   anyQueued: `SELECT 1 AS one FROM runs WHERE status = 'queued' LIMIT 1`,
   lockQueue: `SELECT pg_advisory_xact_lock(hashtextextended('runledger:queue', 0))`,
   // A row a cancel is changing right now is skipped, not waited for.
-  queueCandidates: `SELECT id, queued_at, endpoint, started_by, conversation_id, queue_reason FROM runs WHERE status = 'queued' AND NOT ${BEHIND}
+  queueCandidates: `SELECT id, queued_at, endpoint, started_by, conversation_id, queue_reason, owner_id FROM runs WHERE status = 'queued' AND NOT ${BEHIND}
     ORDER BY queued_at, id LIMIT $1 FOR UPDATE SKIP LOCKED`,
   promoteBehind: `UPDATE runs SET queue_reason = NULL WHERE id IN (
       SELECT b.id FROM runs b WHERE b.status = 'queued' AND b.queue_reason = 'BEHIND_ACTIVE_RUN'
@@ -97,6 +103,7 @@ const SQL = {
   // When each starter's latest admitted run was asked for (round robin; a queued run's queued_at is its started_at).
   lastServed: `SELECT started_by AS k, max(started_at) AS at FROM runs WHERE started_by = ANY($1) AND status <> 'queued' GROUP BY started_by`,
   claimRuns: `UPDATE runs SET status = 'running', owner_id = $1, queue_reason = NULL WHERE id = ANY($2) AND status = 'queued' RETURNING ${RUN_COLUMNS}`,
+  requeueHeld: `UPDATE runs SET status = 'queued', queue_reason = 'MODEL_BUSY', queued_at = $1 WHERE id = $2 AND status = 'running' AND owner_id = $3 RETURNING id`,
   setQueueReasons: `UPDATE runs SET queue_reason = v.reason FROM unnest($1::text[], $2::text[]) AS v(id, reason) WHERE runs.id = v.id AND runs.status = 'queued'`,
   queuePositions: `SELECT r.id, (SELECT count(*) FROM runs q WHERE q.status = 'queued' AND q.endpoint IS NOT DISTINCT FROM r.endpoint
       AND (q.queued_at, q.id) <= (r.queued_at, r.id))::int AS position
@@ -108,7 +115,7 @@ const SQL = {
     FROM runs WHERE started_by = $1 AND started_at > $2`,
   finishRun: `UPDATE runs SET status = $1, error_code = $2, error_message = $3, partial_output = $4, finished_at = $5, end_mark = $6, last_event_seq = $7,
       input_tokens = $9, output_tokens = $10, model_calls = $11, time_to_first_token_ms = $12, model_duration_ms = $13,
-      start_mark = CASE WHEN status = 'queued' THEN COALESCE($6, start_mark) ELSE start_mark END
+      start_mark = CASE WHEN status = 'queued' AND owner_id IS NULL THEN COALESCE($6, start_mark) ELSE start_mark END
     WHERE id = $8 AND status IN ('queued', 'running') RETURNING ${RUN_COLUMNS}`,
   insertInterrupt: `INSERT INTO interrupts (run_id, id, conversation_id, node, value, created_at) VALUES ($1, $2, $3, $4, $5::jsonb, $6)`,
   answerInterrupt: `UPDATE interrupts SET answered_by_run_id = $1, answer = $2::jsonb, answered_at = $3 WHERE conversation_id = $4 AND id = $5 AND answered_by_run_id IS NULL`,
@@ -119,10 +126,10 @@ const SQL = {
   // the rows this transaction changed, so two instances sweeping at once report each run once.
   interruptOrphans: `UPDATE runs SET status = 'interrupted', error_code = 'INTERRUPTED', error_message = $1, finished_at = $2,
       end_mark = ${recoveredEndMarkSql("postgres", "$3", "runs.conversation_id")}
-    WHERE status = 'running' AND (owner_id IS NULL OR owner_id = ANY($4) OR owner_id NOT IN (SELECT id FROM run_owners))
+    WHERE ${orphaned("$4")}
     RETURNING ${RUN_COLUMNS}`,
   orphans: `SELECT ${RUN_COLUMNS} FROM runs
-    WHERE status = 'running' AND (owner_id IS NULL OR owner_id = ANY($1) OR owner_id NOT IN (SELECT id FROM run_owners))`,
+    WHERE ${orphaned("$1")}`,
   setMessageCount: `UPDATE conversations SET message_count = $1 WHERE id = $2`,
   setMessageCountOfRun: `UPDATE conversations SET message_count = $1 WHERE id = (SELECT conversation_id FROM runs WHERE id = $2)`,
   completeEndedElsewhere: `UPDATE runs SET last_event_seq = $1, partial_output = COALESCE(partial_output, $2), end_mark = ${laterEndMarkSql("postgres", "$3")},
@@ -137,7 +144,7 @@ const SQL = {
   deleteOwners: `DELETE FROM run_owners WHERE id = ANY($1)`,
   listOwners: `SELECT id, pid, host, started_at, heartbeat_at FROM run_owners`,
   lastMark: `SELECT ${lastMarkSql("postgres", "$1")} AS m`,
-  notRunning: `SELECT id FROM runs WHERE id = ANY($1) AND status <> 'running'`,
+  notRunning: `SELECT id FROM runs WHERE id = ANY($1) AND NOT ${EXECUTING}`,
   conversations: `SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = ANY($1)`,
   runs: `SELECT ${RUN_COLUMNS} FROM runs WHERE id = ANY($1)`,
   // The run each conversation keeps comes last (keyRows keeps the last row per key).
@@ -292,6 +299,7 @@ export class PostgresRunStore implements RunStore {
         started_by: string | null;
         conversation_id: string;
         queue_reason: string | null;
+        owner_id: string | null;
       }>(client, "queueCandidates", [CLAIM_SCAN]);
       if (rows.length === 0) return [];
       const candidates = rows.map((r) => ({
@@ -300,6 +308,7 @@ export class PostgresRunStore implements RunStore {
         endpoint: r.endpoint,
         fairnessKey: r.started_by ?? r.conversation_id,
         queueReason: r.queue_reason,
+        heldBy: r.owner_id,
       }));
       const byEndpoint = new Map((await this.#query<{ endpoint: string; n: number }>(client, "runningByEndpoint", [])).map((r) => [r.endpoint, r.n] as const));
       const keys = [...new Set(candidates.map((c) => c.fairnessKey))];
@@ -310,6 +319,11 @@ export class PostgresRunStore implements RunStore {
       if (choice.claim.length === 0) return [];
       return (await this.#query<RunRow>(client, "claimRuns", [request.ownerId, choice.claim])).map(toRunRecord);
     });
+  }
+
+  async requeueHeld(runId: string, ownerId: string, at: Date): Promise<boolean> {
+    // RETURNING: the rows this update changed.
+    return (await this.#query(this.#pool, "requeueHeld", [at, runId, ownerId])).length > 0;
   }
 
   async moveStart(runId: string, startMark: string, startCheckpointId: string | null): Promise<void> {

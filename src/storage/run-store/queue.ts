@@ -19,7 +19,9 @@ export interface ClaimRequest {
   /**
    * The queued runs this instance took the requests of: it knows their callers
    * fully (claims, a JWT to forward), so it gets the first chance at them; other
-   * instances leave a run alone for `preferOwnMs` after it was queued.
+   * instances leave a run alone for `preferOwnMs` after it was queued. A run
+   * this instance holds (paused after a 503) is taken only when listed here:
+   * its backoff is over.
    */
   own?: ReadonlySet<string>;
   preferOwnMs?: number;
@@ -35,6 +37,8 @@ export interface QueueCandidate {
   /** Whose turn it is: the starter, or the conversation for runs started by no one. */
   fairnessKey: string;
   queueReason: string | null;
+  /** The instance whose paused run this is (requeueHeld): only it may admit it again. */
+  heldBy: string | null;
 }
 
 export interface ClaimChoice {
@@ -48,7 +52,7 @@ export interface ClaimChoice {
  * runs executing now (every instance).
  */
 export function chooseClaims(
-  request: Pick<ClaimRequest, "room" | "endpoints" | "at" | "own" | "preferOwnMs">,
+  request: Pick<ClaimRequest, "ownerId" | "room" | "endpoints" | "at" | "own" | "preferOwnMs">,
   candidates: readonly QueueCandidate[],
   runningByEndpoint: ReadonlyMap<string, number>,
   runningByKey: ReadonlyMap<string, number>,
@@ -66,7 +70,10 @@ export function chooseClaims(
   };
   const othersFrom = request.at.getTime() - (request.preferOwnMs ?? 0);
   const pending = candidates.filter(
-    (c) => c.endpoint !== null && request.endpoints.has(c.endpoint) && (request.own?.has(c.id) || c.queuedAt.getTime() <= othersFrom),
+    (c) =>
+      c.endpoint !== null &&
+      request.endpoints.has(c.endpoint) &&
+      (c.heldBy === null ? request.own?.has(c.id) || c.queuedAt.getTime() <= othersFrom : c.heldBy === request.ownerId && request.own?.has(c.id) === true),
   );
   const taken = new Set<string>();
   while (taken.size < request.room) {

@@ -51,6 +51,10 @@ function isUniqueViolation(error: unknown): boolean {
 
 // Lists of ids travel as one JSON parameter, so each batch is one statement however many ids.
 const IN_IDS = "IN (SELECT value FROM json_each(?))";
+// A row an instance executes: running, or queued but held by the instance that paused it (requeueHeld).
+const EXECUTING = `(status = 'running' OR (status = 'queued' AND owner_id IS NOT NULL))`;
+// Executing rows whose owner is gone (listed) or was never registered; only a running row may lack an owner.
+const ORPHANED = `${EXECUTING} AND ((owner_id IS NULL AND status = 'running') OR owner_id ${IN_IDS} OR owner_id NOT IN (SELECT id FROM run_owners))`;
 
 // Multitask ENQUEUE: a run queued behind its conversation's active run is not
 // that conversation's active run until a claim promotes it (the oldest first,
@@ -86,8 +90,16 @@ function writeStatements(db: SqliteDatabase) {
     // The queue, oldest first, and what executes now (claimQueued).
     queueCandidates: db.prepare<
       [number],
-      { id: string; queued_at: string; endpoint: string | null; started_by: string | null; conversation_id: string; queue_reason: string | null }
-    >(`SELECT id, queued_at, endpoint, started_by, conversation_id, queue_reason FROM runs WHERE status = 'queued' AND ${NOT_BEHIND}
+      {
+        id: string;
+        queued_at: string;
+        endpoint: string | null;
+        started_by: string | null;
+        conversation_id: string;
+        queue_reason: string | null;
+        owner_id: string | null;
+      }
+    >(`SELECT id, queued_at, endpoint, started_by, conversation_id, queue_reason, owner_id FROM runs WHERE status = 'queued' AND ${NOT_BEHIND}
        ORDER BY queued_at, id LIMIT ?`),
     promoteBehind: db.prepare<[]>(PROMOTE_BEHIND),
     runningByEndpoint: db.prepare<[], { endpoint: string; n: number }>(
@@ -109,6 +121,9 @@ function writeStatements(db: SqliteDatabase) {
     ),
     claimRun: db.prepare<[string, string]>(`UPDATE runs SET status = 'running', owner_id = ?, queue_reason = NULL WHERE id = ? AND status = 'queued'`),
     setQueueReason: db.prepare<[string, string]>(`UPDATE runs SET queue_reason = ? WHERE id = ? AND status = 'queued'`),
+    requeueHeld: db.prepare<[string, string, string]>(
+      `UPDATE runs SET status = 'queued', queue_reason = 'MODEL_BUSY', queued_at = ? WHERE id = ? AND status = 'running' AND owner_id = ?`,
+    ),
     moveStart: db.prepare<[string, string | null, string]>(`UPDATE runs SET start_mark = ?, start_checkpoint_id = ? WHERE id = ? AND status = 'running'`),
     // A starter's running runs, and its runs started since a moment (the quotas).
     quotaCounts: db.prepare<{ who: string; since: string }, { active: number; recent: number; oldest: string | null }>(
@@ -121,7 +136,7 @@ function writeStatements(db: SqliteDatabase) {
          finished_at = @finishedAt, end_mark = @endMark, last_event_seq = @lastEventSeq,
          input_tokens = @inputTokens, output_tokens = @outputTokens, model_calls = @modelCalls,
          time_to_first_token_ms = @timeToFirstTokenMs, model_duration_ms = @modelDurationMs,
-         start_mark = CASE WHEN status = 'queued' THEN COALESCE(@endMark, start_mark) ELSE start_mark END
+         start_mark = CASE WHEN status = 'queued' AND owner_id IS NULL THEN COALESCE(@endMark, start_mark) ELSE start_mark END
        WHERE id = @id AND status IN ('queued', 'running')`,
     ),
     insertInterrupt: db.prepare<[string, string, string, string, string, string]>(
@@ -138,12 +153,12 @@ function writeStatements(db: SqliteDatabase) {
     // Running rows whose owner is gone (listed) or was never registered.
     orphans: db.prepare<[string], RunRow>(
       `SELECT ${RUN_COLUMNS} FROM runs
-       WHERE status = 'running' AND (owner_id IS NULL OR owner_id ${IN_IDS} OR owner_id NOT IN (SELECT id FROM run_owners))`,
+       WHERE ${ORPHANED}`,
     ),
     interruptRun: db.prepare<[string, string, string, string]>(
       `UPDATE runs SET status = 'interrupted', error_code = 'INTERRUPTED', error_message = ?, finished_at = ?,
          end_mark = ${recoveredEndMarkSql("sqlite", "?", "runs.conversation_id")}
-       WHERE id = ? AND status = 'running'`,
+       WHERE id = ? AND ${EXECUTING}`,
     ),
     completeEndedElsewhere: db.prepare(
       `UPDATE runs SET last_event_seq = @lastEventSeq, partial_output = COALESCE(partial_output, @partialOutput), end_mark = ${laterEndMarkSql("sqlite", "@endMark")},
@@ -189,10 +204,10 @@ function readStatements(db: SqliteDatabase) {
       `SELECT ${IDEMPOTENCY_COLUMNS} FROM idempotency_keys WHERE principal = ? AND key = ? AND created_at >= ?`,
     ),
     anyQueued: db.prepare<[], { one: number }>(`SELECT 1 AS one FROM runs WHERE status = 'queued' LIMIT 1`),
-    notRunning: db.prepare<[string], { id: string }>(`SELECT id FROM runs WHERE id ${IN_IDS} AND status <> 'running'`),
+    notRunning: db.prepare<[string], { id: string }>(`SELECT id FROM runs WHERE id ${IN_IDS} AND NOT ${EXECUTING}`),
     orphans: db.prepare<[string], RunRow>(
       `SELECT ${RUN_COLUMNS} FROM runs
-       WHERE status = 'running' AND (owner_id IS NULL OR owner_id ${IN_IDS} OR owner_id NOT IN (SELECT id FROM run_owners))`,
+       WHERE ${ORPHANED}`,
     ),
     listOwners: db.prepare<[], OwnerRow>(`SELECT id, pid, host, started_at, heartbeat_at FROM run_owners`),
     lastMark: db.prepare<{ id: string }, { m: string | null }>(`SELECT ${lastMarkSql("sqlite", "@id")} AS m`),
@@ -447,6 +462,7 @@ export class SqliteRunStore implements RunStore {
         endpoint: r.endpoint,
         fairnessKey: r.started_by ?? r.conversation_id,
         queueReason: r.queue_reason,
+        heldBy: r.owner_id,
       }));
       const byEndpoint = new Map(w.runningByEndpoint.all().map((r) => [r.endpoint, r.n] as const));
       const keys = JSON.stringify([...new Set(candidates.map((c) => c.fairnessKey))]);
@@ -457,6 +473,10 @@ export class SqliteRunStore implements RunStore {
       for (const id of choice.claim) w.claimRun.run(request.ownerId, id);
       return choice.claim.length ? w.runsByIds.all(JSON.stringify(choice.claim)).map(toRunRecord) : [];
     });
+  }
+
+  async requeueHeld(runId: string, ownerId: string, at: Date): Promise<boolean> {
+    return this.#write(() => this.#w.requeueHeld.run(formatSqliteDate(at), runId, ownerId).changes > 0);
   }
 
   async queuePositions(runIds: readonly string[]): Promise<Map<string, number>> {

@@ -93,6 +93,16 @@ export interface RunStore {
    */
   claimQueued(request: ClaimRequest): Promise<RunRecord[]>;
   /**
+   * A running run of `ownerId` whose model was too busy to take its call goes
+   * back to `queued` (MODEL_BUSY, queued at `at`), its endpoint slot free for
+   * another run. It stays held by its owner, whose process keeps its graph
+   * paused at that call: only that owner's claim admits it again, a cancel
+   * keeps its correlation window, and if the owner goes it is recovered as
+   * interrupted, like a running run. False when the row was no longer running
+   * there.
+   */
+  requeueHeld(runId: string, ownerId: string, at: Date): Promise<boolean>;
+  /**
    * A claimed run that waited behind another starts later than it was queued:
    * its correlation window starts at `startMark`, its thread at `startCheckpointId`.
    */
@@ -120,10 +130,10 @@ export interface RunStore {
   heartbeat(ownerId: string, at: Date): Promise<void>;
   removeOwner(ownerId: string): Promise<void>;
   listOwners(): Promise<OwnerRecord[]>;
-  /** The `running` rows whose owner is in `goneOwnerIds` or is not a registered owner at all. */
+  /** The `running` rows (and held `queued` ones, requeueHeld) whose owner is in `goneOwnerIds` or is not a registered owner at all. */
   runsOfGoneOwners(goneOwnerIds: string[]): Promise<RunRecord[]>;
   /**
-   * Marks `running` rows interrupted when their owner is in `goneOwnerIds`, or is
+   * Marks `running` rows (and held `queued` ones) interrupted when their owner is in `goneOwnerIds`, or is
    * not a registered owner at all, and forgets the gone owners. `endMark` closes
    * their correlation windows, or the thread's latest checkpoint id when that is
    * later (the instance that recovers may have a clock behind the one that ran).
@@ -152,7 +162,7 @@ export interface RunStore {
   getRun(id: string): Promise<RunRecord | null>;
   /** The conversation's queued or running run (one waiting behind another only when it is the first in line and nothing else is active). */
   activeRun(conversationId: string): Promise<RunRecord | null>;
-  /** Ids among `runIds` that are no longer `running` (ended by another process, say). */
+  /** Ids among `runIds` that are no longer active, `running` or held `queued` (ended by another process, say). */
   notRunning(runIds: string[]): Promise<string[]>;
   conversations(ids: readonly string[]): Promise<Map<string, ConversationRecord>>;
   runs(ids: readonly string[]): Promise<Map<string, RunRecord>>;
