@@ -1,6 +1,7 @@
 // Start-up: configuration → storage (created and migrated) → recovery → server.
 // A bad setting, or a database or Redis that cannot be reached, stops it with one
 // line naming the variable (exit code 2).
+import v8 from "node:v8";
 import { ConfigError, describeDatabase, loadConfig } from "./config.ts";
 import { createLogger } from "./logger.ts";
 import { modelProbe, startApp } from "./app.ts";
@@ -23,6 +24,8 @@ try {
   refuse(error);
 }
 
+// Before the heap grows: a growing factor V8 reads at each full collection (config.ts, HEAP_GROWING_PERCENT).
+if (config.heapGrowingPercent > 0) v8.setFlagsFromString(`--heap-growing-percent=${config.heapGrowingPercent}`);
 const logger = createLogger(config.logLevel);
 // Before the app: spans need the SDK registered when the first request comes.
 const tracing = config.observability.tracing ? await startTracing() : null;

@@ -104,6 +104,9 @@ export function forkTitle(source: string): string {
   return `${source} (fork)`;
 }
 
+/** How many runs this instance queued one look at the queue checks for claims elsewhere. */
+const FORGET_SCAN = 200;
+
 export class RunService {
   readonly #active = new Map<string, ActiveRun>();
   /** Edits being written: a shutdown lets them record their outcome before the database closes. */
@@ -827,15 +830,30 @@ export class RunService {
     );
   }
 
-  /** Forgets the callers of runs this instance queued that another instance claimed (or that ended). */
+  /**
+   * Forgets the callers of runs this instance queued that another instance
+   * claimed (or that ended). A look reads at most FORGET_SCAN of them, each
+   * look the next ones (a run still queued goes to the back), so a long queue
+   * never makes one look long.
+   */
   async #forgetClaimedElsewhere(): Promise<void> {
     if (this.#queuedBy.size === 0) return;
-    const runs = await this.options.store.runs([...this.#queuedBy.keys()]).catch(() => null);
+    const ids: string[] = [];
+    for (const id of this.#queuedBy.keys()) {
+      ids.push(id);
+      if (ids.length === FORGET_SCAN) break;
+    }
+    const runs = await this.options.store.runs(ids).catch(() => null);
     if (!runs) return;
-    for (const id of [...this.#queuedBy.keys()]) {
-      if (runs.get(id)?.status === "queued") continue;
+    for (const id of ids) {
+      const principal = this.#queuedBy.get(id);
+      if (principal === undefined) continue; // claimed here meanwhile
+      const origin = this.#queuedOrigin.get(id);
       this.#queuedBy.delete(id);
       this.#queuedOrigin.delete(id);
+      if (runs.get(id)?.status !== "queued") continue;
+      this.#queuedBy.set(id, principal);
+      if (origin) this.#queuedOrigin.set(id, origin);
     }
   }
 

@@ -101,7 +101,8 @@ const SQL = {
   runningByStarter: `SELECT COALESCE(started_by, conversation_id) AS k, count(*)::int AS n FROM runs
     WHERE status = 'running' AND COALESCE(started_by, conversation_id) = ANY($1) GROUP BY 1`,
   // When each starter's latest admitted run was asked for (round robin; a queued run's queued_at is its started_at).
-  lastServed: `SELECT started_by AS k, max(started_at) AS at FROM runs WHERE started_by = ANY($1) AND status <> 'queued' GROUP BY started_by`,
+  // Per starter (runs_served_idx): the newest admitted run, not the starter's whole history.
+  lastServed: `SELECT k, (SELECT max(started_at) FROM runs WHERE started_by = k AND status <> 'queued') AS at FROM unnest($1::text[]) AS k`,
   claimRuns: `UPDATE runs SET status = 'running', owner_id = $1, queue_reason = NULL WHERE id = ANY($2) AND status = 'queued' RETURNING ${RUN_COLUMNS}`,
   requeueHeld: `UPDATE runs SET status = 'queued', queue_reason = 'MODEL_BUSY', queued_at = $1 WHERE id = $2 AND status = 'running' AND owner_id = $3 RETURNING id`,
   setQueueReasons: `UPDATE runs SET queue_reason = v.reason FROM unnest($1::text[], $2::text[]) AS v(id, reason) WHERE runs.id = v.id AND runs.status = 'queued'`,
@@ -313,7 +314,11 @@ export class PostgresRunStore implements RunStore {
       const byEndpoint = new Map((await this.#query<{ endpoint: string; n: number }>(client, "runningByEndpoint", [])).map((r) => [r.endpoint, r.n] as const));
       const keys = [...new Set(candidates.map((c) => c.fairnessKey))];
       const byKey = new Map((await this.#query<{ k: string; n: number }>(client, "runningByStarter", [keys])).map((r) => [r.k, r.n] as const));
-      const served = new Map((await this.#query<{ k: string; at: Date }>(client, "lastServed", [keys])).map((r) => [r.k, r.at.getTime()] as const));
+      const served = new Map(
+        (await this.#query<{ k: string; at: Date | null }>(client, "lastServed", [keys])).flatMap((r) =>
+          r.at === null ? [] : [[r.k, r.at.getTime()] as const],
+        ),
+      );
       const choice = chooseClaims(request, candidates, byEndpoint, byKey, served);
       if (choice.reasons.length) await this.#query(client, "setQueueReasons", [choice.reasons.map((r) => r.id), choice.reasons.map((r) => r.reason)]);
       if (choice.claim.length === 0) return [];

@@ -110,8 +110,8 @@ function writeStatements(db: SqliteDatabase) {
        WHERE status = 'running' AND COALESCE(started_by, conversation_id) ${IN_IDS} GROUP BY k`,
     ),
     // When each starter's latest admitted run was asked for (round robin; a queued run's queued_at is its started_at).
-    lastServed: db.prepare<[string], { k: string; at: string }>(
-      `SELECT started_by AS k, max(started_at) AS at FROM runs WHERE started_by ${IN_IDS} AND status <> 'queued' GROUP BY started_by`,
+    lastServed: db.prepare<[string], { k: string; at: string | null }>(
+      `SELECT k.value AS k, (SELECT max(started_at) FROM runs WHERE started_by = k.value AND status <> 'queued') AS at FROM json_each(?) k`,
     ),
     // Expired keys go before a key is recorded, so an old key can be used again and the table stays small.
     forgetExpiredKeys: db.prepare<[string]>(`DELETE FROM idempotency_keys WHERE created_at < ?`),
@@ -467,7 +467,7 @@ export class SqliteRunStore implements RunStore {
       const byEndpoint = new Map(w.runningByEndpoint.all().map((r) => [r.endpoint, r.n] as const));
       const keys = JSON.stringify([...new Set(candidates.map((c) => c.fairnessKey))]);
       const byKey = new Map(w.runningByStarter.all(keys).map((r) => [r.k, r.n] as const));
-      const served = new Map(w.lastServed.all(keys).map((r) => [r.k, parseSqliteDate(r.at).getTime()] as const));
+      const served = new Map(w.lastServed.all(keys).flatMap((r) => (r.at === null ? [] : [[r.k, parseSqliteDate(r.at).getTime()] as const])));
       const choice = chooseClaims(request, candidates, byEndpoint, byKey, served);
       for (const { id, reason } of choice.reasons) w.setQueueReason.run(reason, id);
       for (const id of choice.claim) w.claimRun.run(request.ownerId, id);
