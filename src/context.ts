@@ -43,6 +43,7 @@ export function createContext(services: Services, principal: Principal): Context
         conversationList: services.conversationList,
         checkpointReads: services.checkpointReads,
         toolJournal: services.toolJournal,
+        runEvents: services.runEvents,
         states: services.agent,
       },
       principal,
