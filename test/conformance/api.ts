@@ -439,7 +439,7 @@ export function describeApiConformance(deployment: Deployment) {
         expect(refused).toMatchObject({ __typename: "ValidationError", code: "VALIDATION", field: "agent" });
       });
 
-      it("runs a custom graph: its custom events and tokens from its own node, its checkpoints correlated; a conversation keeps its agent", async () => {
+      it("runs a custom graph: its custom events and tokens from its own node, stored with the run as they streamed, its checkpoints correlated; a conversation keeps its agent", async () => {
         const { startRun } = await gqlOk(app.url, START_AGENT, { message: "What is a prime?", agent: "planner" });
         expect(startRun.conversation).toMatchObject({ agentName: "planner", agent: { name: "planner", kind: "GRAPH" } });
         const all = await events(startRun.run.id);
