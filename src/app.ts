@@ -109,6 +109,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
   const conversationList = timedSeam(storage.conversationList, "conversation_list", metrics.dbOperation);
   const checkpointReads = timedSeam(storage.checkpointReads, "checkpoint_reads", metrics.dbOperation);
   const toolJournal = timedSeam(storage.toolJournal, "tool_journal", metrics.dbOperation);
+  const runEvents = timedSeam(storage.runEvents, "run_events", metrics.dbOperation);
   const ownership = new RunOwnership(store, {
     heartbeatMs: config.heartbeatMs,
     leaseMs: config.leaseMs,
@@ -149,6 +150,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     store,
     checkpointReads,
     toolJournal,
+    runEvents,
     bus,
     agent,
     ownerId: ownership.id,
@@ -177,6 +179,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     conversationList,
     checkpointReads,
     toolJournal,
+    runEvents,
   };
 
   const reads = {
@@ -184,6 +187,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     conversationList,
     checkpointReads,
     toolJournal,
+    runEvents,
     states: agent,
   };
   const authenticator = createAuthenticator({

@@ -8,6 +8,7 @@ import type { RunStore } from "./storage/run-store/types.ts";
 import type { ConversationList } from "./storage/conversation-list/types.ts";
 import type { CheckpointReads } from "./storage/checkpoint-reads/types.ts";
 import type { ToolJournal } from "./storage/tool-journal/types.ts";
+import type { RunEventStore } from "./storage/run-events/types.ts";
 import type { EventBus } from "./storage/event-bus/types.ts";
 import { readScopes, type ReadScope } from "./read/scope.ts";
 import type { Principal } from "./domain/principal.ts";
@@ -22,6 +23,7 @@ export interface Services {
   conversationList: ConversationList;
   checkpointReads: CheckpointReads;
   toolJournal: ToolJournal;
+  runEvents: RunEventStore;
 }
 
 export interface Context extends Services {
@@ -41,6 +43,7 @@ export function createContext(services: Services, principal: Principal): Context
         conversationList: services.conversationList,
         checkpointReads: services.checkpointReads,
         toolJournal: services.toolJournal,
+        runEvents: services.runEvents,
         states: services.agent,
       },
       principal,

@@ -1,17 +1,18 @@
-// The console's state viewer, graph and edits in a real browser (Debian's
-// Chromium through playwright-core), against one runledger started in this
-// process with the fake Ollama and four agents (the default chat agent, the
-// planner graph, the researcher graph with a subgraph, the interviewer graph
-// that asks a person). One server and one
-// browser serve every test; each test opens its own page. Screenshots at
-// 1400×900 and 390×844 go to test-results/console/.
+// The console's state viewer, graph, edits and what runs stored in a real
+// browser (Debian's Chromium through playwright-core), against one runledger
+// started in this process with the fake Ollama and four agents (the default
+// chat agent, the planner graph, the researcher graph with a subgraph, the
+// interviewer graph that asks a person). One server and one browser serve
+// every test (one more server where a test needs its own settings); each test
+// opens its own page. Screenshots at 1400×900 and 390×844 go to
+// test-results/console/.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
 import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
-import { ROOT, startTestApp, waitForRun } from "../testkit/app.ts";
+import { ROOT, startTestApp, tempDatabaseUrl, waitForRun } from "../testkit/app.ts";
 import { gqlOk } from "../testkit/graphql.ts";
 import { START_AGENT_RUN } from "../testkit/documents.ts";
 import { until } from "../testkit/streaming.ts";
@@ -296,5 +297,90 @@ describe("edits", () => {
     expect(after.messages[2].content).toBe("A plan written by hand.");
     await thread(page).getByText("A plan written by hand.").waitFor();
     await screenshots(page, "edit-state-done", () => thread(page));
+  });
+});
+
+describe("what a run stored", () => {
+  it("shows a custom graph's events and its messages' nodes the same after a reload as live, once the server keeps none of the run's events", async () => {
+    // A server that forgets a run's events as soon as it ends: after the reload, only what the run stored can show them.
+    const database = tempDatabaseUrl("runledger-console-stored-");
+    const forgetful = await startTestApp({
+      ollamaUrl: fake.url,
+      databaseUrl: database.url,
+      env: { RUNLEDGER_CONFIG: path.join(agentsDir, "agents.json"), EVENT_GRACE_MS: "0" },
+    });
+    try {
+      open = await openPage(browser, `${forgetful.url}/console#/new`);
+      const page = open.page;
+      await page.setViewportSize(DESKTOP);
+      const connected = () =>
+        page
+          .getByRole("status", { name: "Connection" })
+          .filter({ hasText: /^connected$/ })
+          .waitFor();
+      await connected();
+      await page.getByRole("radio", { name: "planner" }).check();
+      fake.enqueue({ kind: "trickle", tokens: ["A ", "prime ", "has ", "exactly ", "two ", "divisors."], delayMs: 100 });
+      await page.getByRole("textbox", { name: "Message" }).fill("What is a prime?");
+      await page.getByRole("button", { name: "Send", exact: true }).click();
+
+      // Live: the event and the answer's node while it streams.
+      const event = thread(page).getByRole("group", { name: "Event plan" });
+      const answer = thread(page).getByRole("article", { name: "Assistant" }).last();
+      await event.waitFor();
+      await answer.filter({ hasText: "prime" }).waitFor();
+      expect(await answer.textContent()).toMatch(/^node answer/);
+      const runCard = page.getByRole("article", { name: "Run 1", exact: true });
+      const recorded = async () => {
+        await runCard.filter({ hasText: "COMPLETED" }).waitFor();
+        await eventually(
+          async () => (await thread(page).locator(".streaming").count()) === 0 && ((await runCard.textContent()) ?? "").includes("usage"),
+          "the recorded run",
+        );
+      };
+      await recorded();
+      const runId = (await gqlOk(forgetful.url, `{ conversations(first: 1) { edges { node { latestRun { id status } } } } }`)).conversations.edges[0].node
+        .latestRun.id;
+      // The server no longer has the run's events: a subscriber would get its outcome from the database alone.
+      expect(await forgetful.services.bus.subscribeRun(runId)).toBeNull();
+
+      // What the page shows at each size, having watched the run.
+      const text = () => thread(page).locator("ol").innerText();
+      const chat = () => page.getByRole("tablist", { name: "Views" }).getByRole("tab", { name: "Chat" }).click();
+      const live = { desktop: await text(), phone: "" };
+      // (The event's label is styled in capitals.)
+      expect(live.desktop).toMatch(/event\s+plan\s+\{"steps":\["read the question","answer it briefly"\],"question":"What is a prime\?"\}/i);
+      expect(live.desktop).toContain("node answer");
+      // Where it streamed: after the question, before the answer.
+      expect(live.desktop.indexOf("What is a prime?")).toBeLessThan(live.desktop.search(/event\s+plan/i));
+      expect(live.desktop.search(/event\s+plan/i)).toBeLessThan(live.desktop.indexOf("node answer"));
+      await screenshot(page, "stored-events-live-1400x900");
+      await page.setViewportSize(PHONE);
+      await chat();
+      live.phone = await text();
+      expect(live.phone).toContain("node answer");
+      await screenshot(page, "stored-events-live-390x844");
+
+      // Reloaded at each size: the same thread, from what the run stored.
+      await page.setViewportSize(DESKTOP);
+      await page.reload();
+      await connected();
+      await recorded();
+      await event.waitFor();
+      await eventually(async () => (await text()) === live.desktop, "the same thread after the reload at 1400×900");
+      expect(await answer.locator(".node-label").textContent()).toBe("node answer");
+      await screenshot(page, "stored-events-reloaded-1400x900");
+      await page.setViewportSize(PHONE);
+      await chat();
+      await eventually(async () => (await text()) === live.phone, "the same thread after the reload at 390×844");
+      await event.scrollIntoViewIfNeeded();
+      await screenshot(page, "stored-events-reloaded-390x844");
+    } finally {
+      await open?.close();
+      expect(open?.pageErrors ?? []).toEqual([]);
+      open = undefined;
+      await forgetful.close();
+      database.remove();
+    }
   });
 });

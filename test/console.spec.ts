@@ -22,6 +22,7 @@ import { eventually, launchChromium, openPage, screenshot, type BrowserPage } fr
 import { applyNotice, emptyList, emptyListOf, replaceWithFirstPage } from "../console/src/state/conversation-list.ts";
 import { applyEvent, emptyLiveRun, isEnded } from "../console/src/state/run-live.ts";
 import { earlierMessages, pendingInterrupts, runViews, type StartedRun } from "../console/src/state/conversation-view.ts";
+import { recordedRun } from "../console/src/state/recorded-run.ts";
 import { draftAnswer, initialDraft } from "../console/src/state/interrupts.ts";
 import { formatDuration } from "../console/src/ui/format.ts";
 import type { ConversationDetails, ConversationRow, Interrupt, Message, RunDetails, RunEvent, RunStatus } from "../console/src/api/types.ts";
@@ -1199,6 +1200,8 @@ describe("the console's state", () => {
       finishedAt: status === "RUNNING" ? null : "2026-01-01T00:00:01.000Z",
       messages,
       failedTasks: [],
+      customEvents: [],
+      messageNodes: [],
       usage: null,
       interrupts: [],
       startCheckpoint: null,
@@ -1240,6 +1243,54 @@ describe("the console's state", () => {
     const waiting = details([message("u1"), message("a1", "ASSISTANT")], [run("r1", "QUEUED", [])]);
     expect(earlierMessages(waiting, runViews(waiting, new Map(), []))).toEqual([]);
     expect(isEnded("QUEUED")).toBe(false);
+  });
+
+  it("a recorded run: its custom events among its messages where they streamed, and its messages' nodes, the same from what it stored as from what the page saw", () => {
+    const at = "2026-01-01T00:00:00.000Z";
+    const message = (id: string, role: Message["role"]): Message => ({ id, role, content: id, toolCalls: [], toolCallId: null, name: null });
+    const messages = [message("u", "USER"), message("plan-msg", "ASSISTANT"), message("t", "TOOL"), message("answer-msg", "ASSISTANT")];
+    const stream: RunEvent[] = [
+      { __typename: "RunStatusEvent", seq: 1, runId: "r", at, status: "RUNNING", errorCode: null, errorMessage: null },
+      { __typename: "CustomEvent", seq: 2, runId: "r", at, name: "plan", data: { steps: 2 } },
+      { __typename: "TokenEvent", seq: 3, runId: "r", at, text: "Plan", messageId: "plan-msg", node: "planner" },
+      { __typename: "TokenEvent", seq: 4, runId: "r", at, text: "ned.", messageId: "plan-msg", node: "planner" },
+      { __typename: "CustomEvent", seq: 5, runId: "r", at, name: "progress", data: 0.5 },
+      { __typename: "TokenEvent", seq: 6, runId: "r", at, text: "Done.", messageId: "answer-msg", node: "agent" },
+      { __typename: "CustomEvent", seq: 7, runId: "r", at, name: "done", data: null },
+      { __typename: "RunStatusEvent", seq: 8, runId: "r", at, status: "COMPLETED", errorCode: null, errorMessage: null },
+    ];
+    const seen = stream.reduce(applyEvent, emptyLiveRun("r"));
+    const customEvents = stream.filter((e) => e.__typename === "CustomEvent");
+    const messageNodes = [
+      { messageId: "plan-msg", node: "planner", seq: 3 },
+      { messageId: "answer-msg", node: "agent", seq: 6 },
+    ];
+    const base = runViews(null, new Map(), [{ id: "r", kind: "START", status: "COMPLETED", input: "u", startedAt: at }])[0]!;
+    const view = { ...base, live: null, messages };
+    const shape = (r: ReturnType<typeof recordedRun>) => ({
+      entries: r.entries.map((e) => (e.kind === "event" ? `event ${e.item.name}` : e.messages.map((m) => m.id).join(","))),
+      nodes: [...r.nodes],
+    });
+    const expected = {
+      entries: ["u", "event plan", "plan-msg,t", "event progress", "answer-msg", "event done"],
+      nodes: [
+        ["plan-msg", "planner"],
+        ["answer-msg", "agent"],
+      ],
+    };
+    // The page that watched it, one opened later (stored only), and both at once show the same.
+    expect(shape(recordedRun({ ...view, seen }))).toEqual(expected);
+    expect(shape(recordedRun({ ...view, seen: null, customEvents, messageNodes }))).toEqual(expected);
+    expect(recordedRun({ ...view, seen, customEvents, messageNodes })).toEqual(recordedRun({ ...view, seen: null, customEvents, messageNodes }));
+    // A run that streamed no message: its events follow its user message.
+    expect(shape(recordedRun({ ...view, seen: null, customEvents, messageNodes: [] })).entries).toEqual([
+      "u",
+      "event plan",
+      "event progress",
+      "event done",
+      "plan-msg,t,answer-msg",
+    ]);
+    expect(shape(recordedRun({ ...view, seen: null, customEvents: [], messageNodes })).entries).toEqual(["u,plan-msg,t,answer-msg"]);
   });
 
   it("interrupts: a question streamed before the snapshot has it waits for an answer; a tool approval's answer needs a decision for every call", () => {

@@ -32,7 +32,7 @@ const SRC = path.join(ROOT, "src");
 const STORAGE_LAYERS = [
   ["index.ts", "open-sqlite.ts", "open-postgres.ts"],
   ["types.ts"],
-  ["run-store", "conversation-list", "checkpoint-reads", "event-bus", "api-keys", "tool-journal"],
+  ["run-store", "conversation-list", "checkpoint-reads", "event-bus", "api-keys", "tool-journal", "run-events"],
   ["sqlite", "postgres", "rows.ts", "batch.ts", "page.ts"],
 ];
 const STORAGE = path.join(SRC, "storage");

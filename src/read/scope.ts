@@ -25,6 +25,8 @@ import { canSee, isAdmin, type Principal } from "../domain/principal.ts";
 import type { CheckpointContentRecord, CheckpointReads, ThreadCheckpoints } from "../storage/checkpoint-reads/types.ts";
 import type { PageQuery } from "../storage/page.ts";
 import type { ToolCallRecord, ToolJournal } from "../storage/tool-journal/types.ts";
+import type { RunEventStore, StoredMessageNode, StoredRunEvent } from "../storage/run-events/types.ts";
+import type { RunEvent } from "../domain/events.ts";
 import type { CheckpointState, ThreadState } from "../agent/runtime.ts";
 import { toApiMessage } from "./messages.ts";
 
@@ -45,6 +47,7 @@ export interface ReadSources {
   conversationList: ConversationList;
   checkpointReads: CheckpointReads;
   toolJournal: ToolJournal;
+  runEvents: RunEventStore;
   states: ThreadStateReader;
 }
 
@@ -149,6 +152,7 @@ export class ReadScope {
   readonly #usage: DataLoader<string, Usage>;
   readonly #interrupts: DataLoader<string, InterruptRecord[]>;
   readonly #toolCalls: DataLoader<string, ToolCallRecord[]>;
+  readonly #storedEvents: DataLoader<string, StoredRunEvent[]>;
   readonly #runPages = new Map<string, DataLoader<string, RunRecord[]>>();
   readonly #threadStates: DataLoader<string, ThreadState>;
   readonly #threads: DataLoader<string, ThreadView>;
@@ -177,6 +181,7 @@ export class ReadScope {
     this.#usage = new DataLoader(async (ids) => byKey(ids, await runs.usageOf(ids), { inputTokens: 0, outputTokens: 0, modelCalls: 0, modelDurationMs: 0 }));
     this.#interrupts = new DataLoader(async (ids) => byKey(ids, await runs.interruptsOf(ids), []));
     this.#toolCalls = new DataLoader(async (ids) => byKey(ids, await sources.toolJournal.byRuns(ids), []));
+    this.#storedEvents = new DataLoader(async (ids) => byKey(ids, await sources.runEvents.byRuns(ids), []));
     this.#threadStates = new DataLoader(async (ids) => Promise.all(ids.map(async (id) => sources.states.readThread(id, await this.#agentOf(id)))));
     this.#threads = new DataLoader(async (ids) => {
       // Checkpoints first, then runs: see the top of this file.
@@ -300,6 +305,26 @@ export class ReadScope {
     if (!(await this.conversation(run.conversationId))) return [];
     const calls = await this.#toolCalls.load(run.id);
     return run.status === "running" ? calls : calls.map((c) => (c.state === "started" ? { ...c, state: "in_doubt" } : c));
+  }
+
+  /** The custom events the run published, in seq order, as its event stream carried them. */
+  async customEventsOf(run: RunRecord): Promise<Extract<RunEvent, { type: "custom" }>[]> {
+    return (await this.#storedEventsOf(run)).flatMap((e) =>
+      e.kind === "custom"
+        ? [{ type: "custom" as const, name: e.name, data: e.data, seq: e.seq, at: e.at, runId: run.id, conversationId: run.conversationId }]
+        : [],
+    );
+  }
+
+  /** The node each message the run streamed came from, with the seq of its first token, in seq order. */
+  async messageNodesOf(run: RunRecord): Promise<StoredMessageNode[]> {
+    return (await this.#storedEventsOf(run)).filter((e): e is StoredMessageNode => e.kind === "message");
+  }
+
+  /** Only the events of a run whose conversation this principal may see. */
+  async #storedEventsOf(run: RunRecord): Promise<StoredRunEvent[]> {
+    if (!(await this.conversation(run.conversationId))) return [];
+    return this.#storedEvents.load(run.id);
   }
 
   /**

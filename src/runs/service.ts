@@ -28,9 +28,11 @@ import { mintMark, mintMarkAfter } from "../correlation/index.ts";
 import type { RunStore } from "../storage/run-store/types.ts";
 import type { CheckpointReads } from "../storage/checkpoint-reads/types.ts";
 import type { ToolJournal } from "../storage/tool-journal/types.ts";
+import type { RunEventStore } from "../storage/run-events/types.ts";
 import type { EventBus, RunPublisher } from "../storage/event-bus/types.ts";
 import type { Logger } from "../logger.ts";
 import { classifyFailure, RunAbortReason, type Classified } from "./classify.ts";
+import { StoredEvents } from "./stored-events.ts";
 import { threadMessageCounts } from "./message-counts.ts";
 import { canSee, queuedRunPrincipal, type Principal } from "../domain/principal.ts";
 import { endpointLimits, endpointOf, type AdmissionSettings } from "./admission.ts";
@@ -44,6 +46,8 @@ export interface RunServiceOptions {
   checkpointReads: CheckpointReads;
   /** Where tool calls are journaled, so one that may have run is never repeated silently. */
   toolJournal: ToolJournal;
+  /** Where what a run streams that its checkpoints do not keep is stored (custom events, each message's node). */
+  runEvents: RunEventStore;
   bus: EventBus;
   agent: AgentRuntime;
   ownerId: string;
@@ -996,10 +1000,14 @@ export class RunService {
     let partial = "";
     let lastSeq = 1;
     let settled = false;
+    const stored = new StoredEvents(this.options.runEvents, run.id, logger);
     const publish = (body: RunEventBody) => {
       // An aborted graph may still finish a write in the background; once the
       // outcome is being recorded, late events are dropped, never sent after it.
-      if (!settled) lastSeq = events.publish(body).seq;
+      if (settled) return;
+      const event = events.publish(body);
+      lastSeq = event.seq;
+      stored.observe(event);
     };
     const ownCheckpoints = new Set<string>();
     let failure: Classified | null = null;
@@ -1028,6 +1036,7 @@ export class RunService {
           onCheckpoint: (checkpointId) => {
             ownCheckpoints.add(checkpointId);
             publish({ type: "checkpoint", checkpointId, conversationId: run.conversationId });
+            void stored.flush();
           },
           onCustom: (name, data) => publish({ type: "custom", name, data }),
           // Under admission a busy model sends the run back to the queue, its slot free for others.
@@ -1045,6 +1054,8 @@ export class RunService {
       failure = classifyFailure(error, controller.signal.reason, report);
     }
     settled = true;
+    // Stored before the outcome: whoever reads the terminal status finds them.
+    await stored.flush();
     usage.modelDurationMs = Math.round(durationNs / 1e6);
     const endMark = mintMark();
     let messageCount: number | null = null;

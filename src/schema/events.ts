@@ -8,7 +8,7 @@ import { SubscriberOverflowError } from "../storage/event-bus/subscriber.ts";
 import { followRun, mapStream } from "../read/event-streams.ts";
 import { builder } from "./builder.ts";
 import { RunErrorCode, RunStatus } from "./enums.ts";
-import { Checkpoint, Conversation, Interrupt, RunEventInterface, type ConversationShape } from "./refs.ts";
+import { Checkpoint, Conversation, CustomEvent, Interrupt, RunEventInterface, type ConversationShape } from "./refs.ts";
 
 type Of<T extends RunEvent["type"]> = Extract<RunEvent, { type: T }>;
 
@@ -94,8 +94,9 @@ builder.objectRef<Of<"checkpoint">>("CheckpointEvent").implement({
   }),
 });
 
-builder.objectRef<Of<"custom">>("CustomEvent").implement({
-  description: "What a graph emitted through LangGraph's custom stream writer (config.writer({name, data})).",
+CustomEvent.implement({
+  description:
+    "What a graph emitted through LangGraph's custom stream writer (config.writer({name, data})); stored as well, and read back as Run.customEvents after the run's events are gone.",
   interfaces: [RunEventInterface],
   fields: (t) => ({
     name: t.exposeString("name"),

@@ -12,6 +12,7 @@ import "./principal.ts";
 import "./agent.ts";
 import "./interrupt.ts";
 import "./tool-call.ts";
+import "./message-node.ts";
 import "./conversation.ts";
 import "./run.ts";
 import "./checkpoint.ts";

@@ -17,5 +17,7 @@ export const Checkpoint = builder.objectRef<CheckpointRecord>("Checkpoint");
 export const TaskError = builder.objectRef<FailedTask>("TaskError");
 export const Message = builder.objectRef<ApiMessage>("Message");
 export const RunEventInterface = builder.interfaceRef<RunEvent>("RunEvent");
+/** Live in runEvents, and stored for Run.customEvents. */
+export const CustomEvent = builder.objectRef<Extract<RunEvent, { type: "custom" }>>("CustomEvent");
 export const Agent = builder.objectRef<AgentShape>("Agent");
 export const Interrupt = builder.objectRef<InterruptRecord>("Interrupt");

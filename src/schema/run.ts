@@ -16,9 +16,10 @@ import {
 import { toApiMessages } from "../read/messages.ts";
 import { builder } from "./builder.ts";
 import { Multitask, QueueReason, RunErrorCode, RunKind, RunStatus } from "./enums.ts";
-import { Checkpoint, Conversation, Interrupt, Message, Node, Run, TaskError } from "./refs.ts";
+import { Checkpoint, Conversation, CustomEvent, Interrupt, Message, Node, Run, TaskError } from "./refs.ts";
 import { RunUsage } from "./usage.ts";
 import { ToolCallRecord } from "./tool-call.ts";
+import { MessageNode } from "./message-node.ts";
 
 Run.implement({
   description: "One attempt to advance a conversation's thread: started when, ended how.",
@@ -79,6 +80,18 @@ Run.implement({
       type: [ToolCallRecord],
       description: "The tool calls it invoked (or answered from the journal after a person's decision), oldest first: one record per attempt.",
       resolve: (run, _a, ctx, info) => ctx.reads(info.rootValue).toolCallsOf(run),
+    }),
+    customEvents: t.field({
+      type: [CustomEvent],
+      description:
+        "The custom events it published (a custom graph's custom stream writer), in seq order: the same events runEvents carried, stored as they streamed, so they can be read after the run's events are no longer kept (EVENT_GRACE_MS).",
+      resolve: (run, _a, ctx, info) => ctx.reads(info.rootValue).customEventsOf(run),
+    }),
+    messageNodes: t.field({
+      type: [MessageNode],
+      description:
+        "The graph node each message it streamed came from (its TokenEvents' node), with the seq of the message's first token, in seq order: stored as it streamed, for reading after its events are gone. A message it did not stream (a user or tool message, or one a model answered without streaming) has none.",
+      resolve: (run, _a, ctx, info) => ctx.reads(info.rootValue).messageNodesOf(run),
     }),
     startCheckpoint: t.field({
       type: Checkpoint,

@@ -8,6 +8,7 @@ import { PostgresConversationList } from "./conversation-list/postgres.ts";
 import { PostgresCheckpointReads } from "./checkpoint-reads/postgres.ts";
 import { PostgresApiKeyStore } from "./api-keys/postgres.ts";
 import { PostgresToolJournal } from "./tool-journal/postgres.ts";
+import { PostgresRunEventStore } from "./run-events/postgres.ts";
 import { connectPostgres } from "./postgres/database.ts";
 import { migratePostgres } from "./postgres/migrate.ts";
 import { RunledgerPostgresSaver } from "./postgres/saver.ts";
@@ -33,6 +34,7 @@ export async function openPostgresStorage(url: string): Promise<PostgresStorage>
       checkpointReads: new PostgresCheckpointReads(pool),
       apiKeys: new PostgresApiKeyStore(pool),
       toolJournal: new PostgresToolJournal(pool),
+      runEvents: new PostgresRunEventStore(pool),
       saver,
       migrated: applied,
       waiting: () => pool.waitingCount,

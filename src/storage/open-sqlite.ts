@@ -9,6 +9,7 @@ import { SqliteConversationList } from "./conversation-list/sqlite.ts";
 import { SqliteCheckpointReads } from "./checkpoint-reads/sqlite.ts";
 import { SqliteApiKeyStore } from "./api-keys/sqlite.ts";
 import { SqliteToolJournal } from "./tool-journal/sqlite.ts";
+import { SqliteRunEventStore } from "./run-events/sqlite.ts";
 import { openSqlite } from "./sqlite/database.ts";
 import { migrate } from "./sqlite/migrate.ts";
 import { GatedSqliteSaver } from "./sqlite/saver.ts";
@@ -44,6 +45,7 @@ export async function openSqliteStorage(file: string, options: { onWriteWait?: (
       checkpointReads: new SqliteCheckpointReads(reader),
       apiKeys: new SqliteApiKeyStore({ writer, reader, gate }),
       toolJournal: new SqliteToolJournal({ writer, reader, gate }),
+      runEvents: new SqliteRunEventStore({ writer, reader, gate }),
       saver,
       migrated: applied,
       waiting: () => gate.queued,

@@ -6,6 +6,7 @@ import type { ConversationList } from "./conversation-list/types.ts";
 import type { CheckpointReads } from "./checkpoint-reads/types.ts";
 import type { ApiKeyStore } from "./api-keys/types.ts";
 import type { ToolJournal } from "./tool-journal/types.ts";
+import type { RunEventStore } from "./run-events/types.ts";
 
 export interface Storage {
   runs: RunStore;
@@ -15,6 +16,8 @@ export interface Storage {
   apiKeys: ApiKeyStore;
   /** Every attempt at a tool call, before and after it runs. */
   toolJournal: ToolJournal;
+  /** What runs streamed that their checkpoints do not keep: custom events, each message's node. */
+  runEvents: RunEventStore;
   /** LangGraph's checkpointer on the same database (the thread's history). */
   saver: BaseCheckpointSaver;
   /** Callers waiting for the database now: writes queued at SQLite's write gate, or queries waiting for a PostgreSQL pool connection (metrics). */

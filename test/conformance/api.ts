@@ -105,12 +105,17 @@ const EVERY_EVENT = /* GraphQL */ `
     runEvents(runId: $runId) {
       __typename seq
       ... on RunStatusEvent { status errorCode }
-      ... on TokenEvent { text node }
+      ... on TokenEvent { text node messageId }
       ... on ToolCallEvent { toolCallId name args }
       ... on ToolResultEvent { toolCallId name content isError }
-      ... on CustomEvent { name data }
+      ... on CustomEvent { runId at name data }
       ... on InterruptEvent { interrupt { id node value state createdAt run { id } } }
     }
+  }
+`;
+const STORED_EVENTS = /* GraphQL */ `
+  query Stored($id: ID!) {
+    run(id: $id) { customEvents { __typename seq runId at name data } messageNodes { messageId node seq } messages { id role } }
   }
 `;
 const WAITING = /* GraphQL */ `
@@ -456,7 +461,7 @@ export function describeApiConformance(deployment: Deployment) {
         expect(refused).toMatchObject({ __typename: "ValidationError", code: "VALIDATION", field: "agent" });
       });
 
-      it("runs a custom graph: its custom events and tokens from its own node, its checkpoints correlated; a conversation keeps its agent", async () => {
+      it("runs a custom graph: its custom events and tokens from its own node, stored with the run as they streamed, its checkpoints correlated; a conversation keeps its agent", async () => {
         const { startRun } = await gqlOk(app.url, START_AGENT, { message: "What is a prime?", agent: "planner" });
         expect(startRun.conversation).toMatchObject({ agentName: "planner", agent: { name: "planner", kind: "GRAPH" } });
         const all = await events(startRun.run.id);
@@ -467,6 +472,15 @@ export function describeApiConformance(deployment: Deployment) {
         for (const token of tokens) expect(token.node).toBe("answer");
         expect(all.indexOf(custom)).toBeLessThan(all.indexOf(tokens[0]));
         expect(all.at(-1)).toMatchObject({ status: "COMPLETED" });
+        // Stored as they streamed, by the time the terminal status is out: the custom events as runEvents carried them,
+        // and each streamed message's node with its first token's seq.
+        const { run: stored } = await gqlOk(app.url, STORED_EVENTS, { id: startRun.run.id });
+        expect(stored.customEvents).toEqual(all.filter((e) => e.__typename === "CustomEvent"));
+        const firstTokens = tokens.filter((t, i) => tokens.findIndex((u) => u.messageId === t.messageId) === i);
+        expect(stored.messageNodes).toEqual(firstTokens.map((t) => ({ messageId: t.messageId, node: "answer", seq: t.seq })));
+        expect(stored.messageNodes.map((n: { messageId: string }) => n.messageId)).toEqual(
+          stored.messages.filter((m: { role: string }) => m.role === "ASSISTANT").map((m: { id: string }) => m.id),
+        );
         const conversation = await waitingConversation(startRun.conversation.id);
         expect(conversation.messages.map((m: any) => m.role)).toEqual(["USER", "ASSISTANT"]);
         const [run] = conversation.runs.edges.map((e: any) => e.node);

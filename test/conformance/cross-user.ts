@@ -10,7 +10,7 @@ import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOllama, type FakeOllama } from "../../testkit/fake-ollama.ts";
-import { startTestApp } from "../../testkit/app.ts";
+import { ROOT, startTestApp } from "../../testkit/app.ts";
 import { collect, gql, sseClient, wsClient } from "../../testkit/graphql.ts";
 import { CONVERSATION_EVENTS, CONVERSATIONS_CHANGED_ROW, RUN_EVENTS } from "../../testkit/documents.ts";
 import { snapshotDatabase } from "../../testkit/db-snapshot.ts";
@@ -31,9 +31,11 @@ const START = /* GraphQL */ `
   }
 `;
 const LOOK = /* GraphQL */ `
-  query Look($conversation: ID!, $run: ID!, $checkpoint: ID!, $queued: ID!) {
+  query Look($conversation: ID!, $run: ID!, $checkpoint: ID!, $queued: ID!, $graphRun: ID!) {
     conversation(id: $conversation) { id }
     run(id: $run) { id toolCalls { toolCallId name } }
+    graphRun: run(id: $graphRun) { id customEvents { name data } messageNodes { messageId node } }
+    graphRunNode: node(id: $graphRun) { id ... on Run { customEvents { name } messageNodes { node } } }
     queued: run(id: $queued) { id queuePosition queueReason queuedAt }
     queuedNode: node(id: $queued) { id ... on Run { queuePosition } }
     conversationNode: node(id: $conversation) { id }
@@ -106,6 +108,8 @@ interface AliceIds {
   active: string;
   activeRun: string;
   queuedRun: string;
+  /** A finished run of a custom graph: it stored a custom event and its message's node. */
+  graphRun: string;
 }
 
 /** Every table but the ones that record processes and credentials' use, as JSON: equal dumps, nothing written. */
@@ -145,7 +149,13 @@ export function describeCrossUserConformance(deployment: Deployment) {
       const agents = path.join(dir, "agents.json");
       fs.writeFileSync(
         agents,
-        JSON.stringify({ agents: { default: { type: "chat" }, careful: { type: "chat", tools: ["calculator"], requireApproval: ["calculator"] } } }),
+        JSON.stringify({
+          agents: {
+            default: { type: "chat" },
+            careful: { type: "chat", tools: ["calculator"], requireApproval: ["calculator"] },
+            planner: { type: "graph", module: path.join(ROOT, "test", "fixtures", "graphs", "two-node.ts"), export: "graph" },
+          },
+        }),
       );
       env = { API_TOKEN: ADMIN_TOKEN, RUNLEDGER_CONFIG: agents, MODEL_IDLE_TIMEOUT_MS: "600000", ...selected.env };
       app = await startTestApp({ ollamaUrl: fake.url, env });
@@ -157,14 +167,15 @@ export function describeCrossUserConformance(deployment: Deployment) {
         keys[who] = (await createApiKey(app.storage.apiKeys, { userId: who, role, label: `${who}'s key` })).key;
       }
 
-      // Alice's things: a finished conversation (a run, checkpoints), one waiting for an approval, one with a run still active.
+      // Alice's things: a finished conversation (a run, checkpoints), a finished custom graph's, one waiting for an approval, one with a run still active.
+      const ended = async (runId: string) =>
+        !["QUEUED", "RUNNING"].includes((await as("alice", `query($r: ID!) { run(id: $r) { status } }`, { r: runId })).data.run.status);
       const done = (await as("alice", START, { message: "Please calculate 2 * 3" })).data.startRun;
       expect(done.conversation.owner).toBe("alice");
       // Ended before the next runs start, so the silent step below goes to Alice's active run and no other.
-      await until(
-        async () => !["QUEUED", "RUNNING"].includes((await as("alice", `query($r: ID!) { run(id: $r) { status } }`, { r: done.run.id })).data.run.status),
-        "Alice's first run to end",
-      );
+      await until(() => ended(done.run.id), "Alice's first run to end");
+      const planned = (await as("alice", START, { message: "What is a prime?", agent: "planner" })).data.startRun;
+      await until(() => ended(planned.run.id), "Alice's graph run to end");
       const waiting = (await as("alice", START, { message: "Please calculate 4 * 5", agent: "careful" })).data.startRun;
       await until(
         async () =>
@@ -204,6 +215,7 @@ export function describeCrossUserConformance(deployment: Deployment) {
         active: active.conversation.id,
         activeRun: active.run.id,
         queuedRun: queued.run.id,
+        graphRun: planned.run.id,
       };
       // Bob has a conversation of his own; his key has been used once (its last use recorded before the dumps).
       expect((await as("bob", START, { message: "Bob's own question." })).data.startRun.__typename).toBe("StartRunSuccess");
@@ -224,7 +236,8 @@ export function describeCrossUserConformance(deployment: Deployment) {
       );
       const before = await snapshot(env.DATABASE_URL, app.databaseFile);
 
-      const look = (await as("bob", LOOK, { conversation: ids.conversation, run: ids.run, checkpoint: ids.checkpoint, queued: ids.queuedRun })).data;
+      const lookAt = { conversation: ids.conversation, run: ids.run, checkpoint: ids.checkpoint, queued: ids.queuedRun, graphRun: ids.graphRun };
+      const look = (await as("bob", LOOK, lookAt)).data;
       expect(look).toMatchObject({
         conversation: null,
         run: null,
@@ -233,12 +246,17 @@ export function describeCrossUserConformance(deployment: Deployment) {
         conversationNode: null,
         runNode: null,
         checkpointNode: null,
+        graphRun: null,
+        graphRunNode: null,
         asked: { totalCount: 0, edges: [] },
       });
       expect(look.conversations.edges.map((e: any) => e.node.owner)).toEqual(["bob"]);
       // The same question from Alice answers every field Bob was refused.
-      const own = (await as("alice", LOOK, { conversation: ids.conversation, run: ids.run, checkpoint: ids.checkpoint, queued: ids.queuedRun })).data;
+      const own = (await as("alice", LOOK, lookAt)).data;
       expect(own.run.toolCalls.map((c: { name: string }) => c.name)).toEqual(["calculator"]);
+      expect(own.graphRun.customEvents).toEqual([{ name: "plan", data: { steps: ["read the question", "answer it briefly"], question: "What is a prime?" } }]);
+      expect(own.graphRun.messageNodes).toEqual([{ messageId: expect.any(String), node: "answer" }]);
+      expect(own.graphRunNode).toEqual({ id: ids.graphRun, customEvents: [{ name: "plan" }], messageNodes: [{ node: "answer" }] });
       expect(own.queued).toMatchObject({ id: ids.queuedRun, queuePosition: 1, queueReason: "BEHIND_ACTIVE_RUN" });
       expect(own.queuedNode).toEqual({ id: ids.queuedRun, queuePosition: 1 });
       expect(look.conversations.totalCount).toBe(1);
@@ -289,7 +307,7 @@ export function describeCrossUserConformance(deployment: Deployment) {
       expect(await snapshot(env.DATABASE_URL, app.databaseFile)).toEqual(before);
       // Alice still has all of hers, untouched.
       const mine = (await as("alice", `{ conversations(first: 10) { totalCount } }`)).data.conversations.totalCount;
-      expect(mine).toBe(3);
+      expect(mine).toBe(4);
     });
 
     it("never carries Alice's conversations on Bob's conversationsChanged, over either transport, while Alice works", async () => {
@@ -325,7 +343,7 @@ export function describeCrossUserConformance(deployment: Deployment) {
       expect(all.me).toEqual({ id: "root", role: "ADMIN" });
       const owners = new Set(all.conversations.edges.map((e: any) => e.node.owner));
       expect(owners).toEqual(new Set(["alice", "bob"]));
-      expect(all.alices.totalCount).toBe(4);
+      expect(all.alices.totalCount).toBe(5);
       expect((await as("bob", `{ me { id role } }`)).data.me).toEqual({ id: "bob", role: "USER" });
       // The admin can act on Alice's: cancel her active run.
       const cancelled = (await as("root", `mutation($r: ID!) { cancelRun(input: { runId: $r }) { __typename } }`, { r: ids.activeRun })).data.cancelRun;

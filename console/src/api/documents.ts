@@ -45,6 +45,8 @@ const RUN_FIELDS = /* GraphQL */ `
     startCheckpoint { id step }
     messages { ...ConsoleMessage }
     failedTasks { taskId node message checkpoint { id step } }
+    customEvents { __typename seq runId at name data }
+    messageNodes { messageId node seq }
   }
 `;
 

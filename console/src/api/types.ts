@@ -32,5 +32,9 @@ export type RunDetails = ConsoleRunFragment;
 export type RunUsage = NonNullable<RunDetails["usage"]>;
 export type TaskError = RunDetails["failedTasks"][number];
 export type ConversationDetails = NonNullable<ConsoleConversationQuery["conversation"]>;
+/** A custom event a run published, as it stored it (the same CustomEvent runEvents carries). */
+export type StoredCustomEvent = RunDetails["customEvents"][number];
+/** The node a run streamed a message's tokens from, with its first token's seq. */
+export type MessageNode = RunDetails["messageNodes"][number];
 /** Every RunEvent member the console selects; __typename tells which fields are set. */
 export type RunEvent = ConsoleRunEventsSubscription["runEvents"];

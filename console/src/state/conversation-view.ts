@@ -2,7 +2,18 @@
 // server (conversation query) combined with what live runs have streamed
 // since. The snapshot is the record; live state fills in a run until the
 // snapshot has its outcome.
-import type { CheckpointSummary, ConversationDetails, Interrupt, Message, RunKind, RunStatus, RunUsage, TaskError } from "../api/types.ts";
+import type {
+  CheckpointSummary,
+  ConversationDetails,
+  Interrupt,
+  Message,
+  MessageNode,
+  RunKind,
+  RunStatus,
+  RunUsage,
+  StoredCustomEvent,
+  TaskError,
+} from "../api/types.ts";
 import { isActive, isEnded, type LiveRun } from "./run-live.ts";
 
 /** A run the console learned of before its snapshot did (started here, or noticed running). */
@@ -38,10 +49,13 @@ export interface RunView {
   live: LiveRun | null;
   /**
    * What this page received of the run, kept after the snapshot has its
-   * outcome: custom events and the node each message's tokens came from are
-   * in no snapshot.
+   * outcome (with what the run stored, it makes the recorded turn: recorded-run.ts).
    */
   seen: LiveRun | null;
+  /** The custom events the run stored (Run.customEvents); [] until the snapshot has the run. */
+  customEvents: StoredCustomEvent[];
+  /** The node of each message the run streamed (Run.messageNodes); [] until the snapshot has the run. */
+  messageNodes: MessageNode[];
 }
 
 export function runViews(details: ConversationDetails | null, live: ReadonlyMap<string, LiveRun>, started: readonly StartedRun[]): RunView[] {
@@ -80,6 +94,8 @@ export function runViews(details: ConversationDetails | null, live: ReadonlyMap<
       finishedAt: stream?.endedAt ?? null,
       messages: [],
       failedTasks: [],
+      customEvents: [],
+      messageNodes: [],
       usage: null,
       interrupts: stream?.interrupts ?? [],
       startCheckpoint: null,

@@ -10,7 +10,7 @@ export const AGENT_NODE = "agent";
 export type LiveItem =
   | { kind: "text"; key: string; messageId: string | null; node: string; text: string }
   | { kind: "tool"; key: string; toolCallId: string; name: string; args: unknown; result: { content: string; isError: boolean } | null }
-  | { kind: "custom"; key: string; name: string; data: unknown }
+  | { kind: "custom"; key: string; seq: number; name: string; data: unknown }
   | { kind: "gap"; key: string; fromSeq: number; toSeq: number };
 
 export interface LiveRun {
@@ -74,7 +74,7 @@ export function applyEvent(run: LiveRun, event: RunEvent): LiveRun {
     case "CheckpointEvent":
       return run.checkpoints.some((c) => c.id === event.checkpoint.id) ? next : { ...next, checkpoints: [...run.checkpoints, event.checkpoint] };
     case "CustomEvent":
-      return { ...next, items: [...run.items, { kind: "custom", key: `e${event.seq}`, name: event.name, data: event.data }] };
+      return { ...next, items: [...run.items, { kind: "custom", key: `e${event.seq}`, seq: event.seq, name: event.name, data: event.data }] };
     case "InterruptEvent":
       return run.interrupts.some((i) => i.id === event.interrupt.id) ? next : { ...next, interrupts: [...run.interrupts, event.interrupt] };
     case "ReplayGapEvent":

@@ -9,7 +9,8 @@ import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import type { Interrupt, Message, ToolCall } from "../api/types.ts";
 import type { RunView } from "../state/conversation-view.ts";
 import type { CallApproval } from "../state/interrupts.ts";
-import { AGENT_NODE, isActive, type LiveItem, type LiveRun } from "../state/run-live.ts";
+import { AGENT_NODE, isActive, type LiveItem } from "../state/run-live.ts";
+import { recordedRun } from "../state/recorded-run.ts";
 import { Duration, RunStatusBadge } from "./bits.tsx";
 import { compactJson, formatJson } from "./format.ts";
 import { describeAnswer, describeQuestion, describeOutcome, type RunLabel } from "./Interrupts.tsx";
@@ -121,14 +122,6 @@ const UP_KEYS = new Set(["ArrowUp", "PageUp", "Home"]);
 
 const NO_NODES: ReadonlyMap<string, string> = new Map();
 
-/** The node each streamed message's tokens came from, by message id. */
-function tokenNodes(seen: LiveRun | null): ReadonlyMap<string, string> {
-  if (!seen) return NO_NODES;
-  const nodes = new Map<string, string>();
-  for (const item of seen.items) if (item.kind === "text" && item.messageId) nodes.set(item.messageId, item.node);
-  return nodes;
-}
-
 function RunTurn({ run, context }: { run: RunView; context: ThreadContext }) {
   const ended = !isActive(run.status);
   return (
@@ -148,20 +141,20 @@ function RunTurn({ run, context }: { run: RunView; context: ThreadContext }) {
 }
 
 /**
- * A run as the snapshot records it. Custom events are in no snapshot: those
- * this page saw stream stay, after the run's first user message.
+ * A run as the snapshot records it, with the custom events and message nodes
+ * it stored (or this page saw) where they streamed: the same after a reload.
  */
 function RecordedTurn({ run, context }: { run: RunView; context: ThreadContext }) {
-  const events = run.seen?.items.filter((item) => item.kind === "custom") ?? [];
-  const nodes = tokenNodes(run.seen);
-  const split = run.messages[0]?.role === "USER" ? 1 : 0;
+  const { entries, nodes } = recordedRun(run);
   return (
     <>
-      <Messages messages={run.messages.slice(0, split)} context={context} nodes={nodes} />
-      {events.map((item) => (
-        <LiveEntry key={item.key} item={item} streaming={false} context={context} />
-      ))}
-      <Messages messages={run.messages.slice(split)} context={context} nodes={nodes} />
+      {entries.map((entry) =>
+        entry.kind === "event" ? (
+          <LiveEntry key={entry.item.key} item={entry.item} streaming={false} context={context} />
+        ) : (
+          <Messages key={entry.key} messages={entry.messages} context={context} nodes={nodes} />
+        ),
+      )}
     </>
   );
 }

@@ -212,7 +212,7 @@ export function useConversation(api: Api, id: string, row: ConversationRow | und
   const lastSeqs = useRef(new Map<string, number>());
 
   const follow = useCallback(
-    (runId: string, replay = false) => {
+    (runId: string) => {
       if (following.current.has(runId)) return;
       const known = liveRef.current.get(runId);
       if (known && isEnded(known.status)) return;
@@ -229,7 +229,7 @@ export function useConversation(api: Api, id: string, row: ConversationRow | und
             terminal = true;
             following.current.get(runId)?.();
             following.current.delete(runId);
-            if (!replay) refetch();
+            refetch();
           }
         },
         // A run's stream completes after its terminal event; any other end (a
@@ -239,7 +239,7 @@ export function useConversation(api: Api, id: string, row: ConversationRow | und
           if (terminal) return false;
           if (error === null || failures < 3) return true;
           following.current.delete(runId);
-          if (!replay) notify(`Live events of a run stopped: ${error}`);
+          notify(`Live events of a run stopped: ${error}`);
           refetch();
           return false;
         },
@@ -274,19 +274,6 @@ export function useConversation(api: Api, id: string, row: ConversationRow | und
 
   useEffect(() => {
     if (details?.activeRun) follow(details.activeRun.id);
-  }, [details, follow]);
-
-  // A custom graph's events and the nodes its tokens came from are in no
-  // snapshot: a run that ended before this page saw it is replayed from the
-  // events the server still keeps, so it shows as it did live.
-  const replayed = useRef(new Set<string>());
-  useEffect(() => {
-    if (details?.agent?.kind !== "GRAPH") return;
-    for (const { node: run } of details.runs.edges) {
-      if (!isEnded(run.status) || replayed.current.has(run.id) || liveRef.current.has(run.id)) continue;
-      replayed.current.add(run.id);
-      follow(run.id, true);
-    }
   }, [details, follow]);
 
   /** A run started from this page: shown at once and followed before the snapshot has it. */
