@@ -3,8 +3,10 @@
 // Ollama: it never goes stale (a server restart under an open page, a dropped
 // socket in the middle of a run), the thread follows long streams unless the
 // reader scrolls up, the phone layout (390×844), and the smaller things (export,
-// search, cancel, forks, layout edges). One server and one browser serve every
-// test; screenshots go to test-results/console/.
+// search, cancel, forks, layout edges). The restart, the following and the
+// export run at 1400×900 and at 390×844, where the list, the chat and the runs
+// are views under a tab bar. One server and one browser serve every test;
+// screenshots go to test-results/console/.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -18,7 +20,9 @@ import { until } from "../testkit/streaming.ts";
 import { eventually, launchChromium, PAGE_TIMEOUT_MS, screenshot } from "../testkit/browser.ts";
 
 const PHONE = { width: 390, height: 844 };
-const DESKTOP = { width: 1440, height: 900 };
+const DESKTOP = { width: 1400, height: 900 };
+/** The sizes the main paths are run at, each named as its screenshots are. */
+const SIZES = [DESKTOP, PHONE].map((viewport) => ({ viewport, name: `${viewport.width}x${viewport.height}` }));
 
 let fake: FakeOllama;
 let app: Awaited<ReturnType<typeof startTestApp>>;
@@ -89,7 +93,8 @@ const connected = (page: Page) =>
     .waitFor();
 const conversationLinks = (page: Page) => page.getByRole("navigation", { name: "Conversations" }).getByRole("list").getByRole("link");
 const thread = (page: Page) => page.getByRole("log", { name: "Messages" });
-const runCard = (page: Page, n: number) => page.getByRole("article", { name: `Run ${n}`, exact: true });
+// On a phone the runs are a view of their own, hidden while the chat shows: a run's card is read there too.
+const runCard = (page: Page, n: number) => page.getByRole("article", { name: `Run ${n}`, exact: true, includeHidden: true });
 const heading = (page: Page) => page.getByRole("main").getByRole("heading", { level: 2 });
 
 let titles = 0;
@@ -101,6 +106,12 @@ async function startViaApi(message: string, conversationId?: string): Promise<{ 
   const { startRun } = await gqlOk(app.url, START_RUN, { message, conversationId });
   expect(startRun.__typename).toBe("StartRunSuccess");
   return { runId: startRun.run.id, conversationId: startRun.conversation.id };
+}
+
+/** Shows one of the three views on a phone, through its tab bar; on a wide screen all three show already. */
+async function show(page: Page, view: "Conversations" | "Chat" | "Runs"): Promise<void> {
+  const tabs = page.getByRole("tablist", { name: "Views" });
+  if (await tabs.isVisible()) await tabs.getByRole("tab", { name: view }).click();
 }
 
 async function send(page: Page, message: string): Promise<void> {
@@ -115,7 +126,7 @@ async function gapBelow(page: Page): Promise<number> {
 
 /** The run's card shows this status and its recorded usage (the snapshot has its outcome), and nothing streams. */
 async function recorded(page: Page, n: number, status: string): Promise<void> {
-  await runCard(page, n).filter({ hasText: status }).waitFor({ timeout: 30_000 });
+  await runCard(page, n).filter({ hasText: status }).waitFor({ state: "attached", timeout: 30_000 });
   await eventually(
     async () => (await thread(page).locator(".streaming").count()) === 0 && ((await runCard(page, n).textContent()) ?? "").includes("usage"),
     `run ${n} recorded`,
@@ -143,43 +154,54 @@ const CHECKPOINTS = /* GraphQL */ `
 `;
 
 describe("never stale", () => {
-  it("a server restart under an open console: it reconnects and resubscribes, then shows what is created, run and renamed elsewhere, and what it runs itself, without a reload", async () => {
-    const first = await startViaApi(unique("Open across the restart"));
-    await waitForRun(app.url, first.runId);
-    const page = await openConsole(`#/c/${first.conversationId}`);
-    await recorded(page, 1, "COMPLETED");
-    await until(() => app.services.bus.stats().changeSubscribers === 1, "the page's list subscription");
+  for (const { viewport, name } of SIZES) {
+    it(`a server restart under an open console (${name}): it reconnects and resubscribes, then shows what is created, run and renamed elsewhere, and what it runs itself, without a reload`, async () => {
+      const first = await startViaApi(unique("Open across the restart"));
+      await waitForRun(app.url, first.runId);
+      const page = await openConsole(`#/c/${first.conversationId}`, { viewport });
+      await recorded(page, 1, "COMPLETED");
+      await until(() => app.services.bus.stats().changeSubscribers === 1, "the page's list subscription");
 
-    // A graceful shutdown completes the page's subscriptions, then closes its socket.
-    const port = Number(new URL(app.url).port);
-    await app.close();
-    await connection(page).filter({ hasText: "reconnecting" }).waitFor();
-    await screenshot(page, "restart-server-down");
-    app = await startTestApp({ ollamaUrl: fake.url, databaseUrl: database.url, env: appEnv(port) });
-    await connected(page);
-    // The list stream is subscribed again on the new server: exactly once.
-    await until(() => app.services.bus.stats().changeSubscribers === 1, "the list subscription on the new server", 20_000);
+      // A graceful shutdown completes the page's subscriptions, then closes its socket.
+      const port = Number(new URL(app.url).port);
+      await app.close();
+      await connection(page).filter({ hasText: "reconnecting" }).waitFor();
+      await screenshot(page, `restart-server-down-${name}`);
+      app = await startTestApp({ ollamaUrl: fake.url, databaseUrl: database.url, env: appEnv(port) });
+      await connected(page);
+      // The list stream is subscribed again on the new server: exactly once.
+      await until(() => app.services.bus.stats().changeSubscribers === 1, "the list subscription on the new server", 20_000);
 
-    // Created elsewhere.
-    const created = unique("Created after the restart");
-    await waitForRun(app.url, (await startViaApi(created)).runId);
-    await conversationLinks(page).filter({ hasText: created }).filter({ hasText: "COMPLETED" }).waitFor();
-    // Run elsewhere, in the open conversation.
-    await waitForRun(app.url, (await startViaApi("Asked from elsewhere", first.conversationId)).runId);
-    await thread(page).getByRole("article", { name: "Assistant" }).filter({ hasText: "Echo: Asked from elsewhere" }).waitFor();
-    await recorded(page, 2, "COMPLETED");
-    // Renamed elsewhere.
-    const renamed = unique("Renamed after the restart");
-    expect((await gqlOk(app.url, RENAME, { id: first.conversationId, title: renamed })).renameConversation.__typename).toBe("RenameConversationSuccess");
-    await heading(page).filter({ hasText: renamed }).waitFor();
-    await conversationLinks(page).filter({ hasText: renamed }).waitFor();
-    // Run from the page itself: the list follows it too.
-    await send(page, "Asked from the console");
-    await recorded(page, 3, "COMPLETED");
-    await conversationLinks(page).filter({ hasText: renamed }).filter({ hasText: "6 messages" }).waitFor();
-    expect(await connection(page).textContent()).toBe("connected");
-    await screenshot(page, "restart-caught-up");
-  });
+      // Created elsewhere.
+      const created = unique("Created after the restart");
+      await waitForRun(app.url, (await startViaApi(created)).runId);
+      await show(page, "Conversations");
+      await conversationLinks(page).filter({ hasText: created }).filter({ hasText: "COMPLETED" }).waitFor();
+      // Run elsewhere, in the open conversation.
+      await show(page, "Chat");
+      await waitForRun(app.url, (await startViaApi("Asked from elsewhere", first.conversationId)).runId);
+      await thread(page).getByRole("article", { name: "Assistant" }).filter({ hasText: "Echo: Asked from elsewhere" }).waitFor();
+      await recorded(page, 2, "COMPLETED");
+      // Renamed elsewhere.
+      const renamed = unique("Renamed after the restart");
+      expect((await gqlOk(app.url, RENAME, { id: first.conversationId, title: renamed })).renameConversation.__typename).toBe("RenameConversationSuccess");
+      await heading(page).filter({ hasText: renamed }).waitFor();
+      await show(page, "Conversations");
+      await conversationLinks(page).filter({ hasText: renamed }).waitFor();
+      // Run from the page itself: the list follows it too.
+      await show(page, "Chat");
+      await send(page, "Asked from the console");
+      await recorded(page, 3, "COMPLETED");
+      await show(page, "Runs");
+      await runCard(page, 3).filter({ hasText: "COMPLETED" }).waitFor();
+      await show(page, "Conversations");
+      await conversationLinks(page).filter({ hasText: renamed }).filter({ hasText: "6 messages" }).waitFor();
+      expect(await connection(page).textContent()).toBe("connected");
+      await show(page, "Chat");
+      await thread(page).getByRole("article", { name: "Assistant" }).filter({ hasText: "Echo: Asked from the console" }).waitFor();
+      await screenshot(page, `restart-caught-up-${name}`);
+    });
+  }
 
   it("a list stream the server completes is subscribed again; a dropped socket in the middle of a run: its stream resumes with after: the last seq seen, so nothing is missed or shown twice", async () => {
     const sent: { at: number; message: string }[] = [];
@@ -248,65 +270,67 @@ describe("never stale", () => {
 });
 
 describe("following the stream", () => {
-  it(
-    "stays at the bottom through long answers, a failed run, a resume and another message, round after round; the wheel stops following, Jump to latest brings it back",
-    { timeout: 120_000 },
-    async () => {
-      const page = await openConsole("#/new");
-      let runs = 0;
-      /** Streams one run to its end, measuring the gap below the thread's view as it goes. */
-      const streamed = async (start: () => Promise<void>, status: string): Promise<number[]> => {
-        await start();
-        runs += 1;
-        const gaps: number[] = [];
-        const end = recorded(page, runs, status).then(() => true);
-        let done = false;
-        void end.finally(() => (done = true));
-        while (!done) {
+  for (const { viewport, name } of SIZES) {
+    it(
+      `stays at the bottom through long answers, a failed run, a resume and another message, round after round (${name}); the wheel stops following, Jump to latest brings it back`,
+      { timeout: 120_000 },
+      async () => {
+        const page = await openConsole("#/new", { viewport });
+        let runs = 0;
+        /** Streams one run to its end, measuring the gap below the thread's view as it goes. */
+        const streamed = async (start: () => Promise<void>, status: string): Promise<number[]> => {
+          await start();
+          runs += 1;
+          const gaps: number[] = [];
+          const end = recorded(page, runs, status).then(() => true);
+          let done = false;
+          void end.finally(() => (done = true));
+          while (!done) {
+            gaps.push(await gapBelow(page));
+            await new Promise((resolve) => setTimeout(resolve, 100));
+          }
+          await end;
           gaps.push(await gapBelow(page));
-          await new Promise((resolve) => setTimeout(resolve, 100));
+          return gaps;
+        };
+
+        for (let round = 1; round <= 2; round++) {
+          fake.enqueue({ kind: "trickle", tokens: longAnswer(300), delayMs: 20 });
+          const long = await streamed(() => send(page, unique(`Round ${round}: a long answer`)), "COMPLETED");
+          fake.enqueue({ kind: "errorLine", tokens: longAnswer(60, "partial"), error: "the model fell over", delayMs: 20 });
+          const failed = await streamed(() => send(page, unique(`Round ${round}: this one fails`)), "FAILED");
+          fake.enqueue({ kind: "trickle", tokens: longAnswer(300, "resumed"), delayMs: 20 });
+          const resumed = await streamed(() => page.getByRole("main").getByRole("button", { name: "Resume" }).click(), "COMPLETED");
+          for (const [what, gaps] of Object.entries({ long, failed, resumed })) {
+            expect(Math.max(...gaps), `round ${round}, ${what}: the gap below the view (${gaps.join(", ")})`).toBeLessThanOrEqual(2);
+          }
         }
-        await end;
-        gaps.push(await gapBelow(page));
-        return gaps;
-      };
+        expect(await thread(page).evaluate((el) => el.scrollHeight > 3 * el.clientHeight)).toBe(true);
+        await screenshot(page, `following-after-rounds-${name}`);
 
-      for (let round = 1; round <= 2; round++) {
-        fake.enqueue({ kind: "trickle", tokens: longAnswer(300), delayMs: 20 });
-        const long = await streamed(() => send(page, unique(`Round ${round}: a long answer`)), "COMPLETED");
-        fake.enqueue({ kind: "errorLine", tokens: longAnswer(60, "partial"), error: "the model fell over", delayMs: 20 });
-        const failed = await streamed(() => send(page, unique(`Round ${round}: this one fails`)), "FAILED");
-        fake.enqueue({ kind: "trickle", tokens: longAnswer(300, "resumed"), delayMs: 20 });
-        const resumed = await streamed(() => page.getByRole("main").getByRole("button", { name: "Resume" }).click(), "COMPLETED");
-        for (const [what, gaps] of Object.entries({ long, failed, resumed })) {
-          expect(Math.max(...gaps), `round ${round}, ${what}: the gap below the view (${gaps.join(", ")})`).toBeLessThanOrEqual(2);
-        }
-      }
-      expect(await thread(page).evaluate((el) => el.scrollHeight > 3 * el.clientHeight)).toBe(true);
-      await screenshot(page, "following-after-rounds");
+        // Scrolling up with the wheel while another answer streams: the view stays where the reader put it.
+        fake.enqueue({ kind: "trickle", tokens: longAnswer(300, "another"), delayMs: 20 });
+        await send(page, unique("Another message"));
+        runs += 1;
+        await thread(page).getByRole("article", { name: "Assistant" }).filter({ hasText: "another20 " }).waitFor();
+        await thread(page).hover();
+        await page.mouse.wheel(0, -400);
+        const jump = page.getByRole("button", { name: /Jump to latest/ });
+        await jump.waitFor();
+        const readingAt = await thread(page).evaluate((el) => el.scrollTop);
+        await thread(page).getByRole("article", { name: "Assistant" }).filter({ hasText: "another150 " }).waitFor();
+        expect(Math.abs((await thread(page).evaluate((el) => el.scrollTop)) - readingAt)).toBeLessThanOrEqual(1);
+        expect(await gapBelow(page)).toBeGreaterThan(200);
+        await screenshot(page, `following-scrolled-up-${name}`);
 
-      // Scrolling up with the wheel while another answer streams: the view stays where the reader put it.
-      fake.enqueue({ kind: "trickle", tokens: longAnswer(300, "another"), delayMs: 20 });
-      await send(page, unique("Another message"));
-      runs += 1;
-      await thread(page).getByRole("article", { name: "Assistant" }).filter({ hasText: "another20 " }).waitFor();
-      await thread(page).hover();
-      await page.mouse.wheel(0, -400);
-      const jump = page.getByRole("button", { name: /Jump to latest/ });
-      await jump.waitFor();
-      const readingAt = await thread(page).evaluate((el) => el.scrollTop);
-      await thread(page).getByRole("article", { name: "Assistant" }).filter({ hasText: "another150 " }).waitFor();
-      expect(Math.abs((await thread(page).evaluate((el) => el.scrollTop)) - readingAt)).toBeLessThanOrEqual(1);
-      expect(await gapBelow(page)).toBeGreaterThan(200);
-      await screenshot(page, "following-scrolled-up");
-
-      await jump.click();
-      expect(await gapBelow(page)).toBeLessThanOrEqual(2);
-      await recorded(page, runs, "COMPLETED");
-      expect(await gapBelow(page)).toBeLessThanOrEqual(2);
-      expect(await jump.count()).toBe(0);
-    },
-  );
+        await jump.click();
+        expect(await gapBelow(page)).toBeLessThanOrEqual(2);
+        await recorded(page, runs, "COMPLETED");
+        expect(await gapBelow(page)).toBeLessThanOrEqual(2);
+        expect(await jump.count()).toBe(0);
+      },
+    );
+  }
 });
 
 describe("phone layout (390×844)", () => {
@@ -388,29 +412,32 @@ describe("phone layout (390×844)", () => {
 });
 
 describe("the smaller things", () => {
-  it("exports a conversation as JSONL and Markdown", async () => {
-    const title = unique("To export");
-    const { runId, conversationId } = await startViaApi(title);
-    await waitForRun(app.url, runId);
-    const checkpoints = (await gqlOk(app.url, CHECKPOINTS, { id: conversationId })).conversation.checkpoints.edges.length;
-    const page = await openConsole(`#/c/${conversationId}`);
-    await recorded(page, 1, "COMPLETED");
+  for (const { viewport, name } of SIZES) {
+    it(`exports a conversation as JSONL and Markdown (${name})`, async () => {
+      const title = unique("To export");
+      const { runId, conversationId } = await startViaApi(title);
+      await waitForRun(app.url, runId);
+      const checkpoints = (await gqlOk(app.url, CHECKPOINTS, { id: conversationId })).conversation.checkpoints.edges.length;
+      const page = await openConsole(`#/c/${conversationId}`, { viewport });
+      await recorded(page, 1, "COMPLETED");
 
-    const [jsonl] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Export JSONL" }).click()]);
-    expect(jsonl.suggestedFilename()).toMatch(/\.jsonl$/);
-    const lines = fs
-      .readFileSync(await jsonl.path(), "utf8")
-      .trim()
-      .split("\n");
-    expect(lines).toHaveLength(checkpoints);
-    expect(JSON.parse(lines.at(-1)!)).toMatchObject({ message_count: 2 });
+      const [jsonl] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Export JSONL" }).click()]);
+      expect(jsonl.suggestedFilename()).toMatch(/\.jsonl$/);
+      const lines = fs
+        .readFileSync(await jsonl.path(), "utf8")
+        .trim()
+        .split("\n");
+      expect(lines).toHaveLength(checkpoints);
+      expect(JSON.parse(lines.at(-1)!)).toMatchObject({ message_count: 2 });
 
-    const [markdown] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Export Markdown" }).click()]);
-    expect(markdown.suggestedFilename()).toMatch(/\.md$/);
-    const text = fs.readFileSync(await markdown.path(), "utf8");
-    expect(text).toContain(title);
-    expect(text).toContain(`Echo: ${title}`);
-  });
+      const [markdown] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Export Markdown" }).click()]);
+      expect(markdown.suggestedFilename()).toMatch(/\.md$/);
+      const text = fs.readFileSync(await markdown.path(), "utf8");
+      expect(text).toContain(title);
+      expect(text).toContain(`Echo: ${title}`);
+      await screenshot(page, `export-${name}`);
+    });
+  }
 
   it("searches and filters the conversation list", async () => {
     const apples = unique("Apples and pears");

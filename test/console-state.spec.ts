@@ -265,6 +265,95 @@ describe("edits", () => {
     await screenshots(page, "edit-in-fork", () => thread(page));
   });
 
+  it("edits a past message from its bubble in the thread and re-runs from it: in place (an EDIT run, then a run), then as a fork on a phone, the source left as it is", async () => {
+    const first = await start("Say hello.");
+    expect(await waitForRun(app.url, first.runId)).toMatchObject({ status: "COMPLETED" });
+    const { conversationId } = first;
+    // A long last turn: on a phone the thread scrolls.
+    const long = `Say it once more, ${"at length ".repeat(30).trim()}.`;
+    for (const message of ["Say more.", long]) {
+      const { startRun } = await gqlOk(app.url, START_AGENT_RUN, { message, conversationId });
+      expect(await waitForRun(app.url, startRun.run.id)).toMatchObject({ status: "COMPLETED" });
+    }
+    const page = await openConversation(conversationId);
+    await thread(page).getByText(`Echo: ${long}`).waitFor();
+    const bubble = (text: string) =>
+      thread(page)
+        .getByRole("listitem")
+        .filter({ has: page.getByRole("article", { name: "You" }).getByText(text, { exact: true }) });
+    const form = thread(page).getByRole("form", { name: "Edit the message and re-run" });
+
+    // In place, on the first message: prefilled with its text, in place by default.
+    await bubble("Say hello.").getByRole("button", { name: "Edit", exact: true }).click();
+    const text = form.getByRole("textbox", { name: "New text" });
+    expect(await text.inputValue()).toBe("Say hello.");
+    expect(await form.getByRole("radio", { name: /In place/ }).isChecked()).toBe(true);
+    // Unchanged text has nothing to re-run.
+    expect(await form.getByRole("button", { name: "Save and re-run" }).isDisabled()).toBe(true);
+    await text.fill("Say hi instead.");
+    await screenshots(page, "edit-bubble", () => form);
+    await form.getByRole("button", { name: "Save and re-run" }).click();
+
+    await thread(page).getByText("Echo: Say hi instead.").waitFor();
+    expect(await form.count()).toBe(0);
+    await eventually(async () => (await messagesOf(conversationId)).runs.edges.at(-1)?.node.status === "COMPLETED", "the run after the edit");
+    const inPlace = await messagesOf(conversationId);
+    // The edited message replaced the original where it was added; the later turn is left behind.
+    expect(inPlace.messages).toEqual([
+      { role: "USER", content: "Say hi instead." },
+      { role: "ASSISTANT", content: "Echo: Say hi instead." },
+    ]);
+    expect(inPlace.runs.edges.map((e: any) => [e.node.kind, e.node.status])).toEqual([
+      ["START", "COMPLETED"],
+      ["START", "COMPLETED"],
+      ["START", "COMPLETED"],
+      ["EDIT", "COMPLETED"],
+      ["RESUME", "COMPLETED"],
+    ]);
+    // The ledger as it happened: the runs inspector shows the edit, the thread every turn in order.
+    await page.getByRole("article", { name: "Run 4", exact: true }).getByText("EDIT").waitFor();
+    await page.getByRole("article", { name: "Run 5", exact: true }).getByText("RESUME").waitFor();
+    await bubble("Say hi instead.").waitFor();
+    expect(await thread(page).getByRole("article", { name: "You" }).allTextContents()).toEqual(["Say hello.", "Say more.", long, "Say hi instead."]);
+    // Saved, the thread follows its newest output again: the new answer at the bottom, in view.
+    expect(await thread(page).evaluate((el) => el.scrollHeight > el.clientHeight)).toBe(true);
+    await eventually(() => thread(page).evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight <= 2), "the thread at its bottom");
+    await screenshots(page, "edit-bubble-in-place", () => thread(page));
+    await screenshots(page, "edit-bubble-in-place-runs", () => page.getByRole("article", { name: "Run 4", exact: true }));
+
+    // As a fork, on a phone, from the message of the turn the edit left behind: its checkpoint is that run's.
+    await page.setViewportSize(PHONE);
+    await page.getByRole("tablist", { name: "Views" }).getByRole("tab", { name: "Chat" }).click();
+    expect(await thread(page).evaluate((el) => el.scrollHeight > el.clientHeight)).toBe(true);
+    await bubble("Say more.").getByRole("button", { name: "Edit", exact: true }).click();
+    // The form takes the typing at once, and the thread, which follows its newest output, keeps it in view.
+    expect(await text.evaluate((el) => el === document.activeElement)).toBe(true);
+    const view = (await thread(page).boundingBox())!;
+    const field = (await text.boundingBox())!;
+    expect(field.y).toBeGreaterThanOrEqual(view.y);
+    expect(field.y + field.height).toBeLessThanOrEqual(view.y + view.height);
+    await text.fill("Say more, in a fork.");
+    await form.getByRole("radio", { name: /In a fork/ }).check();
+    await form.getByRole("button", { name: "Save and re-run" }).click();
+
+    await page.getByRole("note", { name: "Forked from" }).waitFor();
+    await thread(page).getByText("Echo: Say more, in a fork.").waitFor();
+    const forkId = /#\/c\/([0-9a-f-]{36})$/.exec(page.url())![1]!;
+    expect(forkId).not.toBe(conversationId);
+    await eventually(async () => (await messagesOf(forkId)).runs.edges.at(-1)?.node.status === "COMPLETED", "the fork's run");
+    const forked = await messagesOf(forkId);
+    expect(forked.messages).toEqual([
+      { role: "USER", content: "Say hello." },
+      { role: "ASSISTANT", content: "Echo: Say hello." },
+      { role: "USER", content: "Say more, in a fork." },
+      { role: "ASSISTANT", content: "Echo: Say more, in a fork." },
+    ]);
+    expect(forked.runs.edges.map((e: any) => e.node.kind)).toEqual(["EDIT", "RESUME"]);
+    expect(await messagesOf(conversationId)).toEqual(inPlace);
+    await page.setViewportSize(DESKTOP);
+    await screenshots(page, "edit-bubble-fork", () => thread(page));
+  });
+
   it("edits a graph agent's state as one of its nodes and runs on; a refusal is shown as the API words it", async () => {
     const { runId, conversationId } = await start("Plan a trip.", "planner");
     expect(await waitForRun(app.url, runId)).toMatchObject({ status: "COMPLETED" });

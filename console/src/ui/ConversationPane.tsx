@@ -84,21 +84,6 @@ export function ConversationPane(props: {
   const runs = useMemo(() => runViews(details, live, started), [details, live, started]);
   const checkpoints = useMemo(() => checkpointViews(details, runs), [details, runs]);
   const pending = useMemo(() => pendingInterrupts(details, runs), [details, runs]);
-  const context = useMemo<ThreadContext>(() => {
-    const numbers = new Map(runs.map((r) => [r.id, r.number]));
-    const calls = new Map<string, ToolCall>();
-    for (const message of details?.messages ?? []) for (const call of message.toolCalls) calls.set(call.id, call);
-    return {
-      approvals: callApprovals(
-        runs.flatMap((r) => r.interrupts),
-        new Set(pending.map((i) => i.id)),
-      ),
-      calls,
-      runLabel: (runId) => (numbers.has(runId) ? `run #${numbers.get(runId)}` : `run ${shortId(runId)}`),
-    };
-  }, [runs, details, pending]);
-  const active = runs.find((r) => isActive(r.status)) ?? null;
-  const focus = useMemo(() => graphFocus(runs, details?.next ?? []), [runs, details]);
   const tools = useMemo<StateTools>(
     () => ({
       api,
@@ -112,6 +97,22 @@ export function ConversationPane(props: {
     }),
     [api, id, details, checkpoints, conversation.track, props.onOpen, conversation.notify],
   );
+  const context = useMemo<ThreadContext>(() => {
+    const numbers = new Map(runs.map((r) => [r.id, r.number]));
+    const calls = new Map<string, ToolCall>();
+    for (const message of details?.messages ?? []) for (const call of message.toolCalls) calls.set(call.id, call);
+    return {
+      approvals: callApprovals(
+        runs.flatMap((r) => r.interrupts),
+        new Set(pending.map((i) => i.id)),
+      ),
+      calls,
+      runLabel: (runId) => (numbers.has(runId) ? `run #${numbers.get(runId)}` : `run ${shortId(runId)}`),
+      edits: tools,
+    };
+  }, [runs, details, pending, tools]);
+  const active = runs.find((r) => isActive(r.status)) ?? null;
+  const focus = useMemo(() => graphFocus(runs, details?.next ?? []), [runs, details]);
   const title = details?.title ?? props.row?.title ?? "…";
   // With every run listed, a fork's messages before its first run are the ones it copied.
   const copied = details?.forkedFrom != null && details.runs.edges.length === details.runs.totalCount;

@@ -2,16 +2,17 @@
 // - a user message, changed and run on from where it was added: in place (the
 //   thread goes back to that point with the new text, and a resume runs the
 //   agent on it) or in a fork (a new conversation copied up to that point gets
-//   the edit and runs on; this one stays as it is);
+//   the edit and runs on; this one stays as it is), from the state viewer or
+//   from the message's bubble in the thread;
 // - a graph agent's state at a checkpoint: channel values as JSON, written as
 //   one of its nodes, then, if asked, a resume.
-import { useState } from "preact/hooks";
+import type { ComponentChildren } from "preact";
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import type { Refusal } from "../api/client.ts";
 import { FORK_CONVERSATION, RESUME_RUN } from "../api/documents.ts";
 import { AGENT_GRAPH, EDIT_STATE, THREAD_HEAD } from "../api/state-documents.ts";
-import type { StartedRun } from "../state/conversation-view.ts";
+import type { CheckpointView, StartedRun } from "../state/conversation-view.ts";
 import type { StateMessage, StateTools } from "./StateViewer.tsx";
-import { useEffect } from "preact/hooks";
 
 type Place = "in-place" | "fork";
 
@@ -53,12 +54,34 @@ async function editAndRerun(
   return { ok: true, conversationId, resume: resumed.value.run };
 }
 
-export function EditMessageForm(props: { tools: StateTools; message: StateMessage; checkpointId: string; step: number; onClose: () => void }) {
+/**
+ * The checkpoint that added a message: the oldest listed whose last message it
+ * is. An edited message keeps its id, so its edit run's checkpoint holds it
+ * too: the run that shows the message is preferred when given.
+ */
+export function checkpointAdding(checkpoints: readonly CheckpointView[], messageId: string, runId?: string): CheckpointView | null {
+  const holding = [...checkpoints].reverse().filter((c) => c.lastMessage?.id === messageId);
+  return holding.find((c) => runId !== undefined && c.run?.id === runId) ?? holding[0] ?? null;
+}
+
+export function EditMessageForm(props: {
+  tools: StateTools;
+  message: StateMessage;
+  checkpointId: string;
+  step: number;
+  onClose: () => void;
+  /** Called once the edit and its run have started. */
+  onSaved?: () => void;
+  submitLabel?: string;
+}) {
   const { tools, message } = props;
   const [text, setText] = useState(message.content);
   const [place, setPlace] = useState<Place>("in-place");
   const [busy, setBusy] = useState(false);
   const [problem, setProblem] = useState<string | null>(null);
+  const field = useRef<HTMLTextAreaElement>(null);
+  // Opened to be typed in; before the thread's layout settles, so the thread sees the focus and keeps the form in view.
+  useLayoutEffect(() => field.current?.focus(), []);
   return (
     <form
       aria-label="Edit the message and re-run"
@@ -72,12 +95,13 @@ export function EditMessageForm(props: { tools: StateTools; message: StateMessag
         if (!outcome.ok) return setProblem(outcome.why);
         if (place === "fork") tools.onOpen(outcome.conversationId, outcome.resume);
         else tools.onRun(outcome.resume);
+        props.onSaved?.();
         props.onClose();
       }}
     >
       <label class="json-field">
         New text
-        <textarea rows={3} value={text} onInput={(e) => setText(e.currentTarget.value)} disabled={busy} />
+        <textarea rows={3} ref={field} value={text} onInput={(e) => setText(e.currentTarget.value)} disabled={busy} />
       </label>
       <fieldset class="edit-place">
         <legend>Where</legend>
@@ -97,13 +121,50 @@ export function EditMessageForm(props: { tools: StateTools; message: StateMessag
       )}
       <div class="actions">
         <button type="submit" disabled={busy || !text.trim() || text === message.content}>
-          Re-run from here
+          {props.submitLabel ?? "Re-run from here"}
         </button>
         <button type="button" onClick={props.onClose} disabled={busy}>
           Cancel
         </button>
       </div>
     </form>
+  );
+}
+
+/**
+ * A user message's edit in the thread: an Edit action under its bubble that
+ * opens the edit form in its place, at the checkpoint that added it.
+ */
+export function EditInThread(props: { tools: StateTools; message: StateMessage; runId?: string; onSaved: () => void; children: ComponentChildren }) {
+  const { tools, message } = props;
+  const [editing, setEditing] = useState(false);
+  const at = checkpointAdding(tools.checkpoints, message.id, props.runId);
+  if (editing && at) {
+    return (
+      <EditMessageForm
+        tools={tools}
+        message={message}
+        checkpointId={at.id}
+        step={at.step}
+        submitLabel="Save and re-run"
+        onSaved={props.onSaved}
+        onClose={() => setEditing(false)}
+      />
+    );
+  }
+  return (
+    <>
+      {props.children}
+      <button
+        type="button"
+        class="link message-action"
+        disabled={!at}
+        title={at ? `Edit this message and re-run from here (step ${at.step}, where it was added)` : "The checkpoint that added it is not listed"}
+        onClick={() => setEditing(true)}
+      >
+        Edit
+      </button>
+    </>
   );
 }
 

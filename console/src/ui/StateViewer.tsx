@@ -8,7 +8,7 @@ import type { Api } from "../api/client.ts";
 import { CHECKPOINT_STATE } from "../api/state-documents.ts";
 import type { ConsoleCheckpointStateQuery } from "../api/generated.ts";
 import type { CheckpointView, StartedRun } from "../state/conversation-view.ts";
-import { EditMessageForm, EditStateForm } from "./EditState.tsx";
+import { checkpointAdding, EditMessageForm, EditStateForm } from "./EditState.tsx";
 import { shortId } from "./format.ts";
 import "./state-panels.css";
 
@@ -72,7 +72,7 @@ export function StateViewer({ checkpointId, tools }: { checkpointId: string; too
   const messages = Array.isArray(state.messages) ? state.messages.filter(isStateMessage) : [];
   const others = Object.fromEntries(Object.entries(state).filter(([key]) => key !== "messages"));
   // A message is edited where it was added: the oldest checkpoint whose last message it is.
-  const addedAt = (message: StateMessage) => [...tools.checkpoints].reverse().find((c) => c.lastMessage?.id === message.id) ?? null;
+  const addedAt = (message: StateMessage) => checkpointAdding(tools.checkpoints, message.id);
 
   return (
     <section class="state-viewer" aria-label={`State at step ${checkpoint.step}`}>

@@ -4,8 +4,8 @@
 // A running run shows what it streams: tokens (with their node when it is not
 // the agent's), tool calls and their results, and a custom graph's events. A
 // run that ended WAITING shows what it asked and, later, how it was answered.
-import { Fragment } from "preact";
-import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
+import { createContext, Fragment } from "preact";
+import { useContext, useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import type { Interrupt, Message, ToolCall } from "../api/types.ts";
 import type { RunView } from "../state/conversation-view.ts";
 import type { CallApproval } from "../state/interrupts.ts";
@@ -14,6 +14,8 @@ import { recordedRun } from "../state/recorded-run.ts";
 import { Duration, RunStatusBadge } from "./bits.tsx";
 import { compactJson, formatJson } from "./format.ts";
 import { describeAnswer, describeQuestion, describeOutcome, type RunLabel } from "./Interrupts.tsx";
+import { EditInThread } from "./EditState.tsx";
+import type { StateTools } from "./StateViewer.tsx";
 
 /** What the thread needs besides its runs: where each tool call stands on approval, and each call as the thread holds it now. */
 export interface ThreadContext {
@@ -21,6 +23,8 @@ export interface ThreadContext {
   /** The calls of the thread's latest messages, by id: an edited call's arguments as run, for results shown apart from their call. */
   calls: ReadonlyMap<string, ToolCall>;
   runLabel: RunLabel;
+  /** What editing a user message and re-running from it needs; null where the thread offers no edits. */
+  edits: StateTools | null;
 }
 
 export function Thread({
@@ -37,8 +41,9 @@ export function Thread({
   const box = useRef<HTMLDivElement>(null);
   const list = useRef<HTMLOListElement>(null);
   // Follow the newest output as it streams, unless the reader scrolled up on
-  // purpose (wheel, touch, key). Only those detach it: a scroll event cannot
-  // tell the reader's scrolling from content growing under it.
+  // purpose (wheel, touch, key) or is editing a message. Only those detach it:
+  // a scroll event cannot tell the reader's scrolling from content growing
+  // under it.
   const following = useRef(true);
   const [detached, setDetached] = useState(false);
   const toBottom = () => {
@@ -87,6 +92,10 @@ export function Thread({
       onKeyDown={(event) => {
         if (UP_KEYS.has(event.key) || (event.key === " " && event.shiftKey)) detach();
       }}
+      onFocusIn={(event) => {
+        // Editing a message in the thread: what is being edited stays in view while answers stream below.
+        if ((event.target as Element).closest("form")) detach();
+      }}
       onScroll={(event) => {
         // Back at the bottom by the reader's own scrolling: follow again.
         const element = event.currentTarget;
@@ -96,19 +105,21 @@ export function Thread({
         }
       }}
     >
-      <ol ref={list}>
-        {earlier.length > 0 && (
-          <>
-            <li class="run-divider">
-              <span>{earlierLabel}</span>
-            </li>
-            <Messages messages={earlier} context={context} nodes={NO_NODES} />
-          </>
-        )}
-        {runs.map((run) => (
-          <RunTurn key={run.id} run={run} context={context} />
-        ))}
-      </ol>
+      <FollowLatest.Provider value={attach}>
+        <ol ref={list}>
+          {earlier.length > 0 && (
+            <>
+              <li class="run-divider">
+                <span>{earlierLabel}</span>
+              </li>
+              <Messages messages={earlier} context={context} nodes={NO_NODES} />
+            </>
+          )}
+          {runs.map((run) => (
+            <RunTurn key={run.id} run={run} context={context} />
+          ))}
+        </ol>
+      </FollowLatest.Provider>
       {detached && (
         <button type="button" class="jump-latest" onClick={attach}>
           Jump to latest ↓
@@ -119,6 +130,9 @@ export function Thread({
 }
 
 const UP_KEYS = new Set(["ArrowUp", "PageUp", "Home"]);
+
+/** Follows the newest output again: after an edit is saved, its new answer comes at the bottom. */
+const FollowLatest = createContext<() => void>(() => {});
 
 const NO_NODES: ReadonlyMap<string, string> = new Map();
 
@@ -152,7 +166,7 @@ function RecordedTurn({ run, context }: { run: RunView; context: ThreadContext }
         entry.kind === "event" ? (
           <LiveEntry key={entry.item.key} item={entry.item} streaming={false} context={context} />
         ) : (
-          <Messages key={entry.key} messages={entry.messages} context={context} nodes={nodes} />
+          <Messages key={entry.key} messages={entry.messages} context={context} nodes={nodes} runId={run.id} />
         ),
       )}
     </>
@@ -219,18 +233,35 @@ function LiveEntry({ item, streaming, running = false, context }: { item: LiveIt
 
 const ROLE_LABELS: Record<string, string> = { USER: "You", ASSISTANT: "Assistant", TOOL: "Tool result" };
 
-function Bubble({ role, content, streaming = false, node }: { role: string; content: string; streaming?: boolean; node?: string }) {
+/** A recorded user message that may be edited, with the run that shows it. */
+interface BubbleEdit {
+  tools: StateTools;
+  message: Message;
+  runId?: string;
+}
+
+function Bubble({ role, content, streaming = false, node, edit }: { role: string; content: string; streaming?: boolean; node?: string; edit?: BubbleEdit }) {
   const named = node && node !== AGENT_NODE ? node : null;
+  const follow = useContext(FollowLatest);
+  const article = (
+    <article aria-label={ROLE_LABELS[role] ?? role} aria-busy={streaming || undefined}>
+      {named && (
+        <span class="node-label" title="the graph node that produced it">
+          node <code>{named}</code>
+        </span>
+      )}
+      <p class="message-text">{content}</p>
+    </article>
+  );
   return (
-    <li class={`message message-${role.toLowerCase()}${streaming ? " streaming" : ""}`}>
-      <article aria-label={ROLE_LABELS[role] ?? role} aria-busy={streaming || undefined}>
-        {named && (
-          <span class="node-label" title="the graph node that produced it">
-            node <code>{named}</code>
-          </span>
-        )}
-        <p class="message-text">{content}</p>
-      </article>
+    <li class={`message message-${role.toLowerCase()}${streaming ? " streaming" : ""}${edit ? " editable" : ""}`}>
+      {edit ? (
+        <EditInThread tools={edit.tools} message={edit.message} runId={edit.runId} onSaved={follow}>
+          {article}
+        </EditInThread>
+      ) : (
+        article
+      )}
     </li>
   );
 }
@@ -278,7 +309,18 @@ function ToolCard(props: {
 }
 
 /** Persisted messages; each tool result is shown with the call it answers. */
-function Messages({ messages, context, nodes }: { messages: Message[]; context: ThreadContext; nodes: ReadonlyMap<string, string> }) {
+function Messages({
+  messages,
+  context,
+  nodes,
+  runId,
+}: {
+  messages: Message[];
+  context: ThreadContext;
+  nodes: ReadonlyMap<string, string>;
+  /** The run that added them, if any: its checkpoint is where a user message is edited. */
+  runId?: string;
+}) {
   const results = new Map<string, Message>();
   for (const m of messages) if (m.role === "TOOL" && m.toolCallId) results.set(m.toolCallId, m);
   const answered = new Set<string>();
@@ -308,7 +350,14 @@ function Messages({ messages, context, nodes }: { messages: Message[]; context: 
         }
         return (
           <Fragment key={m.id}>
-            {m.content && <Bubble role={m.role} content={m.content} node={nodes.get(m.id)} />}
+            {m.content && (
+              <Bubble
+                role={m.role}
+                content={m.content}
+                node={nodes.get(m.id)}
+                edit={m.role === "USER" && context.edits ? { tools: context.edits, message: m, runId } : undefined}
+              />
+            )}
             {m.toolCalls.map((call) => {
               const result = results.get(call.id);
               const approval = context.approvals.get(call.id);
