@@ -42,7 +42,7 @@ export type RunStatus =
   | 'COMPLETED'
   | 'FAILED'
   | 'INTERRUPTED'
-  /** Waiting its turn: its model endpoint is at MODEL_CONCURRENCY, or no instance has room (MAX_ACTIVE_RUNS). See queuePosition and queueReason. */
+  /** Waiting its turn: its model endpoint is at MODEL_CONCURRENCY, no instance has room (MAX_ACTIVE_RUNS), it waits behind the conversation's active run, or the model turned its call away (503) and it waits to send it again (a RUNNING run can become QUEUED again this way). See queuePosition and queueReason. */
   | 'QUEUED'
   | 'RUNNING'
   /** Paused on an interrupt until a person answers it (resumeRun with responses). */
