@@ -196,7 +196,8 @@ describe("never stale", () => {
       await runCard(page, 3).filter({ hasText: "COMPLETED" }).waitFor();
       await show(page, "Conversations");
       await conversationLinks(page).filter({ hasText: renamed }).filter({ hasText: "6 messages" }).waitFor();
-      expect(await connection(page).textContent()).toBe("connected");
+      // Caught up: every stream back (a view just shown may still be reading its list).
+      await expect.poll(() => connection(page).textContent(), { timeout: PAGE_TIMEOUT_MS }).toBe("connected");
       await show(page, "Chat");
       await thread(page).getByRole("article", { name: "Assistant" }).filter({ hasText: "Echo: Asked from the console" }).waitFor();
       await screenshot(page, `restart-caught-up-${name}`);
@@ -232,6 +233,8 @@ describe("never stale", () => {
       const seen: string[] = ((window as unknown as { badges: string[] }).badges = []);
       new MutationObserver(() => seen.push(badge.textContent ?? "")).observe(badge, { subtree: true, childList: true, characterData: true });
     });
+    // Connected comes with the acknowledgement; the list's subscribe may still be on its way.
+    await eventually(() => subscribes("conversationsChanged").length > 0, "the list's subscription");
     const listId = subscribes("conversationsChanged").at(-1)!.id!;
     const completedAt = Date.now();
     sockets.at(-1)!.server.send(JSON.stringify({ id: listId, type: "complete" }));
@@ -294,12 +297,13 @@ describe("following the stream", () => {
           return gaps;
         };
 
+        // 300-token answers at 10 ms: more text lands per frame than at a model's usual pace, the harder case for following.
         for (let round = 1; round <= 2; round++) {
-          fake.enqueue({ kind: "trickle", tokens: longAnswer(300), delayMs: 20 });
+          fake.enqueue({ kind: "trickle", tokens: longAnswer(300), delayMs: 10 });
           const long = await streamed(() => send(page, unique(`Round ${round}: a long answer`)), "COMPLETED");
-          fake.enqueue({ kind: "errorLine", tokens: longAnswer(60, "partial"), error: "the model fell over", delayMs: 20 });
+          fake.enqueue({ kind: "errorLine", tokens: longAnswer(60, "partial"), error: "the model fell over", delayMs: 10 });
           const failed = await streamed(() => send(page, unique(`Round ${round}: this one fails`)), "FAILED");
-          fake.enqueue({ kind: "trickle", tokens: longAnswer(300, "resumed"), delayMs: 20 });
+          fake.enqueue({ kind: "trickle", tokens: longAnswer(300, "resumed"), delayMs: 10 });
           const resumed = await streamed(() => page.getByRole("main").getByRole("button", { name: "Resume" }).click(), "COMPLETED");
           for (const [what, gaps] of Object.entries({ long, failed, resumed })) {
             expect(Math.max(...gaps), `round ${round}, ${what}: the gap below the view (${gaps.join(", ")})`).toBeLessThanOrEqual(2);
@@ -309,7 +313,7 @@ describe("following the stream", () => {
         await screenshot(page, `following-after-rounds-${name}`);
 
         // Scrolling up with the wheel while another answer streams: the view stays where the reader put it.
-        fake.enqueue({ kind: "trickle", tokens: longAnswer(300, "another"), delayMs: 20 });
+        fake.enqueue({ kind: "trickle", tokens: longAnswer(300, "another"), delayMs: 10 });
         await send(page, unique("Another message"));
         runs += 1;
         await thread(page).getByRole("article", { name: "Assistant" }).filter({ hasText: "another20 " }).waitFor();

@@ -4,7 +4,7 @@
 // (MODEL_CONCURRENCY 64 across the instances, MAX_ACTIVE_RUNS 64 each): every
 // answer must be a StartRunSuccess and every run must complete. Measured: the
 // largest RSS peak of an instance (from /proc), GET /health's latency during
-// the burst, the time to first token of admitted runs (stored per run, counted
+// the burst (asked by a process of its own, as a load balancer asks), the time to first token of admitted runs (stored per run, counted
 // from admission), and request to end (the queue wait included), read from the
 // database file afterwards.
 import Database from "better-sqlite3";
@@ -12,6 +12,26 @@ import { percentiles, type Percentiles } from "../lib/stats.ts";
 import { dist, scalar, type Row } from "../lib/report.ts";
 import { startRunledger } from "../lib/runledger.ts";
 import { sleep, type Scenario } from "./scenario.ts";
+import { spawn } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** GET /health every 50 ms from a process of its own (lib/poll-health.mjs) until stop(), which answers the latencies. */
+function pollHealth(url: string): { stop(): Promise<number[]> } {
+  const script = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "lib", "poll-health.mjs");
+  const child = spawn(process.execPath, [script, url], { stdio: ["pipe", "pipe", "inherit"] });
+  let out = "";
+  child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+  const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
+  let stopped: Promise<number[]> | undefined;
+  return {
+    stop() {
+      child.stdin.end();
+      stopped ??= exited.then(() => JSON.parse(out || "[]") as number[]);
+      return stopped;
+    },
+  };
+}
 
 const CAPACITY = 64;
 const IN_FLIGHT = 100;
@@ -40,17 +60,14 @@ async function burst(modelUrl: string, runs: number, instances: 1 | 2, log: (mes
   const servers = instances === 1 ? [server] : [server, await startRunledger({ modelUrl, env, databaseFile: server.databaseFile })];
   const rssStart = Math.max(...servers.map((s) => s.rssBytes()));
   let rssPeak = rssStart;
-  const healthMs: number[] = [];
   let sampling = true;
   const sampler = (async () => {
     while (sampling) {
       rssPeak = Math.max(rssPeak, ...servers.map((s) => s.rssBytes()));
-      const at = performance.now();
-      await fetch(`${server.url}/health`).then((r) => r.arrayBuffer());
-      healthMs.push(performance.now() - at);
       await sleep(50);
     }
   })();
+  const health = pollHealth(`${server.url}/health`);
   const started = performance.now();
   let accepted = 0;
   try {
@@ -82,7 +99,7 @@ async function burst(modelUrl: string, runs: number, instances: 1 | 2, log: (mes
         completed: rows.filter((r) => r.status === "completed").length,
         rssPeakMiB: rssPeak / 2 ** 20,
         rssStartMiB: rssStart / 2 ** 20,
-        health: percentiles(healthMs),
+        health: percentiles(await health.stop()),
         ttft: percentiles(rows.flatMap((r) => (r.ttft === null ? [] : [r.ttft]))),
         requestToEnd: percentiles(rows.map((r) => r.total)),
         wallMs,
@@ -93,6 +110,7 @@ async function burst(modelUrl: string, runs: number, instances: 1 | 2, log: (mes
   } finally {
     sampling = false;
     await sampler;
+    await health.stop();
     for (const s of servers.slice().reverse()) await s.stop();
   }
 }
