@@ -162,7 +162,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     logger,
   });
   const runService = runs;
-  metrics.setActiveRunsSource(() => runService.activeRunIds.length);
+  metrics.setActiveRunsSource(() => runService.executingHere);
   metrics.setDatabaseWaitingSource(() => storage.waiting());
   metrics.setQueuedRunsSource(() => runService.queuedHere);
   if (mcp) {

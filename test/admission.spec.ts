@@ -142,6 +142,11 @@ describe("a burst behind a model that serves two chats at once", () => {
     const queued = await run(on, second.run.id);
     expect(queued).toMatchObject({ status: "QUEUED", queueReason: "MODEL_BUSY", queuePosition: 1, errorCode: null });
     expect(queued.queuedAt).not.toBeNull();
+    // Counted as queued here, no longer as executing (read while it waits, between two tries).
+    await until(async () => {
+      const metrics = await (await fetch(`${on.url}/metrics`, { headers: ADMIN })).text();
+      return /^runledger_runs_active 1$/m.test(metrics) && /^runledger_runs_queued 1$/m.test(metrics);
+    }, "the metrics to count the turned-away run as queued, not executing");
     // Its slot is free: a third run is admitted to the endpoint meanwhile (and turned away in its turn).
     const asked = (text: string) => fake!.requests.filter((r) => r.messages.at(-1)?.content === text).length;
     const third = await start(on, "third");

@@ -274,8 +274,10 @@ describe("never stale", () => {
 
 describe("following the stream", () => {
   for (const { viewport, name } of SIZES) {
+    // Round after round at 1400×900, where the view once fell further behind each round; one round in the phone layout.
+    const rounds = viewport === DESKTOP ? 2 : 1;
     it(
-      `stays at the bottom through long answers, a failed run, a resume and another message, round after round (${name}); the wheel stops following, Jump to latest brings it back`,
+      `stays at the bottom through long answers, a failed run, a resume and another message, ${rounds === 1 ? "one round" : "round after round"} (${name}); the wheel stops following, Jump to latest brings it back`,
       { timeout: 120_000 },
       async () => {
         const page = await openConsole("#/new", { viewport });
@@ -298,7 +300,7 @@ describe("following the stream", () => {
         };
 
         // 300-token answers at 10 ms: more text lands per frame than at a model's usual pace, the harder case for following.
-        for (let round = 1; round <= 2; round++) {
+        for (let round = 1; round <= rounds; round++) {
           fake.enqueue({ kind: "trickle", tokens: longAnswer(300), delayMs: 10 });
           const long = await streamed(() => send(page, unique(`Round ${round}: a long answer`)), "COMPLETED");
           fake.enqueue({ kind: "errorLine", tokens: longAnswer(60, "partial"), error: "the model fell over", delayMs: 10 });

@@ -149,7 +149,12 @@ export class RunService {
     return [...this.#active.keys()];
   }
 
-  /** Runs this instance queued that no instance has claimed yet (as of its last look). */
+  /** Runs executing here now: the active ones but those back in the queue after a 503 (counted in queuedHere). */
+  get executingHere(): number {
+    return this.#active.size - this.#held.size;
+  }
+
+  /** Runs this instance queued that no instance has claimed yet (as of its last look), and its runs back in the queue after a 503. */
   get queuedHere(): number {
     return this.#queuedBy.size + this.#held.size;
   }

@@ -129,7 +129,7 @@ export class Metrics {
     });
     new Gauge({
       name: "runledger_runs_queued",
-      help: "Runs this instance queued that no instance has claimed yet.",
+      help: "Runs this instance queued that no instance has claimed yet, and its runs waiting again after the model answered 503.",
       registers: [this.registry],
       collect() {
         this.set(self.#queued());
