@@ -917,8 +917,12 @@ export class RunService {
    * is RUNNING again and the call is sent again. Rejects when the run is stopped.
    */
   async #queueAgain(run: RunRecord, publish: (body: RunEventBody) => void, backoffMs: number, signal: AbortSignal): Promise<void> {
-    if (!(await this.options.store.requeueHeld(run.id, this.options.ownerId, this.#now()))) {
-      // Ended by another process (a cancel): its abort is on the way; until it comes, the backoff.
+    const requeued = await this.options.store.requeueHeld(run.id, this.options.ownerId, this.#now()).catch((error: unknown) => {
+      this.options.logger.warn("a run the model turned away could not go back to the queue; it waits where it is", { runId: run.id, error });
+      return false;
+    });
+    if (!requeued) {
+      // Ended by another process (a cancel: its abort is on the way), or the database refused: until then, the backoff.
       await new Promise((resolve) => setTimeout(resolve, backoffMs));
       return;
     }
