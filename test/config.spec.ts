@@ -25,6 +25,8 @@ describe("configuration", () => {
       recursionLimit: 25,
       apiToken: undefined,
       logLevel: "info",
+      maxActiveRuns: 64,
+      heapGrowingPercent: 20,
     });
     expect(config.databasePath.endsWith("data/runledger.db")).toBe(true);
   });
@@ -47,6 +49,8 @@ describe("configuration", () => {
     [{ REDIS_URL: "http://127.0.0.1:6379" }, /REDIS_URL must use redis:\/\/ or rediss:\/\//],
     [{ REDIS_URL: "not a url" }, /REDIS_URL must be a URL/],
     [{ MAX_CLOCK_SKEW_MS: "-1" }, /MAX_CLOCK_SKEW_MS must be a whole number/],
+    [{ HEAP_GROWING_PERCENT: "-1" }, /HEAP_GROWING_PERCENT must be a whole number/],
+    [{ HEAP_GROWING_PERCENT: "5000" }, /HEAP_GROWING_PERCENT must be between 0 and 1000/],
     [{ DATABASE_URL: "file::memory:" }, /DATABASE_URL must name a file/],
     [{ LOG_LEVEL: "loud" }, /LOG_LEVEL must be one of/],
     [{ API_TOKEN: "short" }, /API_TOKEN must be at least 8 characters/],
