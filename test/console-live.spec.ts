@@ -17,7 +17,7 @@ import { ROOT, startTestApp, tempDatabaseUrl, waitForRun } from "../testkit/app.
 import { gqlOk } from "../testkit/graphql.ts";
 import { START_RUN } from "../testkit/documents.ts";
 import { until } from "../testkit/streaming.ts";
-import { eventually, launchChromium, PAGE_TIMEOUT_MS, screenshot } from "../testkit/browser.ts";
+import { eventually, launchChromium, PAGE_TIMEOUT_MS, screenshot, watchRunStreams } from "../testkit/browser.ts";
 
 const PHONE = { width: 390, height: 844 };
 const DESKTOP = { width: 1400, height: 900 };
@@ -29,7 +29,7 @@ let app: Awaited<ReturnType<typeof startTestApp>>;
 let database: ReturnType<typeof tempDatabaseUrl>;
 let agentsFile: string;
 let browser: Browser;
-let open: { close(): Promise<void>; pageErrors: string[] } | undefined;
+let open: { close(): Promise<void>; pageErrors: string[]; deadStreams: string[] } | undefined;
 
 function appEnv(port?: number): Record<string, string> {
   return { RUNLEDGER_CONFIG: agentsFile, ...(port ? { PORT: String(port) } : {}) };
@@ -69,6 +69,7 @@ afterEach(async () => {
   if (!page) return;
   await page.close();
   expect(page.pageErrors).toEqual([]);
+  expect(page.deadStreams).toEqual([]);
   await until(() => app.services.bus.stats().changeSubscribers === 0, "the closed page's subscriptions to end");
 });
 
@@ -79,8 +80,9 @@ async function openConsole(fragment = "", options: { viewport?: { width: number;
   const page = await context.newPage();
   const pageErrors: string[] = [];
   page.on("pageerror", (error) => pageErrors.push(error.stack ?? error.message));
+  const deadStreams = watchRunStreams(page);
   if (options.routeWs) await page.routeWebSocket(/\/graphql$/, options.routeWs);
-  open = { close: () => context.close(), pageErrors };
+  open = { close: () => context.close(), pageErrors, deadStreams };
   await page.goto(`${app.url}/console${fragment}`);
   await connected(page);
   return page;

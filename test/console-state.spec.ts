@@ -57,6 +57,7 @@ afterEach(async () => {
   if (!page) return;
   await page.close();
   expect(page.pageErrors).toEqual([]);
+  expect(page.deadStreams).toEqual([]);
 });
 
 /** Opens a conversation in the console at 1400×900 and waits until it is connected. */
@@ -181,6 +182,7 @@ describe("the graph", () => {
     open = undefined;
     await first.close();
     expect(first.pageErrors).toEqual([]);
+    expect(first.deadStreams).toEqual([]);
 
     const waiting = await start("Who knows?", "interviewer");
     await eventually(
@@ -467,6 +469,7 @@ describe("what a run stored", () => {
     } finally {
       await open?.close();
       expect(open?.pageErrors ?? []).toEqual([]);
+      expect(open?.deadStreams ?? []).toEqual([]);
       open = undefined;
       await forgetful.close();
       database.remove();

@@ -130,6 +130,7 @@ afterEach(async () => {
   if (!page) return;
   await page.close();
   expect(page.pageErrors).toEqual([]);
+  expect(page.deadStreams).toEqual([]);
   // The next test may count the list subscribers of its own page.
   await until(() => app.services.bus.stats().changeSubscribers === 0, "the closed page's subscriptions to end");
 });

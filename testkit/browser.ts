@@ -29,7 +29,42 @@ export interface BrowserPage {
   page: Page;
   /** Uncaught exceptions thrown in the page: a spec expects none. */
   pageErrors: string[];
+  /** Run streams the page asked for after it had received their end (see watchRunStreams): a spec expects none. */
+  deadStreams: string[];
   close(): Promise<void>;
+}
+
+/** The statuses of a run that still streams: any other status event is its stream's last. */
+const STREAMING = new Set(["QUEUED", "RUNNING"]);
+
+/**
+ * Watches the page's GraphQL WebSocket for a runEvents subscription asked
+ * `after:` a seq at or past the terminal event the page already received for
+ * that run. Such a stream can only complete at once, empty; a page that asks
+ * for it again on each end never settles. Returns the offending run ids, as
+ * they happen.
+ */
+export function watchRunStreams(page: Page): string[] {
+  const endedAt = new Map<string, number>();
+  const dead: string[] = [];
+  page.on("websocket", (ws) => {
+    ws.on("framereceived", ({ payload }) => {
+      const message = JSON.parse(String(payload)) as {
+        type?: string;
+        payload?: { data?: { runEvents?: { __typename?: string; status?: string; runId?: string; seq?: number } } };
+      };
+      const event = message.type === "next" ? message.payload?.data?.runEvents : undefined;
+      if (event?.__typename === "RunStatusEvent" && event.status && !STREAMING.has(event.status) && event.runId) endedAt.set(event.runId, event.seq ?? 0);
+    });
+    ws.on("framesent", ({ payload }) => {
+      const message = JSON.parse(String(payload)) as { type?: string; payload?: { query?: string; variables?: { runId?: string; after?: number | null } } };
+      if (message.type !== "subscribe" || !message.payload?.query?.includes("runEvents(")) return;
+      const { runId, after } = message.payload.variables ?? {};
+      const end = runId ? endedAt.get(runId) : undefined;
+      if (runId && end !== undefined && (after ?? 0) >= end) dead.push(runId);
+    });
+  });
+  return dead;
 }
 
 /** Waits this long for anything on a page before failing: generous for a 2-core machine running two spec files at once, short enough to fail fast. */
@@ -42,9 +77,10 @@ export async function openPage(browser: Browser, url: string, beforeNavigation?:
   const page = await context.newPage();
   const pageErrors: string[] = [];
   page.on("pageerror", (error) => pageErrors.push(error.stack ?? error.message));
+  const deadStreams = watchRunStreams(page);
   await beforeNavigation?.(page);
   await page.goto(url);
-  return { context, page, pageErrors, close: () => context.close() };
+  return { context, page, pageErrors, deadStreams, close: () => context.close() };
 }
 
 /** Saves a screenshot of the page as test-results/console/<name>.png. */

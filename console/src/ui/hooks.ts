@@ -170,8 +170,6 @@ export function useConversation(api: Api, id: string, row: ConversationRow | und
   const [notices, setNotices] = useState<Notice[]>([]);
   const [live, setLive] = useState<ReadonlyMap<string, LiveRun>>(new Map());
   const [started, setStarted] = useState<StartedRun[]>(handoff ? [handoff] : []);
-  const liveRef = useRef(live);
-  liveRef.current = live;
   const following = useRef(new Map<string, () => void>());
   const readState = useRef({ busy: false, again: false });
   const noticeIds = useRef(0);
@@ -210,13 +208,15 @@ export function useConversation(api: Api, id: string, row: ConversationRow | und
 
   // The last seq applied per run, kept apart from the rendered state so a resubscription reads it at once.
   const lastSeqs = useRef(new Map<string, number>());
+  // Runs whose terminal event has been applied, known at once rather than at the
+  // next render: a snapshot or a started run's answer that still names one must
+  // not follow it again (its stream, asked after that seq, ends at once, again
+  // and again, and the badge would say "catching up…" for good).
+  const endedRuns = useRef(new Set<string>());
 
   const follow = useCallback(
     (runId: string) => {
-      if (following.current.has(runId)) return;
-      const known = liveRef.current.get(runId);
-      if (known && isEnded(known.status)) return;
-      let terminal = false;
+      if (following.current.has(runId) || endedRuns.current.has(runId)) return;
       const stop = api.live(RUN_EVENTS, () => ({ runId, after: lastSeqs.current.get(runId) ?? 0 }), {
         next: ({ runEvents: event }) => {
           lastSeqs.current.set(runId, Math.max(lastSeqs.current.get(runId) ?? 0, event.seq));
@@ -226,7 +226,7 @@ export function useConversation(api: Api, id: string, row: ConversationRow | und
             return next === run ? previous : new Map(previous).set(runId, next);
           });
           if (event.__typename === "RunStatusEvent" && isEnded(event.status)) {
-            terminal = true;
+            endedRuns.current.add(runId);
             following.current.get(runId)?.();
             following.current.delete(runId);
             refetch();
@@ -236,7 +236,7 @@ export function useConversation(api: Api, id: string, row: ConversationRow | und
         // restart, a slow-subscriber cut) resumes from the last seq seen. One
         // refused again and again (a deleted run) is given up, and said so.
         ended: (error, failures) => {
-          if (terminal) return false;
+          if (endedRuns.current.has(runId)) return false;
           if (error === null || failures < 3) return true;
           following.current.delete(runId);
           notify(`Live events of a run stopped: ${error}`);
