@@ -158,11 +158,18 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     maxClockSkewMs: config.maxClockSkewMs,
     quotas: config.quotas.activeRuns || config.quotas.runsPerMinute ? config.quotas : undefined,
     telemetry: new RunTelemetry(metrics),
-    admission: { maxActiveRuns: config.maxActiveRuns, modelConcurrency: config.modelConcurrency, ollamaHost: config.ollamaHost, pollMs: config.queuePollMs },
+    admission: {
+      maxActiveRuns: config.maxActiveRuns,
+      loopDelayTargetMs: config.admissionLoopDelayMs,
+      modelConcurrency: config.modelConcurrency,
+      ollamaHost: config.ollamaHost,
+      pollMs: config.queuePollMs,
+    },
     logger,
   });
   const runService = runs;
   metrics.setActiveRunsSource(() => runService.executingHere);
+  metrics.setAdmissionLimitSource(() => runService.admissionLimit ?? config.maxActiveRuns);
   metrics.setDatabaseWaitingSource(() => storage.waiting());
   metrics.setQueuedRunsSource(() => runService.queuedHere);
   if (mcp) {

@@ -26,6 +26,7 @@ describe("configuration", () => {
       apiToken: undefined,
       logLevel: "info",
       maxActiveRuns: 64,
+      admissionLoopDelayMs: 10,
       heapGrowingPercent: 20,
     });
     expect(config.databasePath.endsWith("data/runledger.db")).toBe(true);
@@ -51,6 +52,8 @@ describe("configuration", () => {
     [{ MAX_CLOCK_SKEW_MS: "-1" }, /MAX_CLOCK_SKEW_MS must be a whole number/],
     [{ HEAP_GROWING_PERCENT: "-1" }, /HEAP_GROWING_PERCENT must be a whole number/],
     [{ HEAP_GROWING_PERCENT: "5000" }, /HEAP_GROWING_PERCENT must be between 0 and 1000/],
+    [{ ADMISSION_LOOP_DELAY_MS: "-5" }, /ADMISSION_LOOP_DELAY_MS must be a whole number/],
+    [{ ADMISSION_LOOP_DELAY_MS: "fast" }, /ADMISSION_LOOP_DELAY_MS must be a whole number/],
     [{ DATABASE_URL: "file::memory:" }, /DATABASE_URL must name a file/],
     [{ LOG_LEVEL: "loud" }, /LOG_LEVEL must be one of/],
     [{ API_TOKEN: "short" }, /API_TOKEN must be at least 8 characters/],

@@ -8,8 +8,10 @@
 import type { AgentDefinitionBase } from "../agent/definitions.ts";
 
 export interface AdmissionSettings {
-  /** `MAX_ACTIVE_RUNS`: runs this instance executes at once. */
+  /** `MAX_ACTIVE_RUNS`: runs this instance executes at once, at most. */
   maxActiveRuns: number;
+  /** `ADMISSION_LOOP_DELAY_MS`: fewer runs at once while the event loop runs later than this (adaptive-limit.ts); 0 or absent: always MAX_ACTIVE_RUNS. */
+  loopDelayTargetMs?: number;
   /** `MODEL_CONCURRENCY`: runs executing at once per Ollama host and model, on every instance together. */
   modelConcurrency: number;
   /** `OLLAMA_HOST`: the endpoint's host for agents without their own. */

@@ -36,6 +36,7 @@ import { StoredEvents } from "./stored-events.ts";
 import { threadMessageCounts } from "./message-counts.ts";
 import { canSee, queuedRunPrincipal, type Principal } from "../domain/principal.ts";
 import { endpointLimits, endpointOf, type AdmissionSettings } from "./admission.ts";
+import { createAdaptiveLimit, type AdaptiveLimit } from "./adaptive-limit.ts";
 import { checkIdempotencyKey, requestHash } from "./idempotency.ts";
 import { IDEMPOTENCY_TTL_MS, IdempotencyKeyTakenError } from "../storage/run-store/types.ts";
 import { announceConversationChange } from "./conversation-notices.ts";
@@ -132,11 +133,14 @@ export class RunService {
   #claiming: Promise<void> | null = null;
   #claimAgain = false;
   #pollTimer: NodeJS.Timeout | undefined;
+  /** Runs this instance admits now: MAX_ACTIVE_RUNS, fewer while its event loop runs late. */
+  readonly #limit: AdaptiveLimit | undefined;
 
   constructor(private readonly options: RunServiceOptions) {
     this.#now = options.now ?? (() => new Date());
     this.#telemetry = options.telemetry ?? new RunTelemetry();
     if (options.admission) {
+      this.#limit = createAdaptiveLimit({ max: options.admission.maxActiveRuns, targetMs: options.admission.loopDelayTargetMs ?? 0 });
       // Runs queued by other instances, or left queued by a stopped one, and slots freed elsewhere.
       this.#pollTimer = setInterval(() => void this.claimQueued().then(() => this.#forgetClaimedElsewhere()), options.admission.pollMs ?? 500);
       this.#pollTimer.unref();
@@ -147,6 +151,11 @@ export class RunService {
 
   get activeRunIds(): string[] {
     return [...this.#active.keys()];
+  }
+
+  /** Runs this instance admits at once now (MAX_ACTIVE_RUNS, fewer while its event loop runs late); null without admission. */
+  get admissionLimit(): number | null {
+    return this.#limit?.current() ?? null;
   }
 
   /** Runs executing here now: the active ones but those back in the queue after a 503 (counted in queuedHere). */
@@ -727,6 +736,7 @@ export class RunService {
     this.#accepting = false;
     // Queued runs stay queued, for another instance or the next start.
     clearInterval(this.#pollTimer);
+    this.#limit?.stop();
     await this.#claiming;
     this.#stopListening();
     const pending = [...this.#active.values()];
@@ -817,7 +827,7 @@ export class RunService {
     const admission = this.options.admission!;
     // With no room it still looks: the queued runs' reasons are brought up to date.
     // A paused run holds no room until it is admitted again.
-    const room = Math.max(0, admission.maxActiveRuns - (this.#active.size - this.#held.size));
+    const room = Math.max(0, this.#limit!.current() - (this.#active.size - this.#held.size));
     const agents = this.options.agent.agents().map((a) => a.definition);
     const ready = [...this.#held].filter(([, held]) => held.ready).map(([id]) => id);
     const claimed = await this.options.store.claimQueued({

@@ -23,6 +23,7 @@ export class Metrics {
   readonly registry = new Registry();
   #queued: Source = () => 0;
   #active: Source = () => 0;
+  #admissionLimit: Source = () => 0;
   #dbWaiting: Source = () => 0;
   #subscriptions = new Map<string, Source>();
   #mcp: () => { agent: string; server: string; up: boolean }[] = () => [];
@@ -128,6 +129,14 @@ export class Metrics {
       },
     });
     new Gauge({
+      name: "runledger_admission_limit",
+      help: "Runs this instance admits at once now: MAX_ACTIVE_RUNS, fewer while its event loop runs later than ADMISSION_LOOP_DELAY_MS.",
+      registers: [this.registry],
+      collect() {
+        this.set(self.#admissionLimit());
+      },
+    });
+    new Gauge({
       name: "runledger_runs_queued",
       help: "Runs this instance queued that no instance has claimed yet, and its runs waiting again after the model answered 503.",
       registers: [this.registry],
@@ -175,6 +184,10 @@ export class Metrics {
 
   setActiveRunsSource(source: Source): void {
     this.#active = source;
+  }
+
+  setAdmissionLimitSource(source: Source): void {
+    this.#admissionLimit = source;
   }
 
   setSubscriptionsSource(transport: "ws" | "sse" | "rest", source: Source): void {
