@@ -98,11 +98,13 @@ export interface Config {
    */
   maxActiveRuns: number;
   /**
-   * `ADMISSION_LOOP_DELAY_MS`, default 10: while this instance's event loop runs
-   * later than this (p90 over 250 ms), it admits fewer runs at once, down to 4,
-   * and more again, up to MAX_ACTIVE_RUNS, once it keeps up; 0 turns this off.
-   * Past a busy thread, more runs at once finish no sooner and make every
-   * answer later (src/runs/adaptive-limit.ts).
+   * `ADMISSION_LOOP_DELAY_MS`, default 0 (off): when set, while this instance's
+   * event loop runs later than this (p90 over 250 ms) it admits fewer runs at
+   * once, down to 4, and more again, up to MAX_ACTIVE_RUNS, once it keeps up
+   * (src/runs/adaptive-limit.ts). It trades throughput for answers on time: in
+   * the burst benchmark, 10 ms cut /health's p99 to under half and made
+   * the 5,000 runs take 2.4 times as long (bench/analysis.md, "The queue").
+   * The delay also counts CPU other processes on the host take.
    */
   admissionLoopDelayMs: number;
   /**
@@ -361,7 +363,7 @@ export function loadConfig(env: Env = process.env, readFile: (p: string) => stri
       admins: booleanVar(env, "QUOTA_ADMINS"),
     },
     maxActiveRuns: intVar(env, "MAX_ACTIVE_RUNS", 64, 1, 100_000),
-    admissionLoopDelayMs: intVar(env, "ADMISSION_LOOP_DELAY_MS", 10, 0, 60_000),
+    admissionLoopDelayMs: intVar(env, "ADMISSION_LOOP_DELAY_MS", 0, 0, 60_000),
     heapGrowingPercent: intVar(env, "HEAP_GROWING_PERCENT", 20, 0, 1_000),
     queuePollMs: intVar(env, "QUEUE_POLL_MS", 500, 10, 3_600_000),
     modelConcurrency: intVar(env, "MODEL_CONCURRENCY", intVar(env, "OLLAMA_NUM_PARALLEL", 4, 1, 10_000), 1, 10_000),

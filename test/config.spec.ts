@@ -26,7 +26,7 @@ describe("configuration", () => {
       apiToken: undefined,
       logLevel: "info",
       maxActiveRuns: 64,
-      admissionLoopDelayMs: 10,
+      admissionLoopDelayMs: 0,
       heapGrowingPercent: 20,
     });
     expect(config.databasePath.endsWith("data/runledger.db")).toBe(true);

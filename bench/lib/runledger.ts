@@ -34,13 +34,15 @@ export async function startRunledger(options: {
   let server: ServerProcess;
   try {
     server = await startServerProcess(
-      // The fake model serves any number of chats at once: the scenarios measure the relay, not a model's queue.
+      // The fake model serves any number of chats at once, and the instance admits every run at once
+      // however late its loop runs: the scenarios measure the relay, not a queue.
       {
         HOST: "127.0.0.1",
         DATABASE_URL: options.databaseUrl ?? `file:${databaseFile}`,
         OLLAMA_HOST: options.modelUrl,
         MODEL_CONCURRENCY: "10000",
         MAX_ACTIVE_RUNS: "10000",
+        ADMISSION_LOOP_DELAY_MS: "0",
         ...options.env,
       },
       {

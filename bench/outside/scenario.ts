@@ -143,9 +143,11 @@ async function startRunledger(modelUrl: string, dir: string, cpuProfile: boolean
       DATABASE_URL: `file:${path.join(dir, "runledger.db")}`,
       OLLAMA_HOST: modelUrl,
       LOG_LEVEL: "info",
-      // As for LangGraph's server beside it: no model queue, the fake model serves any number of chats at once.
+      // As for LangGraph's server beside it: no model queue, the fake model serves any number of chats at once,
+      // and every run is admitted at once however late the loop runs.
       MODEL_CONCURRENCY: "10000",
       MAX_ACTIVE_RUNS: "10000",
+      ADMISSION_LOOP_DELAY_MS: "0",
     },
     false,
     node22?.node,

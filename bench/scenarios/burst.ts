@@ -2,7 +2,7 @@
 // file, each server the build (`node dist/main.js`, as a service runs it). N
 // startRun mutations arrive together (100 in flight at a time, spread
 // over the instances) against a model endpoint that serves 64 runs at once
-// (MODEL_CONCURRENCY 64 across the instances, MAX_ACTIVE_RUNS 64 each): every
+// (MODEL_CONCURRENCY 64 across the instances; MAX_ACTIVE_RUNS its default on each): every
 // answer must be a StartRunSuccess and every run must complete. Measured: the
 // largest RSS peak of an instance (from /proc), GET /health's latency during
 // the burst (asked by a process of its own, as a load balancer asks), the
@@ -58,7 +58,8 @@ interface BurstResult {
 
 async function burst(modelUrl: string, runs: number, instances: 1 | 2, log: (message: string) => void): Promise<BurstResult> {
   // LOG_LEVEL stays info: the start is told by its "runledger listening" line.
-  const env = { MODEL_CONCURRENCY: String(CAPACITY), MAX_ACTIVE_RUNS: String(CAPACITY) };
+  // MAX_ACTIVE_RUNS and ADMISSION_LOOP_DELAY_MS empty: their defaults, as a deployment has them.
+  const env = { MODEL_CONCURRENCY: String(CAPACITY), MAX_ACTIVE_RUNS: "", ADMISSION_LOOP_DELAY_MS: "" };
   const server = await startRunledger({ modelUrl, env });
   const servers = instances === 1 ? [server] : [server, await startRunledger({ modelUrl, env, databaseFile: server.databaseFile })];
   const rssStart = Math.max(...servers.map((s) => s.rssBytes()));
@@ -183,7 +184,7 @@ async function runCases(options: Parameters<Scenario["run"]>[0]): ReturnType<Sce
       { scenario: "burst", case: c, metric: "request to end, queue wait included", runledger: dist("ms", [r.requestToEnd]) },
     );
     notes.push(
-      `${runs} starts on ${instances} instance${instances === 1 ? "" : "s"}: every run ${TOKENS} tokens at ${INTERVAL_MS} ms, ${CAPACITY} at once; all ended after ${Math.round(r.wallMs)} ms`,
+      `${runs} starts on ${instances} instance${instances === 1 ? "" : "s"}: every run ${TOKENS} tokens at ${INTERVAL_MS} ms, the model ${CAPACITY} at once, MAX_ACTIVE_RUNS its default; all ended after ${Math.round(r.wallMs)} ms`,
     );
   }
   return { rows, notes };

@@ -1,5 +1,6 @@
-// How many runs this instance admits now: MAX_ACTIVE_RUNS at most, fewer while
-// its event loop runs late. Every request, token and heartbeat of the instance
+// How many runs this instance admits now: MAX_ACTIVE_RUNS at most, and with
+// ADMISSION_LOOP_DELAY_MS set (it is off by default), fewer while its event
+// loop runs late. Every request, token and heartbeat of the instance
 // shares one thread; past the point where that thread is busy all the time,
 // more runs at once only make every answer later (GET /health, a startRun, the
 // next token of every run), and finish no sooner. So the limit follows the
