@@ -215,6 +215,35 @@ describe("turns, cancels and limits", () => {
     expect(ended.map((r) => r.status)).toEqual(["COMPLETED", "COMPLETED"]);
   });
 
+  it("with ADMISSION_LOOP_DELAY_MS, admits fewer runs while the event loop runs late (INSTANCE_FULL beyond), and more again once it keeps up", async () => {
+    await model({ tokens: 20, delayMs: 50 });
+    const on = await app({ ADMISSION_LOOP_DELAY_MS: "10", MAX_ACTIVE_RUNS: "64", MODEL_CONCURRENCY: "64" });
+    const limit = async () => Number((await (await fetch(`${on.url}/metrics`, { headers: ADMIN })).text()).match(/^runledger_admission_limit (\d+)$/m)?.[1]);
+    expect(await limit()).toBe(64);
+    // This process serves the instance: hold its loop up, 60 ms a turn, for 3 s (twelve windows).
+    const until3s = Date.now() + 3_000;
+    while (Date.now() < until3s) {
+      const end = Date.now() + 60;
+      while (Date.now() < end) {
+        // busy
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const lowered = await limit();
+    expect(lowered).toBeLessThan(8);
+    const started = [];
+    for (let i = 0; i < 8; i++) started.push(await start(on, `late loop ${i}`));
+    const queued = started.filter((s) => s.run.status === "QUEUED");
+    expect(queued.length).toBeGreaterThan(0);
+    for (const q of queued) expect(q.run.queueReason).toBe("INSTANCE_FULL");
+    const ended = await allEnded(
+      on,
+      started.map((s) => s.run.id),
+    );
+    expect(ended.map((r) => r.status)).toEqual(Array(8).fill("COMPLETED"));
+    await until(async () => (await limit()) > lowered, "the limit to grow once the loop keeps up", 20_000);
+  });
+
   it("keeps queued runs through a restart: the next start claims and completes them", async () => {
     await model({ tokens: 30, delayMs: 30 });
     const databaseUrl = tempDatabaseUrl("runledger-admission-restart-").url;
