@@ -55,7 +55,12 @@ export interface AppOverrides {
 
 /** The event bus REDIS_URL names (several instances), else the in-memory one; Redis's client loads only when used. */
 async function openEventBus(config: Config, logger: Logger, metrics: Metrics): Promise<EventBus> {
-  const options = { retention: config.eventRetention, graceMs: config.eventGraceMs, subscriberQueueLimit: config.subscriberQueueLimit };
+  const options = {
+    retention: config.eventRetention,
+    graceMs: config.eventGraceMs,
+    graceRuns: config.eventGraceRuns,
+    subscriberQueueLimit: config.subscriberQueueLimit,
+  };
   if (!config.redisUrl) return new MemoryEventBus(options);
   const { connectRedisEventBus } = await import("./storage/event-bus/redis.ts");
   try {

@@ -65,6 +65,14 @@ export interface Config {
   /** `EVENT_GRACE_MS`, default 60000: how long a finished run's events stay replayable before the database answers alone. */
   eventGraceMs: number;
   /**
+   * `EVENT_GRACE_RUNS`, default 1000: at most this many finished runs keep
+   * their events replayable in this process's memory; each run finishing
+   * beyond it ends the oldest one's grace early. A burst of thousands of runs
+   * would otherwise hold every one's events for EVENT_GRACE_MS (about 100 MiB
+   * for 5,000 short runs). Without effect with REDIS_URL: Redis keeps them.
+   */
+  eventGraceRuns: number;
+  /**
    * `SUBSCRIBER_QUEUE_LIMIT`, default 1000: live events one subscription may have
    * unread (beyond its replay) before it is ended with a SUBSCRIBER_TOO_SLOW error.
    * Both transports read from this queue only as fast as the client reads its
@@ -380,6 +388,7 @@ export function loadConfig(env: Env = process.env, readFile: (p: string) => stri
     leaseMs,
     eventRetention: intVar(env, "EVENT_RETENTION", 10_000, 1, 10_000_000),
     eventGraceMs: intVar(env, "EVENT_GRACE_MS", 60_000, 0, 86_400_000),
+    eventGraceRuns: intVar(env, "EVENT_GRACE_RUNS", 1_000, 1, 10_000_000),
     subscriberQueueLimit: intVar(env, "SUBSCRIBER_QUEUE_LIMIT", 1_000, 1, 1_000_000),
     wsMaxSubscriptions: intVar(env, "WS_MAX_SUBSCRIPTIONS", 100, 1, 100_000),
     wsKeepAliveMs: intVar(env, "WS_KEEPALIVE_MS", 12_000, 50, 3_600_000),

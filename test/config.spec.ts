@@ -27,6 +27,7 @@ describe("configuration", () => {
       logLevel: "info",
       maxActiveRuns: 64,
       admissionLoopDelayMs: 0,
+      eventGraceRuns: 1000,
       heapGrowingPercent: 20,
     });
     expect(config.databasePath.endsWith("data/runledger.db")).toBe(true);
@@ -53,6 +54,7 @@ describe("configuration", () => {
     [{ HEAP_GROWING_PERCENT: "-1" }, /HEAP_GROWING_PERCENT must be a whole number/],
     [{ HEAP_GROWING_PERCENT: "5000" }, /HEAP_GROWING_PERCENT must be between 0 and 1000/],
     [{ ADMISSION_LOOP_DELAY_MS: "-5" }, /ADMISSION_LOOP_DELAY_MS must be a whole number/],
+    [{ EVENT_GRACE_RUNS: "0" }, /EVENT_GRACE_RUNS must be between 1 and 10000000/],
     [{ ADMISSION_LOOP_DELAY_MS: "fast" }, /ADMISSION_LOOP_DELAY_MS must be a whole number/],
     [{ DATABASE_URL: "file::memory:" }, /DATABASE_URL must name a file/],
     [{ LOG_LEVEL: "loud" }, /LOG_LEVEL must be one of/],

@@ -1,6 +1,8 @@
 // Both event bus backends against the one conformance suite.
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
+import { describe, expect, it } from "vitest";
+import type { RunEvent, RunEventBody } from "../../src/domain/events.ts";
 import { describeEventBusConformance } from "./event-bus.ts";
 import { MemoryEventBus } from "../../src/storage/event-bus/memory.ts";
 import { connectRedisEventBus } from "../../src/storage/event-bus/redis.ts";
@@ -40,3 +42,65 @@ async function deleteKeys(url: string, prefix: string) {
     redis.disconnect();
   }
 }
+
+// EVENT_GRACE_RUNS bounds what finished runs keep in this process's memory; a
+// backend that keeps logs elsewhere (Redis) has no such bound to hold.
+describe("MemoryEventBus: at most graceRuns finished logs", () => {
+  const status = (value: "running" | "completed"): RunEventBody => ({ type: "status", status: value, errorCode: null, errorMessage: null });
+  const token: RunEventBody = { type: "token", text: "t", messageId: "m1", node: "agent" };
+  const finish = (bus: MemoryEventBus) => {
+    const runId = randomUUID();
+    const run = bus.openRun(runId, randomUUID());
+    for (const body of [status("running"), token, status("completed")]) run.publish(body);
+    return runId;
+  };
+
+  it("ends the oldest finished run's grace early, and only a finished one's; what its subscribers hold they still read", async () => {
+    const bus = new MemoryEventBus({ retention: 100, graceMs: 60_000, graceRuns: 2, subscriberQueueLimit: 100 });
+    try {
+      const open = randomUUID();
+      bus.openRun(open, randomUUID()).publish(status("running"));
+      const first = randomUUID();
+      const run = bus.openRun(first, randomUUID());
+      run.publish(status("running"));
+      const attached = (await bus.subscribeRun(first))!;
+      run.publish(token);
+      run.publish(status("completed"));
+      const second = finish(bus);
+      expect(await bus.subscribeRun(first)).not.toBeNull();
+      const third = finish(bus);
+      // Three finished, two kept: the oldest answers null, as after EVENT_GRACE_MS.
+      expect(await bus.subscribeRun(first)).toBeNull();
+      for (const kept of [second, third]) {
+        const sub = (await bus.subscribeRun(kept))!;
+        const events: RunEvent[] = [];
+        for (let r = await sub.next(); !r.done; r = await sub.next()) events.push(r.value);
+        expect(events.map((e) => e.seq)).toEqual([1, 2, 3]);
+      }
+      const held: RunEvent[] = [];
+      for (let r = await attached.next(); !r.done; r = await attached.next()) held.push(r.value);
+      expect(held.map((e) => e.seq)).toEqual([1, 2, 3]);
+      // However many finish, a run still open keeps its log.
+      for (let i = 0; i < 5; i++) finish(bus);
+      const live = (await bus.subscribeRun(open))!;
+      expect(live).not.toBeNull();
+      await live.return?.();
+      expect(bus.stats().logs).toBe(3);
+    } finally {
+      await bus.close();
+    }
+  });
+
+  it("keeps every finished log for the grace period without a bound", async () => {
+    const bus = new MemoryEventBus({ retention: 100, graceMs: 60_000, subscriberQueueLimit: 100 });
+    try {
+      const runs = Array.from({ length: 50 }, () => finish(bus));
+      expect(bus.stats().logs).toBe(50);
+      const sub = (await bus.subscribeRun(runs[0]!))!;
+      expect(sub).not.toBeNull();
+      await sub.return?.();
+    } finally {
+      await bus.close();
+    }
+  });
+});

@@ -25,10 +25,12 @@ interface RunLog {
 
 export class MemoryEventBus implements EventBus {
   readonly #logs = new Map<string, RunLog>();
+  /** The finished logs still kept, oldest first (a Map iterates in insertion order). */
+  readonly #finished = new Map<string, RunLog>();
   readonly #conversationSubs = new Map<string, Set<Subscriber<RunEvent>>>();
   readonly #changeSubs = new Set<Subscriber<ConversationChange>>();
   readonly #cancelListeners = new Set<(runId: string) => void>();
-  readonly #options: Required<EventBusOptions>;
+  readonly #options: Required<Omit<EventBusOptions, "graceRuns">> & Pick<EventBusOptions, "graceRuns">;
   #closed = false;
 
   constructor(options: EventBusOptions) {
@@ -66,12 +68,25 @@ export class MemoryEventBus implements EventBus {
     if (convSubs) for (const sub of convSubs) sub.push(event);
     if (terminal) {
       log.finished = true;
-      log.dropTimer = setTimeout(() => {
-        if (this.#logs.get(runId) === log) this.#logs.delete(runId);
-      }, this.#options.graceMs);
+      log.dropTimer = setTimeout(() => this.#drop(runId, log), this.#options.graceMs);
       log.dropTimer.unref();
+      this.#finished.set(runId, log);
+      const bound = this.#options.graceRuns;
+      if (bound !== undefined) {
+        for (const [oldestId, oldest] of this.#finished) {
+          if (this.#finished.size <= bound) break;
+          this.#drop(oldestId, oldest);
+        }
+      }
     }
     return event;
+  }
+
+  /** Ends a finished log's grace: later subscribers get null (the run store answers). Its subscribers keep what they hold. */
+  #drop(runId: string, log: RunLog): void {
+    clearTimeout(log.dropTimer);
+    if (this.#finished.get(runId) === log) this.#finished.delete(runId);
+    if (this.#logs.get(runId) === log) this.#logs.delete(runId);
   }
 
   async subscribeRun(runId: string, after = 0): Promise<Subscriber<RunEvent> | null> {
@@ -164,6 +179,7 @@ export class MemoryEventBus implements EventBus {
       if (log.dropTimer) clearTimeout(log.dropTimer);
     }
     this.#logs.clear();
+    this.#finished.clear();
     for (const set of this.#conversationSubs.values()) for (const sub of set) sub.end();
     for (const sub of this.#changeSubs) sub.end();
     this.#cancelListeners.clear();

@@ -115,7 +115,7 @@ const PING_TIMEOUT_MS = 2_000;
 
 export class RedisEventBus implements EventBus {
   readonly #url: string;
-  readonly #options: Required<Omit<RedisEventBusOptions, "onError" | "onDelivered">> & Pick<RedisEventBusOptions, "onError" | "onDelivered">;
+  readonly #options: Required<Omit<RedisEventBusOptions, "onError" | "onDelivered" | "graceRuns">> & Pick<RedisEventBusOptions, "onError" | "onDelivered">;
   readonly #prefix: string;
   readonly #command: Redis;
   readonly #pipeline: CommandPipeline;

@@ -22,6 +22,14 @@ export interface EventBusOptions {
   retention: number;
   /** How long a finished run's events stay replayable (`EVENT_GRACE_MS`). */
   graceMs: number;
+  /**
+   * At most this many finished runs keep their events in this process's memory
+   * for the grace period (`EVENT_GRACE_RUNS`); each run finishing beyond it
+   * ends the oldest one's grace early. Bounds memory under a burst. Absent: no
+   * bound. A backend that keeps logs elsewhere (Redis) keeps them there for
+   * the grace period whatever this says.
+   */
+  graceRuns?: number;
   /** Unread live events a subscriber may hold before it is ended with SubscriberOverflowError (`SUBSCRIBER_QUEUE_LIMIT`). */
   subscriberQueueLimit: number;
   now?: () => Date;
