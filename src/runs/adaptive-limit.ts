@@ -1,13 +1,15 @@
 // How many runs this instance admits now: MAX_ACTIVE_RUNS at most, and with
 // ADMISSION_LOOP_DELAY_MS set (it is off by default), fewer while its event
-// loop runs late. Every request, token and heartbeat of the instance
-// shares one thread; past the point where that thread is busy all the time,
-// more runs at once only make every answer later (GET /health, a startRun, the
-// next token of every run), and finish no sooner. So the limit follows the
-// loop's delay: it shrinks by a quarter in a window where the delay is over
-// the target, and grows by one in a window where it is under, never below
-// ADAPTIVE_FLOOR. Runs beyond it wait QUEUED (INSTANCE_FULL), for this or
-// another instance, as they do beyond MAX_ACTIVE_RUNS.
+// loop runs late. Every request, token and heartbeat of the instance shares
+// one thread; once that thread is busy all the time, every answer waits its
+// turn (GET /health, a startRun, the next token of every run). Admitting
+// fewer runs then keeps answers on time, at the price of finishing fewer runs
+// a second when the model could serve more (bench/analysis.md, "The queue").
+// The limit follows the loop's delay: it shrinks by a quarter in a window
+// where the delay is over the target, and grows by one in a window where it is
+// under, never below ADAPTIVE_FLOOR. Runs beyond it wait QUEUED
+// (INSTANCE_FULL), for this or another instance, as they do beyond
+// MAX_ACTIVE_RUNS.
 import { monitorEventLoopDelay } from "node:perf_hooks";
 
 /** Runs admitted at least, however late the loop: a busy instance still makes progress. */

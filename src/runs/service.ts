@@ -133,7 +133,7 @@ export class RunService {
   #claiming: Promise<void> | null = null;
   #claimAgain = false;
   #pollTimer: NodeJS.Timeout | undefined;
-  /** Runs this instance admits now: MAX_ACTIVE_RUNS, fewer while its event loop runs late. */
+  /** Runs this instance admits now: MAX_ACTIVE_RUNS, or fewer while its event loop runs late (ADMISSION_LOOP_DELAY_MS). */
   readonly #limit: AdaptiveLimit | undefined;
 
   constructor(private readonly options: RunServiceOptions) {

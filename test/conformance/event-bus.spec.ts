@@ -55,8 +55,14 @@ describe("MemoryEventBus: at most graceRuns finished logs", () => {
     return runId;
   };
 
-  it("ends the oldest finished run's grace early, and only a finished one's; what its subscribers hold they still read", async () => {
+  it("ends the oldest finished run's grace early, and only a finished one's no subscriber still reads", async () => {
     const bus = new MemoryEventBus({ retention: 100, graceMs: 60_000, graceRuns: 2, subscriberQueueLimit: 100 });
+    /** Whether the run's log still answers a new subscriber (released at once). */
+    const replayable = async (runId: string) => {
+      const sub = await bus.subscribeRun(runId);
+      await sub?.return?.();
+      return sub !== null;
+    };
     try {
       const open = randomUUID();
       bus.openRun(open, randomUUID()).publish(status("running"));
@@ -67,19 +73,23 @@ describe("MemoryEventBus: at most graceRuns finished logs", () => {
       run.publish(token);
       run.publish(status("completed"));
       const second = finish(bus);
-      expect(await bus.subscribeRun(first)).not.toBeNull();
+      expect(await replayable(first)).toBe(true);
       const third = finish(bus);
-      // Three finished, two kept: the oldest answers null, as after EVENT_GRACE_MS.
-      expect(await bus.subscribeRun(first)).toBeNull();
-      for (const kept of [second, third]) {
+      // Three finished, two to keep, but the oldest is still read: it stays, the next oldest gives way, and its subscriber reads it all.
+      expect(await replayable(second)).toBe(false);
+      expect(bus.stats()).toMatchObject({ runSubscribers: 1, logs: 3 });
+      const held: RunEvent[] = [];
+      for (let r = await attached.next(); !r.done; r = await attached.next()) held.push(r.value);
+      expect(held.map((e) => e.seq)).toEqual([1, 2, 3]);
+      // Read: the next run to finish ends its grace, as EVENT_GRACE_MS would; later subscribers get null.
+      const fourth = finish(bus);
+      expect(await replayable(first)).toBe(false);
+      for (const kept of [third, fourth]) {
         const sub = (await bus.subscribeRun(kept))!;
         const events: RunEvent[] = [];
         for (let r = await sub.next(); !r.done; r = await sub.next()) events.push(r.value);
         expect(events.map((e) => e.seq)).toEqual([1, 2, 3]);
       }
-      const held: RunEvent[] = [];
-      for (let r = await attached.next(); !r.done; r = await attached.next()) held.push(r.value);
-      expect(held.map((e) => e.seq)).toEqual([1, 2, 3]);
       // However many finish, a run still open keeps its log.
       for (let i = 0; i < 5; i++) finish(bus);
       const live = (await bus.subscribeRun(open))!;

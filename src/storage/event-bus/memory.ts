@@ -75,7 +75,8 @@ export class MemoryEventBus implements EventBus {
       if (bound !== undefined) {
         for (const [oldestId, oldest] of this.#finished) {
           if (this.#finished.size <= bound) break;
-          this.#drop(oldestId, oldest);
+          // One still read by a subscriber stays (stats() counts it) until its grace ends.
+          if (oldest.subscribers.size === 0) this.#drop(oldestId, oldest);
         }
       }
     }

@@ -25,7 +25,8 @@ export interface EventBusOptions {
   /**
    * At most this many finished runs keep their events in this process's memory
    * for the grace period (`EVENT_GRACE_RUNS`); each run finishing beyond it
-   * ends the oldest one's grace early. Bounds memory under a burst. Absent: no
+   * ends the oldest one's grace early (one a subscriber is still reading
+   * keeps its grace). Bounds memory under a burst. Absent: no
    * bound. A backend that keeps logs elsewhere (Redis) keeps them there for
    * the grace period whatever this says.
    */
