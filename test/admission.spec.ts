@@ -6,6 +6,7 @@
 // fail. Starters take turns; a queued run can be cancelled at once; an
 // instance's own limit queues runs too; and queued runs outlive a restart.
 import { afterEach, describe, expect, it } from "vitest";
+import Database from "better-sqlite3";
 import { splitTokens, startFakeOllama, type FakeOllama, type FakeOllamaOptions } from "../testkit/fake-ollama.ts";
 import { startTestApp, tempDatabaseUrl } from "../testkit/app.ts";
 import { collect, gql, wsClient } from "../testkit/graphql.ts";
@@ -164,6 +165,37 @@ describe("a burst behind a model that serves two chats at once", () => {
     const ended = await allEnded(on, [first.run.id, third.run.id]);
     expect(ended.map((r) => r.status)).toEqual(["COMPLETED", "COMPLETED"]);
     expect(asked("second")).toBe(sent);
+  });
+  it("keeps a turned-away run RUNNING, waiting its backoff in place, when the database refuses to queue it again: it still completes", async () => {
+    await model({ parallel: 1, maxQueue: 0, tokens: 40, delayMs: 20 });
+    const database = tempDatabaseUrl("runledger-admission-refused-");
+    const on = await app({ MODEL_CONCURRENCY: "2", MODEL_IDLE_TIMEOUT_MS: "3000" }, database.url);
+    // The database itself refuses the move back to the queue (a trigger), as a full disk or a lost lock would.
+    const db = new Database(database.file);
+    db.exec(
+      `CREATE TRIGGER refuse_requeue BEFORE UPDATE OF status ON runs WHEN NEW.queue_reason = 'MODEL_BUSY' BEGIN SELECT RAISE(ABORT, 'requeue refused'); END`,
+    );
+    db.close();
+    const ws = wsClient(on.url, { token: TOKEN });
+    try {
+      const first = await start(on, "first");
+      await until(async () => fake!.capacity().peakServing === 1, "the first chat to be served");
+      const second = await start(on, "second");
+      const stream = collect(ws, RUN_EVENTS, { runId: second.run.id, after: 0 });
+      await until(async () => fake!.capacity().busy > 0, "the model to turn the second chat away");
+      expect((await run(on, second.run.id)).status).toBe("RUNNING");
+      const ended = await allEnded(on, [first.run.id, second.run.id]);
+      expect(ended.map((r) => [r.status, r.errorCode])).toEqual([
+        ["COMPLETED", null],
+        ["COMPLETED", null],
+      ]);
+      // Never queued again: it waited where it was, and sent its chat again after the backoff.
+      const statuses = (await stream.done).map((e: any) => e.runEvents).filter((e: any) => e.__typename === "RunStatusEvent");
+      expect(statuses.map((e: any) => e.status)).toEqual(["RUNNING", "COMPLETED"]);
+      expect(fake!.requests.filter((r) => r.messages.at(-1)?.content === "second").length).toBeGreaterThan(1);
+    } finally {
+      await ws.dispose();
+    }
   });
 });
 
