@@ -107,12 +107,13 @@ export interface Config {
   maxActiveRuns: number;
   /**
    * `ADMISSION_LOOP_DELAY_MS`, default 0 (off): when set, while this instance's
-   * event loop runs later than this (p90 over 250 ms) it admits fewer runs at
-   * once, down to 4, and more again, up to MAX_ACTIVE_RUNS, once it keeps up
-   * (src/runs/adaptive-limit.ts). It trades throughput for answers on time: in
-   * the burst benchmark, 10 ms cut /health's p99 to under half and made
-   * the 5,000 runs take 2.4 times as long (bench/analysis.md, "The queue").
-   * The delay also counts CPU other processes on the host take.
+   * event loop, or work waiting for its turn on it (src/turns.ts), runs later
+   * than this (p90 over 250 ms) it admits fewer runs at once, down to 4, and
+   * more again, up to MAX_ACTIVE_RUNS, once it keeps up
+   * (src/runs/adaptive-limit.ts). It trades throughput for shorter waits:
+   * before turns, 10 ms made the burst benchmark's 5,000 runs take 2.4 times
+   * as long (bench/analysis.md, "The queue"). The delay also counts CPU other
+   * processes on the host take.
    */
   admissionLoopDelayMs: number;
   /**

@@ -1,7 +1,9 @@
 // The instance's admission limit follows its event loop's delay: MAX_ACTIVE_RUNS
-// while the loop keeps up, fewer (down to 4) while it runs late.
+// while the loop keeps up, fewer (down to 4) while it runs late, or while work
+// waits long for its turn on it.
 import { describe, expect, it } from "vitest";
 import { ADAPTIVE_FLOOR, ADAPTIVE_WINDOW_MS, createAdaptiveLimit, nextLimit } from "../src/runs/adaptive-limit.ts";
+import { Turns } from "../src/turns.ts";
 
 const settings = { max: 64, targetMs: 10 };
 
@@ -49,6 +51,22 @@ describe("on this process's event loop", () => {
       const deadline = Date.now() + 15_000;
       while (limit.current() <= lowest && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
       expect(limit.current()).toBeGreaterThan(lowest);
+    } finally {
+      limit.stop();
+    }
+  });
+
+  it("shrinks while work waits longer than the target for its turn, though the loop itself is free", async () => {
+    const turns = new Turns();
+    const limit = createAdaptiveLimit({ ...settings, turns });
+    try {
+      // Turns that waited 50 ms each, recorded as a held-up process's turns are; nothing holds the loop here.
+      const until = Date.now() + ADAPTIVE_WINDOW_MS * 4;
+      while (Date.now() < until) {
+        for (let i = 0; i < 10; i++) turns.waits.record(50e6);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(limit.current()).toBeLessThan(64);
     } finally {
       limit.stop();
     }

@@ -18,7 +18,7 @@ const LAYERS = [
   ["correlation"],
   ["telemetry"],
   ["domain"],
-  ["config.ts", "logger.ts"],
+  ["config.ts", "logger.ts", "turns.ts"],
 ];
 
 const SRC = path.join(ROOT, "src");

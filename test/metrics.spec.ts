@@ -132,6 +132,9 @@ for (const deployment of deployments) {
       expect(v("runledger_runs_queued")).toBe(0);
       // MAX_ACTIVE_RUNS, 64 by default; no fewer, as ADMISSION_LOOP_DELAY_MS is off by default.
       expect(v("runledger_admission_limit")).toBe(64);
+      // Nothing waits for its turn on the loop once the runs ended (this scrape had its own).
+      expect(m.get("runledger_turns_waiting")?.type).toBe("gauge");
+      expect(v("runledger_turns_waiting")).toBe(0);
       expect(v("runledger_graphql_operations_total", { type: "mutation", field: "startRun", outcome: "ok" })).toBe(4);
       expect(v("runledger_graphql_operations_total", { type: "mutation", field: "cancelRun", outcome: "ok" })).toBe(1);
       expect(v("runledger_graphql_operations_total", { type: "mutation", field: "editState", outcome: "ok" })).toBe(1);

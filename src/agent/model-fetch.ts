@@ -6,7 +6,10 @@
 // An Ollama whose own queue is full answers 503 at once: the request is sent
 // again after a backoff (and, under admission, after the run waited its turn
 // in runledger's queue again), until it is taken or the run is stopped, so a
-// busy model makes a run wait, never fail.
+// busy model makes a run wait, never fail. Each line the model streams is
+// handed on in its own turn on the event loop (src/turns.ts), so a backlog of
+// buffered tokens never holds the loop in one piece.
+import { turns } from "../turns.ts";
 
 export class ModelIdleTimeoutError extends Error {
   override name = "ModelIdleTimeoutError";
@@ -110,6 +113,7 @@ function watchedFetch(options: { signal: AbortSignal; idleTimeoutMs: number; rep
     const reader = response.body.getReader();
     const decoder = new TextDecoder();
     let pending = "";
+    let cancelled = false;
     const body = new ReadableStream<Uint8Array>({
       async pull(ctrl) {
         arm();
@@ -128,13 +132,23 @@ function watchedFetch(options: { signal: AbortSignal; idleTimeoutMs: number; rep
           const lines = pending.split("\n");
           pending = lines.pop() ?? "";
           for (const line of lines) noteErrorLine(line);
-          ctrl.enqueue(value);
+          // A turn per line: the time a line waits is this process's, never the model's silence.
+          for (let from = 0; from < value.length;) {
+            const end = value.indexOf(10, from);
+            const to = end < 0 ? value.length : end + 1;
+            await turns.turn();
+            if (cancelled) return;
+            if (signal.aborted) throw signal.reason;
+            ctrl.enqueue(value.subarray(from, to));
+            from = to;
+          }
         } catch (error) {
           disarm();
-          ctrl.error(signal.aborted && signal.reason instanceof Error ? signal.reason : error);
+          if (!cancelled) ctrl.error(signal.aborted && signal.reason instanceof Error ? signal.reason : error);
         }
       },
       cancel(reason) {
+        cancelled = true;
         disarm();
         return reader.cancel(reason);
       },

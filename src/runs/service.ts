@@ -41,6 +41,7 @@ import { checkIdempotencyKey, requestHash } from "./idempotency.ts";
 import { IDEMPOTENCY_TTL_MS, IdempotencyKeyTakenError } from "../storage/run-store/types.ts";
 import { announceConversationChange } from "./conversation-notices.ts";
 import { RunTelemetry, type RunOrigin, type RunWatch } from "../telemetry/run-telemetry.ts";
+import { turns } from "../turns.ts";
 
 export interface RunServiceOptions {
   store: RunStore;
@@ -1031,6 +1032,8 @@ export class RunService {
     const ownCheckpoints = new Set<string>();
     let failure: Classified | null = null;
     try {
+      // Starting a graph is work of its own: its turn on the loop, not a share of whatever ended the run before it.
+      await turns.turn();
       await this.#moveStartPastEarlierRuns(run);
       await agent.execute({
         agentName,

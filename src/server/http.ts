@@ -1,5 +1,6 @@
 // The HTTP server: origin checks and the API token first, then the plain-HTTP
-// routes, GraphiQL's page (compressed), then yoga (GraphQL over HTTP and SSE, /health, /ready);
+// routes, GraphiQL's page (compressed), then yoga (GraphQL over HTTP and SSE, /health, /ready),
+// every request but the health checks in its turn on the event loop (src/turns.ts);
 // WebSockets upgrade on the same port and path (ws.ts). close() is the ordered
 // shutdown of all of it.
 import http from "node:http";
@@ -20,6 +21,7 @@ import type { TrustedManifest } from "./trusted-manifest.ts";
 import { useTrustedOperations } from "./plugins/trusted-operations.ts";
 import type { Metrics } from "../telemetry/metrics.ts";
 import { traceRestRequest } from "./rest-spans.ts";
+import { turns } from "../turns.ts";
 
 export type Route = (req: http.IncomingMessage, res: http.ServerResponse) => Promise<boolean> | boolean;
 
@@ -72,6 +74,8 @@ export async function startHttpServer({
     try {
       if (cors.handle(req, res)) return;
       const path = (req.url ?? "/").split("?")[0]!;
+      // Liveness and readiness answer at once; everything else, its authentication included, waits its turn on the loop.
+      if (path !== "/health" && path !== "/ready") await turns.turn();
       if (!isOpen(req, path)) {
         try {
           setPrincipal(req, await authenticator.authenticate(req.headers.authorization));

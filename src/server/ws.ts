@@ -20,6 +20,7 @@ import { setPrincipal, UnauthenticatedError, principalOf, type Authenticator } f
 import type { Principal } from "../domain/principal.ts";
 import type { TrustedOperations } from "./plugins/trusted-operations.ts";
 import type { Metrics } from "../telemetry/metrics.ts";
+import { turns } from "../turns.ts";
 
 /** WebSocket close code for a connection_init without a valid credential (UNAUTHENTICATED). */
 export const CLOSE_UNAUTHORIZED = 4401;
@@ -116,6 +117,8 @@ export function attachWebSocketServer(options: {
         return ((mode && broadcast.join(sender.key, mode, sender, own)) ?? own()) as never;
       },
       onSubscribe: async (ctx, id, sent) => {
+        // Parsing, validating and executing the operation is work: it waits its turn on the loop, as over HTTP.
+        await turns.turn();
         // ctx.subscriptions already holds this operation's id.
         if (Object.keys(ctx.subscriptions).length > config.wsMaxSubscriptions) {
           return [

@@ -5,6 +5,7 @@
 // statuses and error codes from the API's enums, GraphQL fields from the schema;
 // never a run, conversation or user id.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { turns } from "../turns.ts";
 
 let processRegistry: Registry | undefined;
 
@@ -134,6 +135,14 @@ export class Metrics {
       registers: [this.registry],
       collect() {
         this.set(self.#admissionLimit());
+      },
+    });
+    new Gauge({
+      name: "runledger_turns_waiting",
+      help: "Work waiting for its turn on this process's event loop now: requests, lines the model streamed, runs starting.",
+      registers: [this.registry],
+      collect() {
+        this.set(turns.waiting);
       },
     });
     new Gauge({

@@ -1,0 +1,76 @@
+// Turns on the event loop. Every request, model chunk and run of an instance
+// shares one thread. Left to itself, Node handles every socket that is ready in
+// one pass: under a burst, one pass holds a hundred startRun mutations and the
+// buffered tokens of every active run, and a GET /health that arrived meanwhile
+// waits for all of it (bench/analysis.md, "Turns"). So the heavy work waits for
+// a turn instead: each GraphQL request, each line a model streams and each run
+// that starts. Turns are given in the order asked, from setImmediate, a few
+// milliseconds' worth per pass of the loop; between passes the loop reads
+// every socket again, and what needs no turn (the health checks) answers then.
+// Work is not dropped or reordered, only cut into slices: a busy instance does
+// the same work as before, and stays answerable while it does.
+import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
+
+/** How long one pass of the loop gives turns before it lets the loop read its sockets again. */
+export const TURN_BUDGET_MS = 2;
+/** Turns one pass gives at most, however cheap each is. */
+const TURNS_PER_PASS = 64;
+
+interface Pass {
+  /** When its first callback ran; -1 until then. */
+  start: number;
+  /** Its callbacks queued with setImmediate and not yet run. */
+  callbacks: number;
+}
+
+export class Turns {
+  readonly #waiting: { grant: () => void; at: number }[] = [];
+  /** The pass queued for the loop's next check phase, until its first callback runs. */
+  #next: Pass | null = null;
+  /** How long each turn waited, in nanoseconds; read (and reset) by the admission limit. */
+  readonly waits: RecordableHistogram = createHistogram();
+
+  constructor(private readonly budgetMs = TURN_BUDGET_MS) {}
+
+  /** Resolves on a later pass of the event loop, once everything that asked before has had its turn. */
+  turn(): Promise<void> {
+    return new Promise<void>((grant) => {
+      this.#waiting.push({ grant, at: performance.now() });
+      this.#fill();
+    });
+  }
+
+  /** Work waiting for its turn now. */
+  get waiting(): number {
+    return this.#waiting.length;
+  }
+
+  // setImmediate callbacks queued before a check phase run in it, each after
+  // the microtasks of the one before: a granted turn's work is done when the
+  // next callback looks at the clock. Those queued during it run in the next.
+  #fill(): void {
+    const pass = (this.#next ??= { start: -1, callbacks: 0 });
+    while (pass.callbacks < Math.min(this.#waiting.length, TURNS_PER_PASS)) {
+      pass.callbacks++;
+      setImmediate(() => this.#grantOne(pass));
+    }
+  }
+
+  #grantOne(pass: Pass): void {
+    if (this.#next === pass) this.#next = null; // begun: turns asked from now on go to the next pass
+    pass.callbacks--;
+    const now = performance.now();
+    if (pass.start < 0) pass.start = now;
+    if (now - pass.start < this.budgetMs) {
+      const next = this.#waiting.shift();
+      if (next) {
+        this.waits.record(Math.max(1, Math.round((now - next.at) * 1e6)));
+        next.grant();
+      }
+    }
+    if (pass.callbacks === 0 && this.#waiting.length > 0) this.#fill();
+  }
+}
+
+/** The process's turns: one event loop, one line. */
+export const turns = new Turns();

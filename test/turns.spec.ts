@@ -1,0 +1,155 @@
+// Heavy work takes turns on the event loop (src/turns.ts): a few milliseconds'
+// worth per pass, in the order asked, so the loop reads its sockets between
+// slices. Here: the scheduler itself, the model's lines a turn each, and a
+// server whose health check answers while GraphQL requests wait their turn.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TURN_BUDGET_MS, Turns, turns } from "../src/turns.ts";
+import { createModelFetch } from "../src/agent/model-fetch.ts";
+import { startTestApp } from "../testkit/app.ts";
+import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import type { App } from "../src/app.ts";
+
+/** Holds the thread for `ms`, as a slice of heavy work does. */
+function busy(ms: number): void {
+  const end = performance.now() + ms;
+  while (performance.now() < end) {
+    // busy: no timer or socket is served meanwhile
+  }
+}
+
+describe("turns", () => {
+  it("gives turns in the order asked, a turn asked during a turn after those already waiting", async () => {
+    const t = new Turns();
+    const order: string[] = [];
+    await Promise.all([
+      t.turn().then(() => {
+        order.push("a");
+        return t.turn().then(() => order.push("a again"));
+      }),
+      t.turn().then(() => order.push("b")),
+      t.turn().then(() => order.push("c")),
+    ]);
+    expect(order).toEqual(["a", "b", "c", "a again"]);
+    expect(t.waiting).toBe(0);
+    expect(t.waits.count).toBe(4);
+  });
+
+  it("gives a pass about TURN_BUDGET_MS of work, then lets the loop serve its timers before the next turn", async () => {
+    const t = new Turns();
+    const events: string[] = [];
+    const workMs = TURN_BUDGET_MS * 0.75;
+    await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        t.turn().then(() => {
+          events.push(`turn ${i}`);
+          // Due at once, served on the loop's next visit to its timers.
+          if (i === 0) setTimeout(() => events.push("timer"), 0);
+          busy(workMs);
+        }),
+      ),
+    );
+    // A second turn fits in the budget when it starts before the budget is spent; the timer comes next, not after all ten.
+    const timerAt = events.indexOf("timer");
+    expect(timerAt).toBeGreaterThanOrEqual(1);
+    expect(timerAt).toBeLessThanOrEqual(2);
+    expect(events.filter((e) => e.startsWith("turn"))).toEqual(Array.from({ length: 10 }, (_, i) => `turn ${i}`));
+  });
+
+  it("gives at most 64 cheap turns a pass", async () => {
+    const t = new Turns();
+    let granted = 0;
+    const all = Promise.all(Array.from({ length: 200 }, () => t.turn().then(() => (granted += 1))));
+    // Queued after the pass's own callbacks, so it runs at the end of that pass.
+    const afterFirstPass = await new Promise<number>((resolve) => setImmediate(() => resolve(granted)));
+    await all;
+    expect(afterFirstPass).toBe(64);
+    expect(granted).toBe(200);
+  });
+});
+
+describe("the model's answer", () => {
+  it("is handed on a line per turn, however many lines one chunk holds", async () => {
+    const lines = ["one", "two", "three", "four", "five"].map((w) => `${JSON.stringify({ message: { content: w } })}\n`);
+    const oneChunk = new TextEncoder().encode(lines.join(""));
+    const baseFetch = (async () =>
+      new Response(
+        new ReadableStream({
+          start(c) {
+            c.enqueue(oneChunk);
+            c.close();
+          },
+        }),
+      )) as typeof fetch;
+    const modelFetch = createModelFetch({ signal: new AbortController().signal, idleTimeoutMs: 60_000, report: { timedOut: false }, baseFetch });
+    const reader = (await modelFetch("http://model/api/chat", { method: "POST", body: "{}" })).body!.getReader();
+    const pieces: string[] = [];
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      pieces.push(new TextDecoder().decode(value));
+    }
+    expect(pieces).toEqual(lines);
+  });
+
+  it("stops at the run's stop while its next line waits for a turn", async () => {
+    const run = new AbortController();
+    const chunk = new TextEncoder().encode("line one\nline two\nline three\n");
+    const baseFetch = (async () =>
+      new Response(
+        new ReadableStream({
+          start(c) {
+            c.enqueue(chunk);
+          },
+        }),
+      )) as typeof fetch;
+    const modelFetch = createModelFetch({ signal: run.signal, idleTimeoutMs: 60_000, report: { timedOut: false }, baseFetch });
+    const reader = (await modelFetch("http://model/api/chat", { method: "POST", body: "{}" })).body!.getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toBe("line one\n");
+    run.abort(new Error("the run was cancelled"));
+    await expect(reader.read()).rejects.toThrow("the run was cancelled");
+  });
+});
+
+describe("a server whose loop is busy with turns", () => {
+  let fake: FakeOllama;
+  let app: App;
+  beforeAll(async () => {
+    fake = await startFakeOllama();
+    app = await startTestApp({ ollamaUrl: fake.url });
+  });
+  afterAll(async () => {
+    await app?.close();
+    await fake?.close();
+  });
+
+  it("answers GET /health between turns, and a GraphQL request in its turn, after the work asked before it", async () => {
+    // Warm connections and code paths, so neither answer waits for a first time.
+    await fetch(`${app.url}/health`).then((r) => r.text());
+    await fetch(`${app.url}/graphql`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ query: "{ __typename }" }),
+    }).then((r) => r.text());
+    const work = 100;
+    let granted = 0;
+    const done = Promise.all(
+      Array.from({ length: work }, () =>
+        turns.turn().then(() => {
+          busy(2);
+          granted += 1;
+        }),
+      ),
+    );
+    const [health, graphql] = await Promise.all([
+      fetch(`${app.url}/health`).then(async (r) => ({ status: r.status, grantedBefore: granted, body: await r.text() })),
+      fetch(`${app.url}/graphql`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query: "{ __typename }" }) }).then(
+        async (r) => ({ grantedBefore: granted, body: await r.json() }),
+      ),
+    ]);
+    await done;
+    expect(health.status).toBe(200);
+    expect(health.grantedBefore).toBeLessThan(work / 2);
+    expect(graphql.body).toEqual({ data: { __typename: "Query" } });
+    expect(graphql.grantedBefore).toBe(work);
+  });
+});
