@@ -158,3 +158,52 @@ describe("LangGraph's saver on the writer", () => {
     }
   });
 });
+
+describe("another process's write lock", () => {
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  it("is waited for beside the event loop: timers run meanwhile, and the write lands once the lock is free", async () => {
+    const { file } = tempDatabaseUrl("runledger-busy-");
+    const own = await openSqliteStorage(file);
+    const other = openSqlite(file);
+    try {
+      other.exec("BEGIN IMMEDIATE"); // as another instance on the same file does while it writes
+      let ticks = 0;
+      const ticker = setInterval(() => (ticks += 1), 5);
+      const created = own.apiKeys.create({ id: "key-busy", hash: "h-busy", userId: "u", role: "user", label: null, createdAt: new Date() });
+      await sleep(200);
+      clearInterval(ticker);
+      // SQLite's own busy timeout would hold this thread until the lock is free, which it never would be here.
+      expect(ticks).toBeGreaterThan(10);
+      expect(other.prepare("SELECT count(*) AS n FROM api_keys WHERE id = 'key-busy'").get()).toEqual({ n: 0 });
+      other.exec("COMMIT");
+      expect((await created).id).toBe("key-busy");
+      expect(other.prepare("SELECT count(*) AS n FROM api_keys WHERE id = 'key-busy'").get()).toEqual({ n: 1 });
+    } finally {
+      other.close();
+      await own.close();
+    }
+  });
+
+  it("held past the busy timeout fails the write with SQLITE_BUSY, having written nothing; the next write goes on", async () => {
+    const { file } = tempDatabaseUrl("runledger-busy-");
+    const writer = openSqlite(file);
+    writer.exec("CREATE TABLE t (x INTEGER)");
+    writer.pragma("busy_timeout = 0");
+    const other = openSqlite(file);
+    const gate = new WriteGate(undefined, 150);
+    const insert = () => writer.transaction(() => writer.prepare("INSERT INTO t VALUES (1)").run()).immediate();
+    try {
+      other.exec("BEGIN IMMEDIATE");
+      const started = performance.now();
+      await expect(gate.run(insert)).rejects.toMatchObject({ code: "SQLITE_BUSY" });
+      expect(performance.now() - started).toBeGreaterThanOrEqual(140);
+      other.exec("COMMIT");
+      await gate.run(insert);
+      expect(writer.prepare("SELECT count(*) AS n FROM t").get()).toEqual({ n: 1 });
+    } finally {
+      other.close();
+      writer.close();
+    }
+  });
+});

@@ -31,6 +31,8 @@ export async function openSqliteStorage(file: string, options: { onWriteWait?: (
     const gate = new WriteGate(options.onWriteWait);
     const saver = new GatedSqliteSaver(writer, gate);
     saver.createTables();
+    // From here every write goes through the gate, which waits for another process's lock without holding the thread.
+    writer.pragma("busy_timeout = 0");
     const reader = openSqlite(file, { readonly: true });
     const runs = new SqliteRunStore({
       writer,
