@@ -7,6 +7,7 @@ import { TURN_BUDGET_MS, Turns, turns } from "../src/turns.ts";
 import { createModelFetch } from "../src/agent/model-fetch.ts";
 import { startTestApp } from "../testkit/app.ts";
 import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { collect, wsClient } from "../testkit/graphql.ts";
 import type { App } from "../src/app.ts";
 
 /** Holds the thread for `ms`, as a slice of heavy work does. */
@@ -108,6 +109,31 @@ describe("the model's answer", () => {
     run.abort(new Error("the run was cancelled"));
     await expect(reader.read()).rejects.toThrow("the run was cancelled");
   });
+
+  it("stops asking for turns once its reader cancels, and cancels the model's stream", async () => {
+    let baseCancelled: unknown;
+    const chunk = new TextEncoder().encode("line one\nline two\nline three\n");
+    const baseFetch = (async () =>
+      new Response(
+        new ReadableStream({
+          start(c) {
+            c.enqueue(chunk);
+          },
+          cancel(reason) {
+            baseCancelled = reason;
+          },
+        }),
+      )) as typeof fetch;
+    const modelFetch = createModelFetch({ signal: new AbortController().signal, idleTimeoutMs: 60_000, report: { timedOut: false }, baseFetch });
+    const reader = (await modelFetch("http://model/api/chat", { method: "POST", body: "{}" })).body!.getReader();
+    await reader.read();
+    await reader.cancel("the client went away");
+    // The line that was waiting gets its turn and goes nowhere; nothing more is asked for.
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(baseCancelled).toBe("the client went away");
+    expect(turns.waiting).toBe(0);
+  });
 });
 
 describe("a server whose loop is busy with turns", () => {
@@ -151,5 +177,28 @@ describe("a server whose loop is busy with turns", () => {
     expect(health.grantedBefore).toBeLessThan(work / 2);
     expect(graphql.body).toEqual({ data: { __typename: "Query" } });
     expect(graphql.grantedBefore).toBe(work);
+  });
+
+  it("runs an operation sent over a WebSocket in its turn, after the work asked before it", async () => {
+    const client = wsClient(app.url);
+    try {
+      await collect(client, "{ __typename }").done; // connected and warm
+      const work = 100;
+      let granted = 0;
+      const done = Promise.all(
+        Array.from({ length: work }, () =>
+          turns.turn().then(() => {
+            busy(2);
+            granted += 1;
+          }),
+        ),
+      );
+      const answered = collect(client, "{ __typename }").done.then((results) => ({ results, grantedBefore: granted }));
+      const [{ results, grantedBefore }] = await Promise.all([answered, done]);
+      expect(results).toEqual([{ __typename: "Query" }]);
+      expect(grantedBefore).toBe(work);
+    } finally {
+      await client.dispose();
+    }
   });
 });
