@@ -68,21 +68,46 @@ describe("turns", () => {
   });
 });
 
+/** A model answering with one chunk of bytes (closed after it, or left open); `onCancel` hears its reader cancel. */
+async function readerOfOneChunk(text: string, options: { close: boolean; signal?: AbortSignal; onCancel?: (reason: unknown) => void }) {
+  const chunk = new TextEncoder().encode(text);
+  const baseFetch = (async () =>
+    new Response(
+      new ReadableStream({
+        start(c) {
+          c.enqueue(chunk);
+          if (options.close) c.close();
+        },
+        cancel: options.onCancel,
+      }),
+    )) as typeof fetch;
+  const modelFetch = createModelFetch({
+    signal: options.signal ?? new AbortController().signal,
+    idleTimeoutMs: 60_000,
+    report: { timedOut: false },
+    baseFetch,
+  });
+  return (await modelFetch("http://model/api/chat", { method: "POST", body: "{}" })).body!.getReader();
+}
+
+/** Asks the process's turns for `count` slices of 2 ms of work; `granted()` says how many ran so far. */
+function queueWork(count: number): { done: Promise<unknown>; granted: () => number } {
+  let granted = 0;
+  const done = Promise.all(
+    Array.from({ length: count }, () =>
+      turns.turn().then(() => {
+        busy(2);
+        granted += 1;
+      }),
+    ),
+  );
+  return { done, granted: () => granted };
+}
+
 describe("the model's answer", () => {
   it("is handed on a line per turn, however many lines one chunk holds", async () => {
     const lines = ["one", "two", "three", "four", "five"].map((w) => `${JSON.stringify({ message: { content: w } })}\n`);
-    const oneChunk = new TextEncoder().encode(lines.join(""));
-    const baseFetch = (async () =>
-      new Response(
-        new ReadableStream({
-          start(c) {
-            c.enqueue(oneChunk);
-            c.close();
-          },
-        }),
-      )) as typeof fetch;
-    const modelFetch = createModelFetch({ signal: new AbortController().signal, idleTimeoutMs: 60_000, report: { timedOut: false }, baseFetch });
-    const reader = (await modelFetch("http://model/api/chat", { method: "POST", body: "{}" })).body!.getReader();
+    const reader = await readerOfOneChunk(lines.join(""), { close: true });
     const pieces: string[] = [];
     for (;;) {
       const { value, done } = await reader.read();
@@ -94,17 +119,7 @@ describe("the model's answer", () => {
 
   it("stops at the run's stop while its next line waits for a turn", async () => {
     const run = new AbortController();
-    const chunk = new TextEncoder().encode("line one\nline two\nline three\n");
-    const baseFetch = (async () =>
-      new Response(
-        new ReadableStream({
-          start(c) {
-            c.enqueue(chunk);
-          },
-        }),
-      )) as typeof fetch;
-    const modelFetch = createModelFetch({ signal: run.signal, idleTimeoutMs: 60_000, report: { timedOut: false }, baseFetch });
-    const reader = (await modelFetch("http://model/api/chat", { method: "POST", body: "{}" })).body!.getReader();
+    const reader = await readerOfOneChunk("line one\nline two\nline three\n", { close: false, signal: run.signal });
     expect(new TextDecoder().decode((await reader.read()).value)).toBe("line one\n");
     run.abort(new Error("the run was cancelled"));
     await expect(reader.read()).rejects.toThrow("the run was cancelled");
@@ -112,20 +127,7 @@ describe("the model's answer", () => {
 
   it("stops asking for turns once its reader cancels, and cancels the model's stream", async () => {
     let baseCancelled: unknown;
-    const chunk = new TextEncoder().encode("line one\nline two\nline three\n");
-    const baseFetch = (async () =>
-      new Response(
-        new ReadableStream({
-          start(c) {
-            c.enqueue(chunk);
-          },
-          cancel(reason) {
-            baseCancelled = reason;
-          },
-        }),
-      )) as typeof fetch;
-    const modelFetch = createModelFetch({ signal: new AbortController().signal, idleTimeoutMs: 60_000, report: { timedOut: false }, baseFetch });
-    const reader = (await modelFetch("http://model/api/chat", { method: "POST", body: "{}" })).body!.getReader();
+    const reader = await readerOfOneChunk("line one\nline two\nline three\n", { close: false, onCancel: (reason) => (baseCancelled = reason) });
     await reader.read();
     await reader.cancel("the client went away");
     // The line that was waiting gets its turn and goes nowhere; nothing more is asked for.
@@ -157,19 +159,11 @@ describe("a server whose loop is busy with turns", () => {
       body: JSON.stringify({ query: "{ __typename }" }),
     }).then((r) => r.text());
     const work = 100;
-    let granted = 0;
-    const done = Promise.all(
-      Array.from({ length: work }, () =>
-        turns.turn().then(() => {
-          busy(2);
-          granted += 1;
-        }),
-      ),
-    );
+    const { done, granted } = queueWork(work);
     const [health, graphql] = await Promise.all([
-      fetch(`${app.url}/health`).then(async (r) => ({ status: r.status, grantedBefore: granted, body: await r.text() })),
+      fetch(`${app.url}/health`).then(async (r) => ({ status: r.status, grantedBefore: granted(), body: await r.text() })),
       fetch(`${app.url}/graphql`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query: "{ __typename }" }) }).then(
-        async (r) => ({ grantedBefore: granted, body: await r.json() }),
+        async (r) => ({ grantedBefore: granted(), body: await r.json() }),
       ),
     ]);
     await done;
@@ -184,16 +178,8 @@ describe("a server whose loop is busy with turns", () => {
     try {
       await collect(client, "{ __typename }").done; // connected and warm
       const work = 100;
-      let granted = 0;
-      const done = Promise.all(
-        Array.from({ length: work }, () =>
-          turns.turn().then(() => {
-            busy(2);
-            granted += 1;
-          }),
-        ),
-      );
-      const answered = collect(client, "{ __typename }").done.then((results) => ({ results, grantedBefore: granted }));
+      const { done, granted } = queueWork(work);
+      const answered = collect(client, "{ __typename }").done.then((results) => ({ results, grantedBefore: granted() }));
       const [{ results, grantedBefore }] = await Promise.all([answered, done]);
       expect(results).toEqual([{ __typename: "Query" }]);
       expect(grantedBefore).toBe(work);
