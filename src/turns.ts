@@ -3,12 +3,13 @@
 // one pass: under a burst, one pass holds a hundred startRun mutations and the
 // buffered tokens of every active run, and a GET /health that arrived meanwhile
 // waits for all of it (bench/analysis.md, "Turns"). So the heavy work waits for
-// a turn instead: each GraphQL request, each line a model streams and each run
-// that starts. Turns are given in the order asked, from setImmediate, a few
-// milliseconds' worth per pass of the loop; between passes the loop reads
-// every socket again, and what needs no turn (the health checks) answers then.
-// Work is not dropped or reordered, only cut into slices: a busy instance does
-// the same work as before, and stays answerable while it does.
+// a turn instead: each GraphQL request, each line a model streams, each run
+// that starts and each write to a SQLite file. Turns are given in the order
+// asked, from setImmediate, about TURN_BUDGET_MS of work per pass of the loop;
+// between passes the loop reads every socket again, and what needs no turn
+// (the health checks) answers then. Work is not dropped or reordered, only cut
+// into slices: a busy instance does the same work as before, and stays
+// answerable while it does.
 import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
 
 /** How long one pass of the loop gives turns before it lets the loop read its sockets again. */

@@ -139,7 +139,7 @@ export class Metrics {
     });
     new Gauge({
       name: "runledger_turns_waiting",
-      help: "Work waiting for its turn on this process's event loop now: requests, lines the model streamed, runs starting.",
+      help: "Work waiting for its turn on this process's event loop now: requests, lines the model streamed, runs starting, writes to a SQLite file.",
       registers: [this.registry],
       collect() {
         this.set(turns.waiting);
