@@ -117,6 +117,30 @@ describe("the model's answer", () => {
     expect(pieces).toEqual(lines);
   });
 
+  it("reads past an empty chunk from the model instead of leaving the reader waiting", async () => {
+    // The empty chunk comes on a pull a read asked for, after the first line was read.
+    const chunks = [new TextEncoder().encode("first line\n"), new Uint8Array(0), new TextEncoder().encode("second line\n")];
+    const baseFetch = (async () =>
+      new Response(
+        new ReadableStream({
+          pull(c) {
+            const next = chunks.shift();
+            if (next) c.enqueue(next);
+            else c.close();
+          },
+        }),
+      )) as typeof fetch;
+    const modelFetch = createModelFetch({ signal: new AbortController().signal, idleTimeoutMs: 60_000, report: { timedOut: false }, baseFetch });
+    const reader = (await modelFetch("http://model/api/chat", { method: "POST", body: "{}" })).body!.getReader();
+    const readAll = async () => {
+      let text = "";
+      for (let r = await reader.read(); !r.done; r = await reader.read()) text += new TextDecoder().decode(r.value);
+      return text;
+    };
+    const outcome = await Promise.race([readAll(), new Promise((resolve) => setTimeout(() => resolve("a read still pending"), 2_000))]);
+    expect(outcome).toBe("first line\nsecond line\n");
+  });
+
   it("stops at the run's stop while its next line waits for a turn", async () => {
     const run = new AbortController();
     const reader = await readerOfOneChunk("line one\nline two\nline three\n", { close: false, signal: run.signal });

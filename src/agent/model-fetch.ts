@@ -132,6 +132,8 @@ function watchedFetch(options: { signal: AbortSignal; idleTimeoutMs: number; rep
           const lines = pending.split("\n");
           pending = lines.pop() ?? "";
           for (const line of lines) noteErrorLine(line);
+          // An empty chunk is handed on as it is: a pull that enqueues nothing leaves the read that asked for it waiting.
+          if (value.length === 0) return ctrl.enqueue(value);
           // A turn per line: the time a line waits is this process's, never the model's silence.
           for (let from = 0; from < value.length;) {
             const end = value.indexOf(10, from);
