@@ -31,8 +31,6 @@ export class Turns {
   /** How long each turn waited, in nanoseconds; read (and reset) by the admission limit. */
   readonly waits: RecordableHistogram = createHistogram();
 
-  constructor(private readonly budgetMs = TURN_BUDGET_MS) {}
-
   /** Resolves on a later pass of the event loop, once everything that asked before has had its turn. */
   turn(): Promise<void> {
     return new Promise<void>((grant) => {
@@ -62,7 +60,7 @@ export class Turns {
     pass.callbacks--;
     const now = performance.now();
     if (pass.start < 0) pass.start = now;
-    if (now - pass.start < this.budgetMs) {
+    if (now - pass.start < TURN_BUDGET_MS) {
       const next = this.#waiting.shift();
       if (next) {
         this.waits.record(Math.max(1, Math.round((now - next.at) * 1e6)));
