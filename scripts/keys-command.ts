@@ -1,5 +1,6 @@
 // The arguments of npm run keys: parsed and checked before anything is opened.
 import { parseArgs } from "node:util";
+import { reservedUserId } from "../src/server/identity/api-keys.ts";
 
 export const USAGE = "usage: npm run keys -- create --user NAME [--admin] [--label TEXT] | list | revoke ID";
 
@@ -28,6 +29,8 @@ export function parseCommand(args: string[]): Command {
       const user = typeof values.user === "string" ? values.user.trim() : "";
       if (!user) throw new UsageError("create needs --user NAME");
       if (!printable(user) || user.length > 200) throw new UsageError("--user must be 1 to 200 printable characters");
+      const reserved = reservedUserId(user);
+      if (reserved) throw new UsageError(`--user: ${reserved}`);
       const label = typeof values.label === "string" ? values.label.trim() : "";
       if (!printable(label) || label.length > 200) throw new UsageError("--label must be at most 200 printable characters");
       return { name, user, admin: values.admin === true, label: label || null };

@@ -206,6 +206,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     config,
     apiKeys: storage.apiKeys,
     apiKeyOptions: { onTouchError: (error) => logger.warn("an API key's last use was not recorded", { error }) },
+    logger,
   });
   const http = await startHttpServer({
     authenticator,

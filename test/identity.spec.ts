@@ -64,6 +64,8 @@ describe("JWTs from a provider's key set (AUTH_JWKS_URL)", () => {
   let rsa: { publicKey: CryptoKey; privateKey: CryptoKey };
   let ec: { publicKey: CryptoKey; privateKey: CryptoKey };
   let verify: ReturnType<typeof createJwtVerifier>;
+  /** What the verifier told the operator of each refusal. */
+  const refusedDetails: string[] = [];
   const claims = () => ({ sub: "alice", iss: ISSUER, aud: AUDIENCE, exp: now() + 300 });
 
   beforeAll(async () => {
@@ -81,7 +83,7 @@ describe("JWTs from a provider's key set (AUTH_JWKS_URL)", () => {
       AUTH_AGENT_CLAIMS: "email,org",
     });
     // No cooldown: a token naming a key published a moment ago fetches the set again at once.
-    verify = createJwtVerifier(config.auth, { jwksCooldownMs: 0 });
+    verify = createJwtVerifier(config.auth, { jwksCooldownMs: 0, onRefused: (_reason, detail) => refusedDetails.push(detail) });
   });
   afterAll(() => jwks?.close());
 
@@ -114,8 +116,10 @@ describe("JWTs from a provider's key set (AUTH_JWKS_URL)", () => {
   it.each([
     ["expired", { exp: now() - 60 }, /^the token expired at \d{4}-\d\d-\d\dT/],
     ["not yet valid", { nbf: now() + 120 }, /^the token is not valid yet/],
-    ["from another issuer", { iss: "https://evil.example.test/" }, /^the token's issuer is not https:\/\/id\.example\.test\/$/],
-    ["for another audience", { aud: "someone-else" }, /^the token's audience is not other or runledger$/],
+    ["from another issuer", { iss: "https://evil.example.test/" }, /^the token's issuer is not accepted$/],
+    ["for another audience", { aud: "someone-else" }, /^the token's audience is not accepted$/],
+    ["naming API_TOKEN's principal", { sub: "admin" }, /^the token's user is reserved for another kind of credential$/],
+    ["naming the local developer", { sub: "local" }, /^the token's user is reserved for another kind of credential$/],
     ["without a user claim", { sub: undefined }, /^the token has no sub claim naming the user/],
     ["with an empty user claim", { sub: "" }, /^the token has no sub claim naming the user/],
     ["without exp", { exp: undefined }, /^the token has no exp claim: tokens must expire$/],
@@ -123,6 +127,17 @@ describe("JWTs from a provider's key set (AUTH_JWKS_URL)", () => {
     const payload = { ...claims(), ...overrides } as JWTPayload;
     for (const key of Object.keys(payload)) if (payload[key] === undefined) delete payload[key];
     expect(await refusal(verify(await sign(payload, rsa.privateKey, { alg: "RS256", kid: "rsa-1" })))).toMatch(message);
+  });
+
+  it("tells the caller that the issuer or audience is wrong, and only the operator what was configured", async () => {
+    refusedDetails.length = 0;
+    const issuer = await refusal(verify(await sign({ ...claims(), iss: "https://evil.example.test/" }, rsa.privateKey, { alg: "RS256", kid: "rsa-1" })));
+    const audience = await refusal(verify(await sign({ ...claims(), aud: "someone-else" }, rsa.privateKey, { alg: "RS256", kid: "rsa-1" })));
+    for (const told of [issuer, audience]) expect(told).not.toMatch(/id\.example\.test|runledger|other/);
+    expect(refusedDetails).toEqual([
+      'the token\'s issuer "https://evil.example.test/" is not AUTH_ISSUER https://id.example.test/',
+      'the token\'s audience "someone-else" is not AUTH_AUDIENCE other or runledger',
+    ]);
   });
 
   it("allows the configured clock tolerance on exp", async () => {
@@ -154,7 +169,7 @@ describe("a key set that cannot be fetched", () => {
     const verify = createJwtVerifier(loadConfig({ AUTH_JWKS_URL: `http://127.0.0.1:${await closedPort()}/jwks.json` }).auth, { jwksTimeoutMs: 2_000 });
     const { privateKey } = await generateKeyPair("RS256");
     const token = await sign({ sub: "alice", exp: now() + 60 }, privateKey, { alg: "RS256", kid: "rsa-1" });
-    expect(await refusal(verify(token))).toMatch(/^the token cannot be checked: the identity provider's keys cannot be fetched \(.+\)$/);
+    expect(await refusal(verify(token))).toBe("the token cannot be checked: the identity provider's keys cannot be fetched");
   });
 });
 
@@ -317,6 +332,36 @@ describe("the authenticator", () => {
     await storage?.close();
   });
 
+  it("refuses an API key for API_TOKEN's or the local developer's id, made before ids were reserved, and tells the operator", async () => {
+    const logged: unknown[] = [];
+    const authenticator = createAuthenticator({
+      config: configOf({ API_TOKEN: "the token" }),
+      apiKeys: storage.apiKeys,
+      logger: { warn: (...line) => logged.push(line) },
+    });
+    for (const userId of ["admin", "local"]) {
+      await expect(createApiKey(storage.apiKeys, { userId, role: "user", label: null })).rejects.toThrow(`user id "${userId}" is reserved`);
+      // As a key stored by an earlier version: written straight to the table.
+      const { key, hash } = generateApiKey();
+      await storage.apiKeys.create({ id: crypto.randomUUID(), hash, userId, role: "admin", label: null, createdAt: new Date() });
+      expect(await refusal(authenticator.authenticate(`Bearer ${key}`))).toMatch(
+        /^the API key [0-9a-f-]+ is for a reserved user id; ask the operator for a new key$/,
+      );
+    }
+    expect(logged).toEqual([
+      [
+        "an API key for a reserved user id was refused",
+        { keyId: expect.any(String), why: expect.stringContaining('user id "admin" is reserved for API_TOKEN') },
+      ],
+      [
+        "an API key for a reserved user id was refused",
+        { keyId: expect.any(String), why: expect.stringContaining('user id "local" is reserved for the local developer') },
+      ],
+    ]);
+    // The token itself is still the admin.
+    expect(await authenticator.authenticate("Bearer the token")).toBe(API_TOKEN_PRINCIPAL);
+  });
+
   it("with nothing configured requires nothing: no header is the local developer, a credential sent is still checked", async () => {
     const authenticator = createAuthenticator({ config: configOf({}), apiKeys: storage.apiKeys });
     expect(authenticator.required).toBe(false);
@@ -326,7 +371,7 @@ describe("the authenticator", () => {
     expect(await authenticator.authenticate(`Bearer ${key}`)).toMatchObject({ id: "judy", source: "api-key" });
     expect(await refusal(authenticator.authenticate(`Bearer ${generateApiKey().key}`))).toBe("the API key is unknown");
     expect(await refusal(authenticator.authenticate(`Bearer ${await sign({ sub: "x", exp: now() + 60 }, rsa.privateKey, { alg: "RS256" })}`))).toMatch(
-      /^JWTs are not accepted: no AUTH_JWKS_URL/,
+      /^JWTs are not accepted by this server$/,
     );
     expect(await refusal(authenticator.authenticate("Bearer whatever"))).toBe("the bearer credential is neither an API key (rlk_...) nor a JWT");
   });

@@ -225,8 +225,10 @@ export class RunService {
       { conversationId: input.conversationId ?? null, message, agent: input.agent ?? null, multitask },
       principal,
     );
+    // A replay of what the caller cannot see now answers as that id would: missing.
+    const missing = () => new NotFoundError("Conversation", input.conversationId ?? "");
     if (key) {
-      const replayed = await this.#replay(key);
+      const replayed = await this.#replay(key, principal, missing);
       if (replayed) return { run: replayed.run!, conversation: replayed.conversation };
     }
     this.#requireAccepting();
@@ -237,7 +239,7 @@ export class RunService {
     } catch (error) {
       if (!(error instanceof IdempotencyKeyTakenError) || !key) throw error;
       // A retry racing the first call (on any instance): answer what the first one did.
-      const replayed = await this.#replay(key);
+      const replayed = await this.#replay(key, principal, missing);
       if (!replayed) throw error;
       return { run: replayed.run!, conversation: replayed.conversation };
     }
@@ -338,8 +340,9 @@ export class RunService {
   ): Promise<RunRecord> {
     requireUuid(input.conversationId, "conversationId");
     const key = this.#key(input.idempotencyKey, "resumeRun", { conversationId: input.conversationId, responses: input.responses ?? [] }, principal);
+    const missing = () => new NotFoundError("Conversation", input.conversationId);
     if (key) {
-      const replayed = await this.#replay(key);
+      const replayed = await this.#replay(key, principal, missing);
       if (replayed) return replayed.run!;
     }
     this.#requireAccepting();
@@ -347,7 +350,7 @@ export class RunService {
       return await this.#resumeRun(input, principal, key);
     } catch (error) {
       if (!(error instanceof IdempotencyKeyTakenError) || !key) throw error;
-      const replayed = await this.#replay(key);
+      const replayed = await this.#replay(key, principal, missing);
       if (!replayed) throw error;
       return replayed.run!;
     }
@@ -436,8 +439,9 @@ export class RunService {
     requireUuid(input.checkpointId, "checkpointId");
     const message = input.message == null ? null : this.validateMessage(input.message);
     const key = this.#key(input.idempotencyKey, "forkConversation", { checkpointId: input.checkpointId.toLowerCase(), message }, principal);
+    const missing = () => new NotFoundError("Checkpoint", input.checkpointId);
     if (key) {
-      const replayed = await this.#replay(key);
+      const replayed = await this.#replayFork(key, principal, missing);
       if (replayed) return replayed;
     }
     this.#requireAccepting();
@@ -445,10 +449,20 @@ export class RunService {
       return await this.#fork(input.checkpointId, message, principal, key);
     } catch (error) {
       if (!(error instanceof IdempotencyKeyTakenError) || !key) throw error;
-      const replayed = await this.#replay(key);
+      const replayed = await this.#replayFork(key, principal, missing);
       if (!replayed) throw error;
       return replayed;
     }
+  }
+
+  /** A fork's replay: the fork is the caller's own, but the checkpoint it was made from must still be visible, as for a new call. */
+  async #replayFork(key: NewIdempotencyKey, principal: Principal, missing: () => NotFoundError) {
+    const replayed = await this.#replay(key, principal, missing);
+    if (!replayed) return null;
+    const source = replayed.conversation.forkedFromConversationId;
+    const from = source ? await this.options.store.getConversation(source) : null;
+    if (!from || !canSee(principal, from)) throw missing();
+    return replayed;
   }
 
   async #fork(
@@ -514,8 +528,9 @@ export class RunService {
     if (asNode !== null && asNode.trim().length === 0) throw new ValidationError("asNode must not be blank", "asNode");
     const edit = { values: values as Record<string, unknown>, asNode };
     const key = this.#key(input.idempotencyKey, "editState", { checkpointId: input.checkpointId.toLowerCase(), ...edit }, principal);
+    const missing = () => new NotFoundError("Checkpoint", input.checkpointId);
     if (key) {
-      const replayed = await this.#replay(key);
+      const replayed = await this.#replay(key, principal, missing);
       if (replayed?.run) return { conversation: replayed.conversation, run: replayed.run };
     }
     this.#requireAccepting();
@@ -527,7 +542,7 @@ export class RunService {
     } catch (error) {
       // A retry racing the first call (on any instance) finds its key taken, or its run already active: answer what the first one did.
       if (!(error instanceof IdempotencyKeyTakenError || error instanceof RunInProgressError) || !key) throw error;
-      const replayed = await this.#replay(key);
+      const replayed = await this.#replay(key, principal, missing);
       if (!replayed?.run) throw error;
       return { conversation: replayed.conversation, run: replayed.run };
     }
@@ -635,7 +650,7 @@ export class RunService {
     requireUuid(input.runId, "runId");
     const key = this.#key(input.idempotencyKey, "cancelRun", { runId: input.runId.toLowerCase() }, principal);
     if (key) {
-      const replayed = await this.#replay(key);
+      const replayed = await this.#replay(key, principal, () => new NotFoundError("Run", input.runId));
       if (replayed) return replayed.run!;
     }
     const cancelled = await this.#cancelRun(input, principal);
@@ -662,9 +677,15 @@ export class RunService {
    * What the key's first call created, for a call with the same key: its
    * conversation and run as they stand now. Null for a key not recorded (or
    * expired, or whose conversation was deleted since); IdempotencyKeyReusedError
-   * for a key recorded for another operation or input.
+   * for a key recorded for another operation or input. What the caller cannot
+   * see now (an admin role taken away since) throws `missing()`: the answer the
+   * call's own id gets when it does not exist.
    */
-  async #replay(key: NewIdempotencyKey): Promise<{ conversation: ConversationRecord; run: RunRecord | null } | null> {
+  async #replay(
+    key: NewIdempotencyKey,
+    principal: Principal,
+    missing: () => NotFoundError,
+  ): Promise<{ conversation: ConversationRecord; run: RunRecord | null } | null> {
     const { store } = this.options;
     const recorded = await store.idempotencyKey(key.principal, key.key, new Date(key.createdAt.getTime() - IDEMPOTENCY_TTL_MS));
     if (!recorded) return null;
@@ -674,6 +695,7 @@ export class RunService {
       recorded.runId ? store.getRun(recorded.runId) : null,
     ]);
     if (!conversation) return null;
+    if (!canSee(principal, conversation)) throw missing();
     return { conversation, run };
   }
 

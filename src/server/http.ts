@@ -22,6 +22,9 @@ import { useTrustedOperations } from "./plugins/trusted-operations.ts";
 import type { Metrics } from "../telemetry/metrics.ts";
 import { traceRestRequest } from "./rest-spans.ts";
 import { turns } from "../turns.ts";
+import { readRequestTarget } from "./request-target.ts";
+import { createCredentialWatch } from "./live/credential-watch.ts";
+import { StreamCap, StreamCapExceededError } from "./live/stream-cap.ts";
 
 export type Route = (req: http.IncomingMessage, res: http.ServerResponse) => Promise<boolean> | boolean;
 
@@ -49,10 +52,19 @@ export interface HttpServer {
   webSocketStats(): WebSocketStats;
 }
 
-/** Paths that answer without the API token: liveness, readiness, the GraphiQL page and the console's files (which execute nothing). */
+/**
+ * Paths that answer without a credential: liveness, readiness, the GraphiQL page
+ * and the console's files (which execute nothing). Decided on the path in normal
+ * form (request-target.ts), the one every route then reads.
+ */
 function isOpen(req: http.IncomingMessage, path: string): boolean {
   if (path === "/health" || path === "/ready" || isConsoleRequest(req.method, path)) return true;
   return isGraphiQLRequest(req, path);
+}
+
+/** Responses that stay open to stream: GraphQL over SSE, and the lab's chat streams. */
+function isLiveStream(req: http.IncomingMessage, path: string): boolean {
+  return path === "/api/chat" || (req.headers.accept ?? "").includes("text/event-stream");
 }
 
 export async function startHttpServer({
@@ -69,21 +81,49 @@ export async function startHttpServer({
   const trusted = trustedOperations && useTrustedOperations(trustedOperations);
   const yoga = createYogaServer({ config, services, logger, readiness, trusted, metrics });
   const graphiql = graphiqlRoute(async () => yoga.fetch("http://localhost/graphql", { headers: { accept: "text/html" } }));
+  const credentials = createCredentialWatch({
+    authenticator,
+    recheckMs: config.credentialRecheckMs,
+    onCheckError: (error) => logger.warn("an open stream's credential could not be checked again", { error }),
+  });
+  const streamCap = new StreamCap(config.maxStreamsPerPrincipal, config.quotas.admins);
 
   const server = http.createServer(async (req, res) => {
     try {
+      const target = readRequestTarget(req.url);
+      if (!target) {
+        const message = "the request target must be a path in normal form: no dot segments (in any encoding), doubled slashes or backslashes";
+        return sendJson(res, 400, { errors: [{ message, extensions: { code: "INVALID_PATH" } }] });
+      }
+      // From here on every reader (the routes, yoga, the URL parser) reads this one target.
+      req.url = target.target;
+      const { path } = target;
       if (cors.handle(req, res)) return;
-      const path = (req.url ?? "/").split("?")[0]!;
       // Liveness and readiness answer at once; everything else, its authentication included, waits its turn on the loop.
       if (path !== "/health" && path !== "/ready") await turns.turn();
       if (!isOpen(req, path)) {
+        let principal;
         try {
-          setPrincipal(req, await authenticator.authenticate(req.headers.authorization));
+          principal = await authenticator.authenticate(req.headers.authorization);
         } catch (error) {
           if (!(error instanceof UnauthenticatedError)) throw error;
           res.setHeader("www-authenticate", 'Bearer realm="runledger"');
           return sendJson(res, 401, { errors: [{ message: error.message, extensions: { code: "UNAUTHENTICATED" } }] });
         }
+        setPrincipal(req, principal);
+        if (isLiveStream(req, path)) {
+          let release: () => void;
+          try {
+            release = streamCap.openSse(principal);
+          } catch (error) {
+            if (!(error instanceof StreamCapExceededError)) throw error;
+            return sendJson(res, 429, { errors: [{ message: error.message, extensions: { code: error.code, limit: error.limit } }] });
+          }
+          res.once("close", release);
+        }
+        // A response still open when its credential expires or is revoked is cut: a stream must not outlive it.
+        const unwatch = credentials.watch(principal, () => res.destroy());
+        res.once("close", unwatch);
       }
       closeWhenStalled(res, config.writeStallTimeoutMs);
       if (
@@ -97,7 +137,7 @@ export async function startHttpServer({
       await yoga.requestListener(req, res);
     } catch (error) {
       logger.error("request failed", { error });
-      if (!res.headersSent) sendJson(res, 500, { errors: [{ message: "internal server error" }] });
+      if (!res.headersSent) sendJson(res, 500, { errors: [{ message: "Unexpected error.", extensions: { code: "INTERNAL_SERVER_ERROR" } }] });
       else res.destroy();
     }
   });
@@ -107,7 +147,7 @@ export async function startHttpServer({
   });
   // Attached once listening: the WebSocket server re-emits the server's errors,
   // and a port in use would otherwise surface as its "internal error" with a stack.
-  const webSockets = attachWebSocketServer({ server, yoga, config, cors, authenticator, trusted, metrics });
+  const webSockets = attachWebSocketServer({ server, yoga, config, cors, authenticator, trusted, metrics, credentials, streamCap });
   const address = server.address() as AddressInfo;
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;
@@ -125,6 +165,7 @@ export async function startHttpServer({
       const timer = setTimeout(() => server.closeAllConnections(), 1_000);
       await closed;
       clearTimeout(timer);
+      credentials.close();
       await yoga.dispose();
     },
   };

@@ -21,6 +21,8 @@ import type { Principal } from "../domain/principal.ts";
 import type { TrustedOperations } from "./plugins/trusted-operations.ts";
 import type { Metrics } from "../telemetry/metrics.ts";
 import { turns } from "../turns.ts";
+import type { CredentialWatch } from "./live/credential-watch.ts";
+import { StreamCapExceededError, type StreamCap } from "./live/stream-cap.ts";
 
 /** WebSocket close code for a connection_init without a valid credential (UNAUTHENTICATED). */
 export const CLOSE_UNAUTHORIZED = 4401;
@@ -52,8 +54,12 @@ export function attachWebSocketServer(options: {
   trusted?: TrustedOperations;
   /** Counts this endpoint's open operations and the subscribers it cuts off. */
   metrics?: Metrics;
+  /** Closes a socket with CLOSE_UNAUTHORIZED once its credential expires or is revoked. */
+  credentials: CredentialWatch;
+  /** Counts the sockets' operations toward their principals' caps on live streams. */
+  streamCap: StreamCap;
 }): WebSocketEndpoint {
-  const { server, yoga, config, cors, authenticator, trusted, metrics } = options;
+  const { server, yoga, config, cors, authenticator, trusted, metrics, credentials, streamCap } = options;
   const wsServer = new WebSocketServer({
     server,
     path: "/graphql",
@@ -63,7 +69,8 @@ export function attachWebSocketServer(options: {
   });
   // Open connections, so shutdown can let each finish sending its operations' last events.
   const connections = new Set<{ subscriptions: Record<string, unknown> }>();
-  const expiryTimers = new WeakMap<object, NodeJS.Timeout>();
+  // What each socket's end undoes: its credential watch and its count toward the stream cap.
+  const releases = new WeakMap<object, () => void>();
   const broadcast = createBroadcast({
     queueLimit: config.subscriberQueueLimit,
     replayLimit: config.eventRetention,
@@ -96,17 +103,18 @@ export function attachWebSocketServer(options: {
         }
         // The socket's operations run as whoever opened it: the context reads it from the upgrade request.
         setPrincipal(ctx.extra.request, principal);
-        // A credential that expires (a JWT's exp) ends the socket then: nothing runs on a stale identity.
-        if (principal.expiresAt) {
-          const timer = setTimeout(() => ctx.extra.socket.close(CLOSE_UNAUTHORIZED, "Unauthorized"), Math.max(0, principal.expiresAt.getTime() - Date.now()));
-          timer.unref();
-          expiryTimers.set(ctx, timer);
-        }
+        // A credential that expires (a JWT's exp) or is revoked (an API key) ends the socket then: nothing runs on a stale identity.
+        const unwatch = credentials.watch(principal, () => ctx.extra.socket.close(CLOSE_UNAUTHORIZED, "Unauthorized"));
+        const uncount = streamCap.addSocket(principal, ctx);
+        releases.set(ctx, () => {
+          unwatch();
+          uncount();
+        });
         connections.add(ctx);
         return true;
       },
       onClose: (ctx) => {
-        clearTimeout(expiryTimers.get(ctx));
+        releases.get(ctx)?.();
         connections.delete(ctx);
       },
       execute: (args: ExecutionArgs) => (args.rootValue as { execute: (a: ExecutionArgs) => unknown }).execute(args) as never,
@@ -119,6 +127,19 @@ export function attachWebSocketServer(options: {
       onSubscribe: async (ctx, id, sent) => {
         // Parsing, validating and executing the operation is work: it waits its turn on the loop, as over HTTP.
         await turns.turn();
+        const principal = principalOf(ctx.extra.request);
+        // The credential is read again before each operation, so nothing runs, and nothing is written,
+        // through a socket whose key was revoked since, even before the periodic check closes it.
+        if (!(await authenticator.stillValid(principal))) {
+          ctx.extra.socket.close(CLOSE_UNAUTHORIZED, "Unauthorized");
+          return [new GraphQLError("the connection's credential was revoked or has expired", { extensions: { code: "UNAUTHENTICATED" } })];
+        }
+        try {
+          streamCap.checkSocketOperation(principal);
+        } catch (error) {
+          if (!(error instanceof StreamCapExceededError)) throw error;
+          return [new GraphQLError(error.message, { extensions: { code: error.code, limit: error.limit } })];
+        }
         // ctx.subscriptions already holds this operation's id.
         if (Object.keys(ctx.subscriptions).length > config.wsMaxSubscriptions) {
           return [
@@ -161,7 +182,7 @@ export function attachWebSocketServer(options: {
         };
         // Operations with the same text and variables, sent by the same principal, share one stream:
         // what a stream may carry is decided once, for whoever subscribed.
-        const who = principalOf(ctx.extra.request);
+        const who = principal;
         senders.set(args, {
           socket: ctx.extra.socket,
           id,

@@ -8,7 +8,8 @@ import type { Config } from "../../config.ts";
 import { UnauthenticatedError } from "../../domain/errors.ts";
 import { API_TOKEN_PRINCIPAL, LOCAL_PRINCIPAL, type Principal } from "../../domain/principal.ts";
 import type { ApiKeyStore } from "../../storage/api-keys/types.ts";
-import { createApiKeyVerifier, isApiKey, type ApiKeyVerifierOptions } from "./api-keys.ts";
+import type { Logger } from "../../logger.ts";
+import { apiKeyHashOf, createApiKeyVerifier, isApiKey, type ApiKeyVerifierOptions } from "./api-keys.ts";
 import { createJwtVerifier, type JwtVerifierOptions } from "./jwt.ts";
 
 export interface Authenticator {
@@ -16,6 +17,12 @@ export interface Authenticator {
   required: boolean;
   /** The principal of an Authorization header's value (undefined when absent); throws UnauthenticatedError when it proves nothing. */
   authenticate(authorization: string | undefined): Promise<Principal>;
+  /**
+   * Whether the credential a principal was verified from still holds: false once
+   * its JWT has expired or its API key was revoked (on any instance: the key is
+   * read again). Live streams ask this before each operation and periodically.
+   */
+  stillValid(principal: Principal): Promise<boolean>;
 }
 
 export interface AuthenticatorOptions {
@@ -25,6 +32,8 @@ export interface AuthenticatorOptions {
   jwt?: JwtVerifierOptions;
   /** How API keys' last use is recorded, and where a failure to record it is told. */
   apiKeyOptions?: ApiKeyVerifierOptions;
+  /** Where refusals are explained to the operator (with the configuration the caller is not told). */
+  logger?: Pick<Logger, "warn">;
 }
 
 const BEARER = /^Bearer +(\S+) *$/i;
@@ -33,8 +42,14 @@ const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 
 export function createAuthenticator(options: AuthenticatorOptions): Authenticator {
   const { apiToken, auth } = options.config;
-  const verifyJwt = auth.jwtKey ? createJwtVerifier(auth, options.jwt) : null;
-  const verifyApiKey = createApiKeyVerifier(options.apiKeys, options.apiKeyOptions);
+  const { logger } = options;
+  const verifyJwt = auth.jwtKey
+    ? createJwtVerifier(auth, { onRefused: (reason, detail) => logger?.warn("a JWT was refused", { reason, detail }), ...options.jwt })
+    : null;
+  const verifyApiKey = createApiKeyVerifier(options.apiKeys, {
+    onReserved: (record, why) => logger?.warn("an API key for a reserved user id was refused", { keyId: record.id, why }),
+    ...options.apiKeyOptions,
+  });
   // The whole header, as API_TOKEN has always been compared (a token may hold spaces).
   const isApiToken = apiToken === undefined ? () => false : constantTimeEquals(`Bearer ${apiToken}`);
   const required = apiToken !== undefined || verifyJwt !== null;
@@ -53,13 +68,20 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
       if (isApiKey(credential)) return verifyApiKey(credential);
       if (JWT_SHAPE.test(credential)) {
         if (verifyJwt) return verifyJwt(credential);
-        throw new UnauthenticatedError("JWTs are not accepted: no AUTH_JWKS_URL, AUTH_JWT_PUBLIC_KEY or AUTH_JWT_SECRET is configured");
+        throw new UnauthenticatedError("JWTs are not accepted by this server");
       }
       throw new UnauthenticatedError(
         apiToken === undefined
           ? "the bearer credential is neither an API key (rlk_...) nor a JWT"
           : "the bearer credential is neither API_TOKEN, an API key (rlk_...) nor a JWT",
       );
+    },
+    async stillValid(principal) {
+      if (principal.expiresAt && principal.expiresAt.getTime() <= Date.now()) return false;
+      const hash = apiKeyHashOf(principal);
+      if (hash === undefined) return true;
+      const record = await options.apiKeys.findByHash(hash);
+      return record !== null && record.revokedAt === null;
     },
   };
 }
