@@ -5,10 +5,11 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { defaultResponder, splitTokens, startFakeOllama, type FakeOllama, type FakeStep } from "../testkit/fake-ollama.ts";
 import { closedPort, startTestApp, waitForRun } from "../testkit/app.ts";
-import { gqlOk } from "../testkit/graphql.ts";
-import { CONVERSATION, RESUME_RUN, START_RUN } from "../testkit/documents.ts";
+import { collect, gqlOk, wsClient } from "../testkit/graphql.ts";
+import { CONVERSATION, RESUME_RUN, RUN_EVENTS, START_RUN } from "../testkit/documents.ts";
 import type { App } from "../src/app.ts";
 import { createModelFetch, type ModelTransportReport } from "../src/agent/model-fetch.ts";
+import { turns } from "../src/turns.ts";
 
 /** Short enough to keep the suite fast, long enough that a busy machine never trips it by accident. */
 const IDLE_TIMEOUT_MS = 1_500;
@@ -58,6 +59,20 @@ async function expectResumable(conversationId: string, message = "Hello there") 
   expect(after.messages.at(-1)).toMatchObject({ role: "ASSISTANT", content: `Echo: ${message}` });
 }
 
+/** Asks the process's turns for `count` slices of 2 ms of work each, as a busy instance does; resolves when all ran. */
+function holdTurns(count: number): Promise<unknown> {
+  return Promise.all(
+    Array.from({ length: count }, () =>
+      turns.turn().then(() => {
+        const end = performance.now() + 2;
+        while (performance.now() < end) {
+          // busy: no timer or socket is served meanwhile
+        }
+      }),
+    ),
+  );
+}
+
 describe("the model failing", () => {
   it("connection refused (nothing listens on OLLAMA_HOST): MODEL_UNAVAILABLE", async () => {
     const port = await closedPort();
@@ -98,6 +113,31 @@ describe("the model failing", () => {
     const { run, conversationId } = await failingTurn({ kind: "dropMidStream", tokens: ["Cut ", "off "] });
     expect(run).toMatchObject({ status: "FAILED", errorCode: "MODEL_UNAVAILABLE", partialOutput: "Cut off " });
     await vi.waitFor(() => expect(fake.openChatRequests()).toBe(0));
+    await expectResumable(conversationId);
+  });
+
+  it("the socket dropped while the process is busy: every token that arrived before the drop is kept, in partialOutput and the run's events", async () => {
+    // The answer and the drop arrive while the process's turns are held busy and
+    // the model's lines wait for theirs: what arrived must outlive the connection.
+    let load: Promise<unknown> = Promise.resolve();
+    fake.setResponder(() => {
+      load = holdTurns(150);
+      return { kind: "dropMidStream", tokens: ["Half ", "an ", "answer "], delayMs: 20 };
+    });
+    const { runId, conversationId } = await startOn(app.url, "Hello there");
+    const run = await waitForRun(app.url, runId);
+    await load;
+    expect(run).toMatchObject({ status: "FAILED", errorCode: "MODEL_UNAVAILABLE", partialOutput: "Half an answer " });
+    const client = wsClient(app.url);
+    try {
+      const events = (await collect(client, RUN_EVENTS, { runId, after: 0 }).done).map((r) => r.runEvents);
+      const tokens = events.filter((e) => e.__typename === "TokenEvent").map((e) => e.text);
+      expect(tokens.join("")).toBe("Half an answer ");
+      expect(events.at(-1)).toMatchObject({ status: "FAILED", errorCode: "MODEL_UNAVAILABLE" });
+    } finally {
+      await client.dispose();
+    }
+    fake.setResponder(defaultResponder);
     await expectResumable(conversationId);
   });
 

@@ -8,7 +8,8 @@
 // in runledger's queue again), until it is taken or the run is stopped, so a
 // busy model makes a run wait, never fail. Each line the model streams is
 // handed on in its own turn on the event loop (src/turns.ts), so a backlog of
-// buffered tokens never holds the loop in one piece.
+// buffered tokens never holds the loop in one piece; the bytes are read as they
+// arrive, so a connection that drops takes none of them with it.
 import { turns } from "../turns.ts";
 
 export class ModelIdleTimeoutError extends Error {
@@ -110,39 +111,73 @@ function watchedFetch(options: { signal: AbortSignal; idleTimeoutMs: number; rep
       disarm();
       return response;
     }
+    const noteErrorLine = (line: string) => {
+      if (!line.includes('"error"')) return;
+      try {
+        const parsed = JSON.parse(line) as { error?: unknown };
+        if (typeof parsed.error === "string") report.modelError = parsed.error;
+      } catch {
+        // Not JSON: the Ollama client reports it itself.
+      }
+    };
+    // Node's fetch empties the body's queue when the connection fails: bytes that
+    // arrived but were not read yet go with it. So the body is read as it comes,
+    // whatever the turns; its lines wait here for theirs, and the end, or the
+    // failure, is handed on after the last of them.
     const reader = response.body.getReader();
-    const decoder = new TextDecoder();
-    let pending = "";
+    const lines: Uint8Array[] = [];
+    /** Set once the model's stream ended: `failed` with its error when the connection failed. */
+    let ended: { failed: false } | { failed: true; error: unknown } | undefined;
+    /** Wakes the pull waiting for the model's next bytes. */
+    let wake = () => {};
     let cancelled = false;
-    const body = new ReadableStream<Uint8Array>({
-      async pull(ctrl) {
-        arm();
-        try {
+    void (async () => {
+      const decoder = new TextDecoder();
+      let pending = "";
+      try {
+        for (;;) {
           const { value, done } = await readUnlessAborted(reader, signal);
-          if (done) {
-            disarm();
-            noteErrorLine(pending);
-            ctrl.close();
-            return;
-          }
-          // The model has spoken; the timer runs again only while we wait for its next bytes,
-          // so time this process spends on a chunk never counts as the model's silence.
-          disarm();
+          if (done) break;
           pending += decoder.decode(value, { stream: true });
-          const lines = pending.split("\n");
-          pending = lines.pop() ?? "";
-          for (const line of lines) noteErrorLine(line);
-          // An empty chunk is handed on as it is: a pull that enqueues nothing leaves the read that asked for it waiting.
-          if (value.length === 0) return ctrl.enqueue(value);
-          // A turn per line: the time a line waits is this process's, never the model's silence.
+          const texts = pending.split("\n");
+          pending = texts.pop() ?? "";
+          for (const line of texts) noteErrorLine(line);
           for (let from = 0; from < value.length;) {
             const end = value.indexOf(10, from);
             const to = end < 0 ? value.length : end + 1;
+            lines.push(value.subarray(from, to));
+            from = to;
+          }
+          wake();
+        }
+        noteErrorLine(pending);
+        ended = { failed: false };
+      } catch (error) {
+        ended = { failed: true, error };
+      }
+      wake();
+    })();
+    disarm();
+    const body = new ReadableStream<Uint8Array>({
+      async pull(ctrl) {
+        try {
+          // The timer runs only while a reader waits for bytes the model has not sent,
+          // so time this process spends on its lines never counts as the model's silence.
+          while (lines.length === 0 && !ended) {
+            arm();
+            await new Promise<void>((resolve) => (wake = resolve));
+          }
+          disarm();
+          const line = lines.shift();
+          if (line) {
+            // A turn per line: the time a line waits is this process's, never the model's silence.
             await turns.turn();
             if (cancelled) return;
             if (signal.aborted) throw signal.reason;
-            ctrl.enqueue(value.subarray(from, to));
-            from = to;
+            ctrl.enqueue(line);
+          } else if (!cancelled) {
+            if (ended?.failed) throw ended.error;
+            ctrl.close();
           }
         } catch (error) {
           disarm();
@@ -155,15 +190,6 @@ function watchedFetch(options: { signal: AbortSignal; idleTimeoutMs: number; rep
         return reader.cancel(reason);
       },
     });
-    const noteErrorLine = (line: string) => {
-      if (!line.includes('"error"')) return;
-      try {
-        const parsed = JSON.parse(line) as { error?: unknown };
-        if (typeof parsed.error === "string") report.modelError = parsed.error;
-      } catch {
-        // Not JSON: the Ollama client reports it itself.
-      }
-    };
     return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
   };
 }
