@@ -11,7 +11,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { Browser, Page, WebSocketRoute } from "playwright-core";
+import type { Browser, Page, Route, WebSocketRoute } from "playwright-core";
 import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
 import { ROOT, startTestApp, tempDatabaseUrl, waitForRun } from "../testkit/app.ts";
 import { gqlOk } from "../testkit/graphql.ts";
@@ -205,6 +205,49 @@ describe("never stale", () => {
       await screenshot(page, `restart-caught-up-${name}`);
     });
   }
+
+  it("a server restart: the reads that failed while it was down take their notices away once one succeeds; the refusal of the user's own action stays", async () => {
+    const first = await startViaApi(unique("Read across the restart"));
+    await waitForRun(app.url, first.runId);
+    const page = await openConsole(`#/c/${first.conversationId}`);
+    await recorded(page, 1, "COMPLETED");
+    await until(() => app.services.bus.stats().changeSubscribers === 1, "the page's list subscription");
+    const main = page.getByRole("main");
+    // The user's own action, refused: that notice is theirs to dismiss.
+    await main.getByRole("button", { name: "Rename" }).click();
+    const form = page.getByRole("form", { name: "Rename conversation" });
+    await form.getByRole("textbox", { name: "Title" }).fill("   ");
+    await form.getByRole("button", { name: "Save" }).click();
+    const refusal = main.getByRole("alert").filter({ hasText: "Could not rename: VALIDATION" });
+    await refusal.waitFor();
+    await form.getByRole("button", { name: "Cancel" }).click();
+
+    // A run active at the shutdown ends INTERRUPTED: the page reads the conversation
+    // again (its run ended, its row changed) as the server goes away. Those reads
+    // fail as they do once its listener is closed; refused here from the start, so
+    // none slips in before it is.
+    fake.enqueue({ kind: "silence", tokens: ["Thinking "] });
+    await startViaApi("Running at the restart", first.conversationId);
+    await runCard(page, 2).filter({ hasText: "RUNNING" }).waitFor();
+    const refused = (route: Route) => (route.request().method() === "POST" ? route.abort("connectionrefused") : route.continue());
+    await page.route(/\/graphql$/, refused);
+    const port = Number(new URL(app.url).port);
+    await app.close();
+    await connection(page).filter({ hasText: "reconnecting" }).waitFor();
+    const readFailures = main.getByRole("alert").filter({ hasText: "Could not read the conversation: [Network] Failed to fetch" });
+    await readFailures.first().waitFor();
+    await page.unroute(/\/graphql$/, refused);
+    app = await startTestApp({ ollamaUrl: fake.url, databaseUrl: database.url, env: appEnv(port) });
+    await connected(page);
+    await until(() => app.services.bus.stats().changeSubscribers === 1, "the list subscription on the new server", 20_000);
+
+    // Read again after the reconnection: the run shows as it ended, the read failures go, the refusal stays.
+    await recorded(page, 2, "INTERRUPTED");
+    await expect.poll(() => readFailures.count(), { timeout: PAGE_TIMEOUT_MS }).toBe(0);
+    expect(await refusal.count()).toBe(1);
+    expect(await main.getByRole("alert").count()).toBe(1);
+    await screenshot(page, "restart-read-notices-cleared");
+  });
 
   it("a list stream the server completes is subscribed again; a dropped socket in the middle of a run: its stream resumes with after: the last seq seen, so nothing is missed or shown twice", async () => {
     const sent: { at: number; message: string }[] = [];

@@ -176,6 +176,23 @@ export function useConversation(api: Api, id: string, row: ConversationRow | und
 
   const notify = useCallback((text: string) => setNotices((list) => [...list, { id: ++noticeIds.current, text }]), []);
   const dismiss = useCallback((noticeId: number) => setNotices((list) => list.filter((n) => n.id !== noticeId)), []);
+  // A failed read's notice says the page may be out of date, which the next read
+  // that succeeds undoes (a restart fails a read or two, then the page reads
+  // again): that read takes it away, a later failure replaces it. Refusals of the
+  // user's own actions stay until dismissed.
+  const readNotice = useRef<number | null>(null);
+  const readFailed = useCallback((text: string) => {
+    const previous = readNotice.current;
+    const notice = { id: ++noticeIds.current, text };
+    readNotice.current = notice.id;
+    setNotices((list) => [...list.filter((n) => n.id !== previous), notice]);
+  }, []);
+  const readSucceeded = useCallback(() => {
+    const shown = readNotice.current;
+    if (shown === null) return;
+    readNotice.current = null;
+    setNotices((list) => list.filter((n) => n.id !== shown));
+  }, []);
 
   // One read at a time, and one more if asked meanwhile: urql shares a query
   // with an identical one in flight, so a read asked for after a change could
@@ -195,8 +212,9 @@ export function useConversation(api: Api, id: string, row: ConversationRow | und
           (data) => {
             setDetails(data.conversation);
             setMissing(data.conversation === null);
+            readSucceeded();
           },
-          (e: Error) => notify(`Could not read the conversation: ${e.message}`),
+          (e: Error) => readFailed(`Could not read the conversation: ${e.message}`),
         )
         .finally(() => {
           if (reads.again) read();
@@ -204,7 +222,7 @@ export function useConversation(api: Api, id: string, row: ConversationRow | und
         });
     };
     read();
-  }, [api, id, notify]);
+  }, [api, id, readFailed, readSucceeded]);
 
   // The last seq applied per run, kept apart from the rendered state so a resubscription reads it at once.
   const lastSeqs = useRef(new Map<string, number>());
