@@ -3,6 +3,7 @@
 // whichever connection is current. The LangChain tools built over it
 // (server-tools.ts) outlive restarts: they call through this object, never
 // through one SDK client.
+import { AsyncLocalStorage } from "node:async_hooks";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
@@ -44,6 +45,14 @@ export class McpServerConnection {
   #checkingHealth = false;
   #stopping: Promise<void>[] = [];
   readonly #stderrTail: string[] = [];
+  /**
+   * The async context the connection was made in (start-up's). What the SDK reports
+   * runs in the context of whatever set it off, a caller's tool call often enough;
+   * the health check, reconnects and relisting it leads to are the connection's own
+   * and run here, so they never carry a caller's context (its identity, see
+   * caller-identity.ts) nor keep it alive in a timer.
+   */
+  readonly #ownContext = AsyncLocalStorage.snapshot();
 
   constructor(agent: string, definition: McpServerDefinition, options: { logger: McpLogger; timings: McpTimings; onChange: () => void }) {
     this.#agent = agent;
@@ -176,13 +185,13 @@ export class McpServerConnection {
 
     const client = new Client(
       { name: "runledger", version: packageJson.version },
-      { capabilities: {}, listChanged: { tools: { autoRefresh: false, onChanged: () => void this.#relist(client) } } },
+      { capabilities: {}, listChanged: { tools: { autoRefresh: false, onChanged: () => this.#ownContext(() => void this.#relist(client)) } } },
     );
     const transport = this.#createTransport();
     this.#client = client;
     this.#transport = transport;
-    client.onclose = () => this.#lost(client);
-    client.onerror = (error) => this.#transportError(client, error);
+    client.onclose = () => this.#ownContext(() => this.#lost(client));
+    client.onerror = (error) => this.#ownContext(() => this.#transportError(client, error));
 
     const started = Date.now();
     let timer: NodeJS.Timeout | undefined;
