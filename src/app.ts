@@ -160,6 +160,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     agent,
     ownerId: ownership.id,
     maxMessageChars: config.maxMessageChars,
+    maxForkCheckpoints: config.maxForkCheckpoints,
     maxClockSkewMs: config.maxClockSkewMs,
     quotas: config.quotas.activeRuns || config.quotas.runsPerMinute ? config.quotas : undefined,
     telemetry: new RunTelemetry(metrics),

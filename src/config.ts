@@ -48,6 +48,14 @@ export interface Config {
   modelIdleTimeoutMs: number;
   /** `MAX_MESSAGE_CHARS`, default 32000: longer messages get a ValidationError. */
   maxMessageChars: number;
+  /**
+   * `MAX_FORK_CHECKPOINTS`, default 10000 (0: no limit): the most checkpoints one
+   * fork may copy (the chain from the thread's first checkpoint to the one forked
+   * at). A fork copies that chain checkpoint by checkpoint, so this bounds its
+   * reads, writes and memory; a longer chain gets a ValidationError before anything
+   * is copied (fork from an earlier checkpoint). Admins too: it is a size, not a rate.
+   */
+  maxForkCheckpoints: number;
   /** `API_TOKEN`: when set, HTTP needs `Authorization: Bearer <token>` and WebSockets carry it in connection_init; the token stands for an admin. */
   apiToken: string | undefined;
   /** Who may call: JWTs from an identity provider (the `AUTH_*` variables); API keys need no setting. */
@@ -171,7 +179,14 @@ export interface Observability {
 export interface Quotas {
   /** `QUOTA_ACTIVE_RUNS`, default 0 (no limit): runs one principal may have active at once; beyond, QuotaExceededError (REST: 429). */
   activeRuns: number;
-  /** `QUOTA_RUNS_PER_MINUTE`, default 0 (no limit): runs one principal may start in any 60 seconds (starts, resumes, forks with a message). */
+  /**
+   * `QUOTA_RUNS_PER_MINUTE`, default 0 (no limit): writes one principal may make in
+   * any 60 seconds. Each start, resume and editState counts (an edit is a run of
+   * kind EDIT: no model, but a checkpoint written), and each fork (a copy of a
+   * whole chain of checkpoints, see MAX_FORK_CHECKPOINTS): a fork with a message
+   * counts once, as its run. Edits are not held to QUOTA_ACTIVE_RUNS: they call
+   * no model and end at once.
+   */
   runsPerMinute: number;
   /** `QUOTA_ADMINS`, default false: admins (API_TOKEN, an admin key or claim, the local developer) are held to the quotas too. */
   admins: boolean;
@@ -394,6 +409,7 @@ export function loadConfig(env: Env = process.env, readFile: (p: string) => stri
     recursionLimit: intVar(env, "AGENT_RECURSION_LIMIT", 25, 1, 10_000),
     modelIdleTimeoutMs: intVar(env, "MODEL_IDLE_TIMEOUT_MS", 60_000, 10, 86_400_000),
     maxMessageChars: intVar(env, "MAX_MESSAGE_CHARS", 32_000, 1, 10_000_000),
+    maxForkCheckpoints: intVar(env, "MAX_FORK_CHECKPOINTS", 10_000, 0, 100_000_000),
     apiToken,
     logLevel,
     systemPrompt,

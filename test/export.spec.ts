@@ -1,8 +1,10 @@
 // GET /api/conversations/:id/export: JSON Lines (one line per checkpoint, oldest
 // first, in the seed's format plus run_id from the correlation) and Markdown;
 // 400 for a malformed id or format, 404 for an unknown or deleted conversation,
-// and the API token guards it like every other route.
+// and the API token guards it like every other route. A long conversation is
+// read and written a page of checkpoints at a time.
 import fs from "node:fs";
+import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -14,6 +16,11 @@ import { RESUME_RUN, START_RUN } from "../testkit/documents.ts";
 import { buildChatGraph } from "../src/agent/chat-graph.ts";
 import { threadConfig } from "../src/agent/runtime.ts";
 import type { App } from "../src/app.ts";
+import { exportRoute } from "../src/server/routes/export.ts";
+import { setPrincipal } from "../src/server/auth.ts";
+import { LOCAL_PRINCIPAL } from "../src/domain/principal.ts";
+import { EXPORT_PAGE_CHECKPOINTS } from "../src/read/conversation-export.ts";
+import type { ReadSources } from "../src/read/scope.ts";
 
 let fake: FakeOllama;
 let app: App & { databaseFile: string };
@@ -308,5 +315,140 @@ describe("refusals", () => {
     } finally {
       await guarded.close();
     }
+  });
+});
+
+/** Every call made on `target`, by method and the checkpoints it was asked for; `before` runs first (and may hold the call up). */
+function recorded<T extends object>(
+  target: T,
+  calls: { method: string; checkpoints: number | null }[],
+  checkpointsOf: (method: string, args: unknown[]) => number | null,
+  before: (method: string) => Promise<void> = async () => {},
+): T {
+  return new Proxy(target, {
+    get(object, property) {
+      const value = Reflect.get(object, property);
+      if (typeof value !== "function") return value;
+      return async (...args: unknown[]) => {
+        calls.push({ method: String(property), checkpoints: checkpointsOf(String(property), args) });
+        await before(String(property));
+        return value.apply(object, args);
+      };
+    },
+  });
+}
+
+describe("a long conversation", () => {
+  const PAGE = 5;
+  let longId: string;
+  let server: http.Server;
+  let serverUrl: string;
+  const calls: { method: string; checkpoints: number | null }[] = [];
+  /** What the route threw (it cut the response). */
+  const failures: unknown[] = [];
+  /** Resolved by the client when the first bytes of a body reach it. */
+  let firstBytes: { promise: Promise<void>; resolve: () => void };
+  const expectFirstBytes = () => {
+    let resolve!: () => void;
+    firstBytes = { promise: new Promise((r) => (resolve = r)), resolve };
+  };
+
+  beforeAll(async () => {
+    const { startRun } = await gqlOk(app.url, START_RUN, { message: "A long one" });
+    longId = startRun.conversation.id;
+    await waitForRun(app.url, startRun.run.id);
+    const graph = buildChatGraph({ systemPrompt: "", requireApproval: [], checkpointer: app.storage.saver });
+    for (let i = 1; i <= 40; i += 1) await graph.updateState(threadConfig(longId), { messages: [new AIMessage({ content: `Note ${i}` })] }, "agent");
+    // The app's own stores, each call recorded. The second page's contents wait for the client to
+    // have the first bytes: an export that answered only once it had read everything would wait for good.
+    const { services, storage } = app;
+    const sources: ReadSources = {
+      runs: services.store,
+      conversationList: services.conversationList,
+      toolJournal: services.toolJournal,
+      runEvents: services.runEvents,
+      checkpointReads: recorded(
+        storage.checkpointReads,
+        calls,
+        (method, args) => (method === "contents" ? (args[0] as unknown[]).length : null),
+        async (method) => {
+          if (method !== "contents" || calls.filter((c) => c.method === "contents").length !== 2) return;
+          let timer: NodeJS.Timeout | undefined;
+          const timeout = new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(new Error("no byte of the export reached the client before its second page was read")), 10_000);
+          });
+          await Promise.race([firstBytes.promise, timeout]).finally(() => clearTimeout(timer));
+        },
+      ),
+      states: recorded(services.agent, calls, (method, args) =>
+        method === "readHistory" ? ((args[2] as { count?: number } | undefined)?.count ?? Number.POSITIVE_INFINITY) : null,
+      ),
+    };
+    const route = exportRoute(sources, { pageSize: PAGE });
+    server = http.createServer((req, res) => {
+      setPrincipal(req, LOCAL_PRINCIPAL);
+      route(req, res).catch((error: unknown) => {
+        failures.push(error);
+        res.destroy();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    serverUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => server?.close(resolve));
+  });
+
+  /** The body, read as it arrives; resolves firstBytes on its first bytes. */
+  async function readExport(format: string): Promise<{ text: string; chunks: number }> {
+    expectFirstBytes();
+    calls.length = 0;
+    try {
+      const response = await fetch(`${serverUrl}/api/conversations/${longId}/export?format=${format}`);
+      expect(response.status).toBe(200);
+      expect(response.headers.get("content-length")).toBeNull();
+      const reader = response.body!.getReader();
+      const decoder = new TextDecoder();
+      let text = "";
+      let chunks = 0;
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        chunks += 1;
+        firstBytes.resolve();
+        text += decoder.decode(value, { stream: true });
+      }
+      return { text: text + decoder.decode(), chunks };
+    } catch (error) {
+      // A response the route cut: its reason says more than the client's.
+      throw failures[0] ?? error;
+    }
+  }
+
+  it("writes JSON Lines a page of checkpoints at a time, the first before the next is read, as one page would have", async () => {
+    const { text, chunks } = await readExport("jsonl");
+    const lines = text.trimEnd().split("\n");
+    expect(lines.length).toBeGreaterThan(40);
+    // The app's own route reads the same conversation in one page: the text is the same, byte for byte.
+    expect(lines.length).toBeLessThanOrEqual(EXPORT_PAGE_CHECKPOINTS);
+    expect(text).toBe(await (await fetch(exportUrl(longId, "jsonl"))).text());
+    expect(chunks).toBeGreaterThan(1);
+    // Each checkpoint's state and contents are read with its page, never the whole history at once.
+    const pages = Math.ceil(lines.length / PAGE);
+    const contents = calls.filter((c) => c.method === "contents");
+    const histories = calls.filter((c) => c.method === "readHistory");
+    expect(contents).toHaveLength(pages);
+    expect(histories).toHaveLength(pages);
+    for (const read of [...contents, ...histories]) expect(read.checkpoints).toBeLessThanOrEqual(PAGE);
+    expect(calls.filter((c) => c.method === "readCheckpoint" || c.method === "readThread")).toEqual([]);
+  });
+
+  it("writes Markdown a page of checkpoints at a time, as one page would have", async () => {
+    const { text } = await readExport("markdown");
+    expect(text).toBe(await (await fetch(exportUrl(longId, "markdown"))).text());
+    expect(text).toContain("Note 40\n");
+    const histories = calls.filter((c) => c.method === "readHistory");
+    expect(histories.length).toBeGreaterThan(40 / PAGE);
+    for (const read of histories) expect(read.checkpoints).toBeLessThanOrEqual(PAGE);
   });
 });

@@ -11,6 +11,7 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import { Command, Overwrite, type BaseCheckpointSaver, type StateSnapshot } from "@langchain/langgraph";
 import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import { mintCheckpointId } from "../correlation/index.ts";
+import { ValidationError } from "../domain/errors.ts";
 import { kindOf, type AgentDefinition } from "./kinds/index.ts";
 import type { AgentGraph, CompiledAgentGraph } from "./kinds/kind.ts";
 import { toolInfo, type McpToolSource, type ToolInfo } from "./tool-info.ts";
@@ -312,13 +313,27 @@ export class AgentRuntime {
    * as a failure of the fork's own runs, a copied answer or result would never
    * be used); the pending step starts afresh in the copy. Through the saver's
    * own API, so it works on every backend. Returns the copy's head (the new id
-   * of `checkpointId`) and how many messages the copy holds.
+   * of `checkpointId`) and how many messages the copy holds. A chain longer than
+   * `maxCheckpoints` (MAX_FORK_CHECKPOINTS; 0 is no limit) is a ValidationError,
+   * found while walking it, before anything is written.
    */
-  async copyThread(sourceThreadId: string, checkpointId: string, targetThreadId: string, agentName: string): Promise<{ head: string; messageCount: number }> {
+  async copyThread(
+    sourceThreadId: string,
+    checkpointId: string,
+    targetThreadId: string,
+    agentName: string,
+    maxCheckpoints = 0,
+  ): Promise<{ head: string; messageCount: number }> {
     const saver = this.#options.checkpointer;
     const chain: CheckpointTuple[] = [];
     let at: RunnableConfig | undefined = { configurable: { thread_id: sourceThreadId, checkpoint_ns: "", checkpoint_id: checkpointId } };
     while (at) {
+      if (maxCheckpoints > 0 && chain.length >= maxCheckpoints) {
+        throw new ValidationError(
+          `forking at checkpoint ${checkpointId} would copy more than ${maxCheckpoints} checkpoints (MAX_FORK_CHECKPOINTS); fork at an earlier one`,
+          "checkpointId",
+        );
+      }
       const tuple = await saver.getTuple(at);
       if (!tuple) throw new Error(`checkpoint ${String(at.configurable?.checkpoint_id)} of thread ${sourceThreadId} is missing`);
       chain.unshift(tuple);
@@ -358,11 +373,13 @@ export class AgentRuntime {
   /**
    * The states of the thread's checkpoints, oldest first, from one pass over its
    * history; with a range, only the checkpoints from `from` to `to` (inclusive)
-   * are deserialized. Never calls a model.
+   * are deserialized, and with its `count` (how many the range holds, when the
+   * caller knows) only that many are read from the database at all: without a
+   * limit the saver fetches every older checkpoint too. Never calls a model.
    */
-  async readHistory(conversationId: string, agentName: string, range?: { from: string; to: string }): Promise<CheckpointState[]> {
+  async readHistory(conversationId: string, agentName: string, range?: { from: string; to: string; count?: number }): Promise<CheckpointState[]> {
     // `before` is exclusive; `to` followed by one more character sorts after `to` and before any later id of the same length.
-    const options = range ? { before: { configurable: { checkpoint_id: `${range.to}0` } } } : undefined;
+    const options = range ? { before: { configurable: { checkpoint_id: `${range.to}0` } }, ...(range.count ? { limit: range.count } : {}) } : undefined;
     const states: CheckpointState[] = [];
     for await (const snapshot of this.#reader(agentName).getStateHistory(threadConfig(conversationId), options)) {
       const state = checkpointState(snapshot);

@@ -36,11 +36,15 @@ export function runAt<R extends RunWindow>(runs: readonly R[], id: string): R | 
   return run !== null && holds(run, id) ? run : null;
 }
 
-/** Messages in the order they first appear across a thread's history (oldest checkpoint first), with that checkpoint. */
+/**
+ * Messages in the order they first appear across a thread's history (oldest
+ * checkpoint first), with that checkpoint. A history read in parts, oldest part
+ * first, passes the same `seen` with each part.
+ */
 export function firstAppearances<M extends { id?: string }>(
   history: readonly { checkpointId: string; messages: readonly M[] }[],
+  seen = new Set<string>(),
 ): { message: M; checkpointId: string }[] {
-  const seen = new Set<string>();
   const result: { message: M; checkpointId: string }[] = [];
   for (const state of history) {
     state.messages.forEach((message, index) => {

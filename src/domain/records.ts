@@ -162,7 +162,7 @@ export interface NewRun {
   /**
    * The starter's quotas, checked in the same transaction as the insert (so they
    * hold across instances): QuotaExceededError when it already has `activeRuns`
-   * running, or started `runsPerMinute` runs in the last minute. 0 is no limit;
+   * running, or made `runsPerMinute` writes (runs, edits, forks) in the last minute. 0 is no limit;
    * absent, none is checked.
    */
   quota?: RunQuota;

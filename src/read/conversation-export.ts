@@ -2,8 +2,13 @@
 // checkpoint, oldest first, with the run the correlation assigns it and that
 // run's usage) and a Markdown transcript (each message under the run it first
 // appeared in, with what each run cost and what it asked a person).
-import type { ConversationRecord, InterruptRecord, RunRecord, Usage } from "../domain/records.ts";
-import type { CheckpointState } from "../agent/runtime.ts";
+//
+// Both come out in parts, as they are made. The checkpoint list (ids, times,
+// steps: what the correlation needs) is read whole, but each checkpoint's state
+// holds the thread's whole message list at its moment, so states are read a
+// page of EXPORT_PAGE_CHECKPOINTS at a time, and each page is written before
+// the next is read: an export's memory is about one page's, however long the thread.
+import type { CheckpointRecord, ConversationRecord, InterruptRecord, RunRecord, Usage } from "../domain/records.ts";
 import { firstAppearances, runAt, startedBy } from "../correlation/index.ts";
 import { toApiMessage, type ApiMessage } from "./messages.ts";
 import type { ReadScope } from "./scope.ts";
@@ -55,47 +60,89 @@ function exported(message: ApiMessage | null): ExportedMessage | null {
   return { id: message.id, role: message.role, content: message.content, tool_calls: message.toolCalls, tool_call_id: message.toolCallId, name: message.name };
 }
 
-/** One object per checkpoint of the conversation, oldest first. */
-export async function exportCheckpointLines(scope: ReadScope, conversationId: string): Promise<CheckpointExportLine[]> {
-  const view = await scope.thread(conversationId);
-  const lines: CheckpointExportLine[] = [];
-  // Asked for together, so each is one read for the whole thread.
-  const [states, contents] = await Promise.all([
-    Promise.all(view.checkpoints.map((c) => scope.state(c))),
-    Promise.all(view.checkpoints.map((c) => scope.contents(c))),
-  ]);
-  for (const [i, checkpoint] of view.checkpoints.entries()) {
-    const state = states[i];
-    const content = contents[i];
-    const run = view.runOfCheckpoint.get(checkpoint.id);
-    lines.push({
-      checkpoint_id: checkpoint.id,
-      created_at: checkpoint.createdAt.toISOString(),
-      step: checkpoint.step,
-      source: checkpoint.source,
-      next: state?.next ?? [],
-      message_count: content?.messageCount ?? 0,
-      last_message: content?.lastMessage ? exported(toApiMessage(content.lastMessage, content.messageCount - 1)) : null,
-      run_id: run?.id ?? null,
-      run_usage: exportedUsage(run),
-    });
-  }
-  return lines;
+/** Checkpoints whose states an export holds at once. */
+export const EXPORT_PAGE_CHECKPOINTS = 50;
+
+/** The thread's checkpoints in pages of `size`, oldest first. */
+function* pagesOf(checkpoints: readonly CheckpointRecord[], size: number): Generator<CheckpointRecord[]> {
+  for (let start = 0; start < checkpoints.length; start += size) yield checkpoints.slice(start, start + size);
 }
 
-/** The conversation as Markdown: title, ids and dates, then each run with the messages it added. */
-export async function exportMarkdown(scope: ReadScope, conversation: ConversationRecord): Promise<string> {
-  const [view, history, interrupts, pending] = await Promise.all([
+/** One object per checkpoint of the conversation, oldest first, a page of `pageSize` at a time. */
+export async function* exportCheckpointLines(
+  scope: ReadScope,
+  conversationId: string,
+  pageSize = EXPORT_PAGE_CHECKPOINTS,
+): AsyncGenerator<CheckpointExportLine[]> {
+  const view = await scope.thread(conversationId);
+  for (const page of pagesOf(view.checkpoints, pageSize)) {
+    const [states, contents] = await Promise.all([scope.statesOfPage(conversationId, page), scope.contentsOfPage(conversationId, page)]);
+    yield page.map((checkpoint, i) => {
+      const state = states[i];
+      const content = contents[i];
+      const run = view.runOfCheckpoint.get(checkpoint.id);
+      return {
+        checkpoint_id: checkpoint.id,
+        created_at: checkpoint.createdAt.toISOString(),
+        step: checkpoint.step,
+        source: checkpoint.source,
+        next: state?.next ?? [],
+        message_count: content?.messageCount ?? 0,
+        last_message: content?.lastMessage ? exported(toApiMessage(content.lastMessage, content.messageCount - 1)) : null,
+        run_id: run?.id ?? null,
+        run_usage: exportedUsage(run),
+      };
+    });
+  }
+}
+
+/**
+ * Lines joined by newlines as they come, ending as the whole text would once
+ * its trailing newlines were folded into one: a run of newlines is held back
+ * until more text follows it.
+ */
+class LineWriter {
+  #lines: string[] = [];
+  #held = "";
+
+  push(...lines: string[]): void {
+    this.#lines.push(...lines);
+  }
+
+  /** The text of the lines pushed since the last take, less the newlines at its end (held back). */
+  take(): string {
+    const text = this.#lines.map((line) => `${line}\n`).join("");
+    this.#lines = [];
+    const body = text.replace(/\n+$/, "");
+    if (body === "") {
+      this.#held += text;
+      return "";
+    }
+    const out = this.#held + body;
+    this.#held = text.slice(body.length);
+    return out;
+  }
+
+  /** The rest, and the one newline the text ends with. */
+  end(): string {
+    return `${this.take()}\n`;
+  }
+}
+
+/** The conversation as Markdown (title, ids and dates, then each run with the messages it added), in parts, a page of `pageSize` checkpoints at a time. */
+export async function* exportMarkdown(scope: ReadScope, conversation: ConversationRecord, pageSize = EXPORT_PAGE_CHECKPOINTS): AsyncGenerator<string> {
+  const [view, interrupts, pending] = await Promise.all([
     scope.thread(conversation.id),
-    scope.history(conversation.id),
     scope.interruptsOf(conversation.id),
     scope.pendingInterrupts(conversation.id),
   ]);
   const runs = view.runs;
   const pendingIds = new Set(pending.map((i) => i.id));
-  const latest: CheckpointState | undefined = history.at(-1);
+  // The transcript is the thread as it stands: the head's state says which messages that is.
+  const head = view.checkpoints.at(-1);
+  const [latest] = head ? await scope.statesOfPage(conversation.id, [head]) : [];
   const current = new Set((latest?.messages ?? []).map((m, i) => m.id ?? `#${i}`));
-  const out: string[] = [];
+  const out = new LineWriter();
   out.push(`# ${oneLine(conversation.title)}`, "");
   out.push(`- Conversation: \`${conversation.id}\``);
   out.push(`- Created: ${conversation.createdAt.toISOString()}`);
@@ -108,6 +155,7 @@ export async function exportMarkdown(scope: ReadScope, conversation: Conversatio
   if (total.modelCalls > 0) out.push(`- Usage: ${usageLine(total)}`);
   if (latest && latest.next.length > 0) out.push(`- Pending step: ${latest.next.join(", ")} (the thread has work left)`);
   out.push("");
+  yield out.take();
 
   let emitted = 0;
   let outside = false;
@@ -127,23 +175,28 @@ export async function exportMarkdown(scope: ReadScope, conversation: Conversatio
       outside = false;
     }
   };
-  for (const { message, checkpointId } of firstAppearances(history)) {
-    // The transcript is the thread as it stands: messages later removed are left out.
-    if (message.id !== undefined && !current.has(message.id)) continue;
-    const api = toApiMessage(message, 0);
-    if (!api) continue;
-    emitRunsStartedBy(checkpointId);
-    const known = view.runOfCheckpoint.get(checkpointId);
-    const run = known !== undefined ? known : runAt(runs, checkpointId);
-    if (!run && !outside) {
-      out.push(...asked.splice(0), "## Outside any run", "", "_Written by a state update, not by a run._", "");
-      outside = true;
+  const seen = new Set<string>();
+  for (const page of pagesOf(view.checkpoints, pageSize)) {
+    const history = (await scope.statesOfPage(conversation.id, page)).filter((state) => state !== null);
+    for (const { message, checkpointId } of firstAppearances(history, seen)) {
+      // Messages later removed are left out.
+      if (message.id !== undefined && !current.has(message.id)) continue;
+      const api = toApiMessage(message, 0);
+      if (!api) continue;
+      emitRunsStartedBy(checkpointId);
+      const known = view.runOfCheckpoint.get(checkpointId);
+      const run = known !== undefined ? known : runAt(runs, checkpointId);
+      if (!run && !outside) {
+        out.push(...asked.splice(0), "## Outside any run", "", "_Written by a state update, not by a run._", "");
+        outside = true;
+      }
+      out.push(...messageBlocks(api));
     }
-    out.push(...messageBlocks(api));
+    yield out.take();
   }
   emitRunsStartedBy(null);
   out.push(...asked);
-  return out.join("\n").replace(/\n+$/, "") + "\n";
+  yield out.end();
 }
 
 function runHeading(run: RunRecord, position: number): string[] {

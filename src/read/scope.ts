@@ -37,8 +37,8 @@ import { toApiMessage } from "./messages.ts";
 export interface ThreadStateReader {
   /** The thread's latest state. */
   readThread(conversationId: string, agent: string): Promise<ThreadState>;
-  /** The states of the thread's checkpoints, oldest first; with a range, only those from `from` to `to`. */
-  readHistory(conversationId: string, agent: string, range?: { from: string; to: string }): Promise<CheckpointState[]>;
+  /** The states of the thread's checkpoints, oldest first; with a range, only those from `from` to `to` (at most `count` of them, when given). */
+  readHistory(conversationId: string, agent: string, range?: { from: string; to: string; count?: number }): Promise<CheckpointState[]>;
   readCheckpoint(conversationId: string, agent: string, checkpointId: string): Promise<CheckpointState | null>;
 }
 
@@ -414,9 +414,25 @@ export class ReadScope {
     return this.#states.load(checkpointKey({ threadId: checkpoint.threadId, checkpointId: checkpoint.id }));
   }
 
-  /** The thread's states, oldest first (a whole history: for exports). */
-  async history(conversationId: string): Promise<CheckpointState[]> {
-    return this.#sources.states.readHistory(conversationId, await this.#agentOf(conversationId));
+  /**
+   * LangGraph's states at consecutive checkpoints of one thread (a page of an
+   * export), read for those alone and cached nowhere: an export walks a long
+   * thread a page at a time, and this execution's caches would keep every page.
+   */
+  async statesOfPage(conversationId: string, page: readonly CheckpointRecord[]): Promise<(CheckpointState | null)[]> {
+    if (page.length === 0 || !(await this.conversation(conversationId))) return page.map(() => null);
+    const range = { from: page[0]!.id, to: page.at(-1)!.id, count: page.length };
+    const found = new Map((await this.#sources.states.readHistory(conversationId, await this.#agentOf(conversationId), range)).map((s) => [s.checkpointId, s]));
+    return page.map((c) => found.get(c.id) ?? null);
+  }
+
+  /** The message counts and last messages of checkpoints of one thread, cached nowhere (see statesOfPage). */
+  async contentsOfPage(conversationId: string, page: readonly CheckpointRecord[]): Promise<(CheckpointContentRecord | null)[]> {
+    if (page.length === 0 || !(await this.conversation(conversationId))) return page.map(() => null);
+    const found = new Map(
+      (await this.#sources.checkpointReads.contents(page.map((c) => ({ threadId: conversationId, checkpointId: c.id })))).map((c) => [c.checkpointId, c]),
+    );
+    return page.map((c) => found.get(c.id) ?? null);
   }
 
   /**

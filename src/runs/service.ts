@@ -11,7 +11,17 @@ import { DEFAULT_AGENT } from "../agent/definitions.ts";
 import { runUserOf } from "../agent/run-user.ts";
 import type { ModelTransportReport } from "../agent/model-fetch.ts";
 import type { ConversationChange, RunEventBody } from "../domain/events.ts";
-import type { ConversationRecord, IdempotencyRecord, NewIdempotencyKey, NewRun, RunOutcome, RunRecord, RunUsage, StateEdit } from "../domain/records.ts";
+import type {
+  ConversationRecord,
+  IdempotencyRecord,
+  NewIdempotencyKey,
+  NewRun,
+  RunOutcome,
+  RunQuota,
+  RunRecord,
+  RunUsage,
+  StateEdit,
+} from "../domain/records.ts";
 import { messageFromJson } from "../agent/message-json.ts";
 import {
   IdempotencyKeyReusedError,
@@ -54,6 +64,8 @@ export interface RunServiceOptions {
   agent: AgentRuntime;
   ownerId: string;
   maxMessageChars: number;
+  /** The most checkpoints a fork may copy (`MAX_FORK_CHECKPOINTS`); 0 or absent is no limit. */
+  maxForkCheckpoints?: number;
   /** How far behind this instance's clock may be and a run still start (it waits that long); `MAX_CLOCK_SKEW_MS`. */
   maxClockSkewMs: number;
   logger: Logger;
@@ -478,8 +490,18 @@ export class RunService {
     if (!source || !canSee(principal, source)) throw new NotFoundError("Checkpoint", checkpointId);
     const agent = this.#requireAgent(source.agent, source);
     const conversationId = randomUUID();
+    // A fork counts as a write (with a message, as its run; without, it is held to QUOTA_RUNS_PER_MINUTE alone):
+    // a caller at its quota is refused before the copy it would waste. The insert's own check is the one that holds.
+    const quota = this.#quotaOf(principal);
+    const forkQuota = quota && message === null ? { ...quota, activeRuns: 0 } : quota;
+    if (forkQuota) await this.options.store.checkQuota(principal.id, forkQuota, this.#now());
     // The copy first: a crash before the row leaves an unreferenced thread, never a conversation without its history.
-    const { head, messageCount } = await this.options.agent.copyThread(source.id, checkpoint.id, conversationId, agent);
+    const { head, messageCount } = await this.options.agent.copyThread(source.id, checkpoint.id, conversationId, agent, this.options.maxForkCheckpoints);
+    // The insert refused (the quota, after a write of the caller's that came between; a retry's key): the copy goes too.
+    const dropCopy = async (error: unknown): Promise<never> => {
+      await this.options.store.rollBackThread(conversationId, null).catch(() => {});
+      throw error;
+    };
     const fork = {
       title: forkTitle(source.title),
       agent,
@@ -488,7 +510,7 @@ export class RunService {
       owner: principal.id,
     };
     if (message === null) {
-      const conversation = await this.options.store.createConversation(conversationId, fork, this.#now());
+      const conversation = await this.options.store.createConversation(conversationId, fork, this.#now(), forkQuota).catch(dropCopy);
       if (key) {
         try {
           await this.options.store.recordIdempotencyKey({ ...key, conversationId, runId: null });
@@ -501,10 +523,9 @@ export class RunService {
       this.#announce({ conversationId, kind: "created", at: this.#now() });
       return { conversation, run: null };
     }
-    const result = await this.options.store.startRun(
-      { ...this.#newRun(conversationId, "start", message, mintMark(), head, principal, agent), idempotency: key ?? undefined },
-      fork,
-    );
+    const result = await this.options.store
+      .startRun({ ...this.#newRun(conversationId, "start", message, mintMark(), head, principal, agent), idempotency: key ?? undefined }, fork)
+      .catch(dropCopy);
     return { ...result, run: await this.#begin(result.run, agent, { kind: "message", text: message }, "created", principal) };
   }
 
@@ -571,11 +592,13 @@ export class RunService {
     const active = await store.activeRun(conversation.id);
     if (active) throw new RunInProgressError(conversation.id, active.id);
     const [startMark] = await this.#startPoint(conversation.id);
-    // An edit calls no model: it is never queued and counts toward no quota; the database still allows one active run.
+    // An edit calls no model: it is never queued and not held to QUOTA_ACTIVE_RUNS, but it writes a
+    // checkpoint, so it counts toward QUOTA_RUNS_PER_MINUTE. The database still allows one active run.
+    const quota = this.#quotaOf(principal);
     const { run } = await store.startRun({
       ...this.#newRun(conversation.id, "edit", null, startMark, checkpoint.id, principal, agentName),
       endpoint: null,
-      quota: undefined,
+      quota: quota && { activeRuns: 0, runsPerMinute: quota.runsPerMinute },
       edit,
       idempotency: key ?? undefined,
     });
@@ -774,6 +797,12 @@ export class RunService {
     clearTimeout(timer);
   }
 
+  /** The principal's quotas; none for admins unless QUOTA_ADMINS says otherwise. */
+  #quotaOf(principal: Principal): RunQuota | undefined {
+    const { quotas } = this.options;
+    return quotas && (principal.role !== "admin" || quotas.admins) ? { activeRuns: quotas.activeRuns, runsPerMinute: quotas.runsPerMinute } : undefined;
+  }
+
   #newRun(
     conversationId: string,
     kind: NewRun["kind"],
@@ -783,9 +812,7 @@ export class RunService {
     principal: Principal,
     agent: string,
   ): NewRun {
-    const { quotas } = this.options;
-    // Admins are exempt unless QUOTA_ADMINS says otherwise.
-    const quota = quotas && (principal.role !== "admin" || quotas.admins) ? { activeRuns: quotas.activeRuns, runsPerMinute: quotas.runsPerMinute } : undefined;
+    const quota = this.#quotaOf(principal);
     return {
       id: randomUUID(),
       conversationId,

@@ -1,7 +1,7 @@
 // Editing a thread's state: the editState mutation (LangGraph's updateState,
 // recorded as a run of kind EDIT) and what an edit run wrote (Run.edit).
 import type { ConversationRecord, RunRecord, StateEdit } from "../domain/records.ts";
-import { IdempotencyKeyReusedError, NotFoundError, RunInProgressError, ValidationError } from "../domain/errors.ts";
+import { IdempotencyKeyReusedError, NotFoundError, QuotaExceededError, RunInProgressError, ValidationError } from "../domain/errors.ts";
 import { builder } from "./builder.ts";
 import { Checkpoint, Conversation, Run } from "./refs.ts";
 
@@ -71,7 +71,7 @@ builder.mutationField("editState", (t) =>
       "Writes a new checkpoint into a conversation's thread through LangGraph's updateState, recorded as a run of kind EDIT. Resume the conversation to run on from it.",
     args: { input: t.arg({ type: EditStateInput, required: true }) },
     errors: {
-      types: [ValidationError, NotFoundError, RunInProgressError, IdempotencyKeyReusedError],
+      types: [ValidationError, NotFoundError, RunInProgressError, QuotaExceededError, IdempotencyKeyReusedError],
       directResult: true,
       union: { name: "EditStateResult" },
     },

@@ -80,7 +80,7 @@ builder.objectType(InterruptMismatchError, {
 
 builder.objectType(QuotaExceededError, {
   name: "QuotaExceededError",
-  description: "The caller is at one of its quotas (runs active at once, or runs started per minute); nothing was written.",
+  description: "The caller is at one of its quotas (runs active at once, or writes per minute: runs, edits and forks); nothing was written.",
   interfaces: [ErrorInterface],
   fields: (t) => ({
     limit: t.exposeString("limit", { description: "The quota reached, by its variable: QUOTA_ACTIVE_RUNS or QUOTA_RUNS_PER_MINUTE." }),

@@ -295,6 +295,28 @@ export function describeRunStoreConformance(backend: StorageBackend) {
         await store.startRun(newRun(randomUUID(), { startedBy: "bob", startedAt: at(600) }), newConversation("free"));
       }));
 
+    it("counts a starter's forks toward its writes per minute: one as one write, with its run once; a refused fork writes nothing", () =>
+      withStore(async (store) => {
+        const quota = { activeRuns: 0, runsPerMinute: 3 };
+        const { conversation: source } = await store.startRun(newRun(randomUUID(), { startedBy: "carol" }), newConversation("source", { owner: "carol" }));
+        const fork = (title: string) => newConversation(title, { owner: "dana", forkedFrom: { conversationId: source.id, checkpointId: randomUUID() } });
+        // A fork with a message: its run and its conversation are one write.
+        await store.startRun(newRun(randomUUID(), { startedBy: "dana", startedAt: at(0), quota }), fork("with a run"));
+        await store.createConversation(randomUUID(), fork("without"), at(10), quota);
+        await store.checkQuota("dana", quota, at(20));
+        await store.createConversation(randomUUID(), fork("the third"), at(30), quota);
+        const checked = (await store.checkQuota("dana", quota, at(40)).catch((e: unknown) => e)) as QuotaExceededError;
+        expect(checked).toBeInstanceOf(QuotaExceededError);
+        expect(checked).toMatchObject({ limit: "QUOTA_RUNS_PER_MINUTE", retryAfterSeconds: 60 });
+        const refusedId = randomUUID();
+        const refused = await store.createConversation(refusedId, fork("refused"), at(50), quota).catch((e: unknown) => e);
+        expect(refused).toMatchObject({ limit: "QUOTA_RUNS_PER_MINUTE" });
+        expect(await store.getConversation(refusedId)).toBeNull();
+        // Dana's writes are not carol's; without a quota nothing is checked.
+        await store.checkQuota("carol", quota, at(60));
+        await store.createConversation(randomUUID(), fork("free"), at(70));
+      }));
+
     it("lets exactly one of concurrent starts on a conversation win", () =>
       withStore(async (store) => {
         const id = randomUUID();

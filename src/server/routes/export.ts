@@ -2,23 +2,61 @@
 // per checkpoint, oldest first, with the run the timestamp correlation assigns
 // it and that run's usage. Markdown: a readable transcript. 400 for a malformed id or an unknown
 // format, 404 for an unknown conversation, each as `{code, message}` like the
-// lab's routes. The server checks API_TOKEN first.
+// lab's routes. The server checks API_TOKEN first. The body is written as it is
+// made, a page of checkpoints at a time (conversation-export.ts), with no
+// content-length: a long conversation's export is never held whole.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { requireUuid, ValidationError } from "../../domain/errors.ts";
 import { ReadScope, type ReadSources } from "../../read/scope.ts";
-import { exportCheckpointLines, exportMarkdown } from "../../read/conversation-export.ts";
+import { EXPORT_PAGE_CHECKPOINTS, exportCheckpointLines, exportMarkdown } from "../../read/conversation-export.ts";
 import { sendRefusal } from "../send.ts";
 import { principalOf } from "../auth.ts";
 
 const EXPORT_PATH = /^\/api\/conversations\/([^/]+)\/export$/;
 export const EXPORT_FORMATS = ["jsonl", "markdown"] as const;
 
-function sendText(res: ServerResponse, contentType: string, text: string, head: boolean): void {
-  res.writeHead(200, { "content-type": contentType, "content-length": Buffer.byteLength(text), "cache-control": "no-store" });
-  res.end(head ? undefined : text);
+/** Resolves once the client has taken what was queued for it, or is gone. */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.on("drain", done);
+    res.on("close", done);
+  });
 }
 
-export function exportRoute(sources: ReadSources): (req: IncomingMessage, res: ServerResponse) => Promise<boolean> {
+/**
+ * Writes the parts as they come, reading on only while the client keeps up (a
+ * slow reader holds up the reads, not a growing queue of pages). The first part
+ * is made before the status is sent, so a failure to read anything is still a
+ * 500; a later one cuts the response (the server destroys it), never ending it
+ * as if it were whole.
+ */
+async function sendParts(res: ServerResponse, contentType: string, parts: AsyncGenerator<string>): Promise<void> {
+  try {
+    let part = await parts.next();
+    res.writeHead(200, { "content-type": contentType, "cache-control": "no-store" });
+    while (!part.done) {
+      // A client gone (or too slow: write-stall.ts) is read for no further.
+      if (res.destroyed) return;
+      if (part.value !== "" && !res.write(part.value)) await drained(res);
+      part = await parts.next();
+    }
+    if (!res.destroyed) res.end();
+  } finally {
+    await parts.return(undefined);
+  }
+}
+
+async function* jsonLines(lines: AsyncGenerator<object[]>): AsyncGenerator<string> {
+  for await (const page of lines) yield page.map((line) => JSON.stringify(line) + "\n").join("");
+}
+
+export function exportRoute(sources: ReadSources, options: { pageSize?: number } = {}): (req: IncomingMessage, res: ServerResponse) => Promise<boolean> {
+  const pageSize = options.pageSize ?? EXPORT_PAGE_CHECKPOINTS;
   return async (req, res) => {
     const url = new URL(req.url ?? "/", "http://localhost");
     const match = EXPORT_PATH.exec(url.pathname);
@@ -48,13 +86,17 @@ export function exportRoute(sources: ReadSources): (req: IncomingMessage, res: S
       sendRefusal(res, 404, "NOT_FOUND", `Conversation ${JSON.stringify(id)} does not exist`);
       return true;
     }
-    const head = req.method === "HEAD";
-    if (format === "markdown") {
-      sendText(res, "text/markdown; charset=utf-8", await exportMarkdown(scope, conversation), head);
-    } else {
-      const lines = await exportCheckpointLines(scope, conversation.id);
-      sendText(res, "application/x-ndjson; charset=utf-8", lines.map((line) => JSON.stringify(line) + "\n").join(""), head);
+    const contentType = format === "markdown" ? "text/markdown; charset=utf-8" : "application/x-ndjson; charset=utf-8";
+    if (req.method === "HEAD") {
+      res.writeHead(200, { "content-type": contentType, "cache-control": "no-store" });
+      res.end();
+      return true;
     }
+    await sendParts(
+      res,
+      contentType,
+      format === "markdown" ? exportMarkdown(scope, conversation, pageSize) : jsonLines(exportCheckpointLines(scope, conversation.id, pageSize)),
+    );
     return true;
   };
 }

@@ -2,7 +2,7 @@
 // connection; the database's unique index keeps one running run per
 // conversation across every instance. Statements are named, so each connection
 // prepares each once.
-import { NotFoundError, RunInProgressError } from "../../domain/errors.ts";
+import { NotFoundError, RunInProgressError, type QuotaExceededError } from "../../domain/errors.ts";
 import type {
   ConversationRecord,
   IdempotencyRecord,
@@ -11,6 +11,7 @@ import type {
   NewRun,
   OwnerRecord,
   RunOutcome,
+  RunQuota,
   RunRecord,
   Usage,
 } from "../../domain/records.ts";
@@ -111,9 +112,17 @@ const SQL = {
     FROM runs r WHERE r.id = ANY($1) AND r.status = 'queued'`,
   // One starter's starts take turns (a transaction-scoped lock on its id), so the counts below hold until the insert commits.
   lockStarter: `SELECT pg_advisory_xact_lock(hashtextextended('runledger:quota:' || $1, 0))`,
+  // The starter's running runs, and its writes since $2: the runs it started (edits too), and its forks
+  // that started none with them (a fork's run starts in the fork's own transaction, at the moment the conversation is created).
   quotaCounts: `SELECT (SELECT count(*) FROM runs WHERE started_by = $1 AND status IN ('queued', 'running'))::int AS active,
-      count(*)::int AS recent, min(started_at) AS oldest
-    FROM runs WHERE started_by = $1 AND started_at > $2`,
+      count(*)::int AS recent, min(at) AS oldest
+    FROM (
+      SELECT started_at AS at FROM runs WHERE started_by = $1 AND started_at > $2
+      UNION ALL
+      SELECT c.created_at FROM conversations c
+      WHERE c.owner = $1 AND c.forked_from_checkpoint_id IS NOT NULL AND c.created_at > $2
+        AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.conversation_id = c.id AND r.started_at = c.created_at)
+    ) AS writes`,
   finishRun: `UPDATE runs SET status = $1, error_code = $2, error_message = $3, partial_output = $4, finished_at = $5, end_mark = $6, last_event_seq = $7,
       input_tokens = $9, output_tokens = $10, model_calls = $11, time_to_first_token_ms = $12, model_duration_ms = $13,
       start_mark = CASE WHEN status = 'queued' AND owner_id IS NULL THEN COALESCE($6, start_mark) ELSE start_mark END
@@ -189,13 +198,7 @@ export class PostgresRunStore implements RunStore {
   async startRun(run: NewRun, newConversation?: NewConversation): Promise<{ run: RunRecord; conversation: ConversationRecord }> {
     try {
       return await inTransaction(this.#pool, async (client) => {
-        if (run.quota && run.startedBy != null) {
-          await this.#query(client, "lockStarter", [run.startedBy]);
-          const since = new Date(run.startedAt.getTime() - QUOTA_WINDOW_MS);
-          const [counts] = await this.#query<{ active: number; recent: number; oldest: Date | null }>(client, "quotaCounts", [run.startedBy, since]);
-          const refusal = quotaRefusal(run.quota, { ...counts!, oldestRecent: counts!.oldest }, run.startedAt);
-          if (refusal) throw refusal;
-        }
+        if (run.quota && run.startedBy != null) await this.#refuseBeyond(client, run.quota, run.startedBy, run.startedAt);
         if (newConversation) {
           const { title, agent, forkedFrom } = newConversation;
           await this.#query(client, "insertConversation", [
@@ -371,9 +374,38 @@ export class PostgresRunStore implements RunStore {
     });
   }
 
-  async createConversation(id: string, conversation: NewConversation, at: Date): Promise<ConversationRecord> {
+  /** The refusal `quota` calls for, as `who`'s writes stand at `at`; null when the write may go ahead. */
+  async #refusal(on: PostgresPool | PostgresClient, quota: RunQuota, who: string, at: Date): Promise<QuotaExceededError | null> {
+    const since = new Date(at.getTime() - QUOTA_WINDOW_MS);
+    const [counts] = await this.#query<{ active: number; recent: number; oldest: Date | null }>(on, "quotaCounts", [who, since]);
+    return quotaRefusal(quota, { ...counts!, oldestRecent: counts!.oldest }, at);
+  }
+
+  /** In a write's transaction: takes the starter's lock (its other writes wait until this one commits), then throws any refusal. */
+  async #refuseBeyond(client: PostgresClient, quota: RunQuota, who: string, at: Date): Promise<void> {
+    await this.#query(client, "lockStarter", [who]);
+    const refusal = await this.#refusal(client, quota, who, at);
+    if (refusal) throw refusal;
+  }
+
+  async checkQuota(who: string, quota: RunQuota, at: Date): Promise<void> {
+    const refusal = await this.#refusal(this.#pool, quota, who, at);
+    if (refusal) throw refusal;
+  }
+
+  async createConversation(id: string, conversation: NewConversation, at: Date, quota?: RunQuota): Promise<ConversationRecord> {
+    const owner = conversation.owner;
+    if (!quota || owner === null) return this.#insertConversation(this.#pool, id, conversation, at);
+    // The count and the insert in one transaction, as for a start.
+    return inTransaction(this.#pool, async (client) => {
+      await this.#refuseBeyond(client, quota, owner, at);
+      return this.#insertConversation(client, id, conversation, at);
+    });
+  }
+
+  async #insertConversation(on: PostgresPool | PostgresClient, id: string, conversation: NewConversation, at: Date): Promise<ConversationRecord> {
     const { title, agent, forkedFrom, messageCount = 0, owner } = conversation;
-    const [row] = await this.#query<ConversationRow>(this.#pool, "createConversation", [
+    const [row] = await this.#query<ConversationRow>(on, "createConversation", [
       id,
       title,
       at,

@@ -1,5 +1,6 @@
-// The quota rule both run stores apply inside startRun's transaction: counts in,
-// a refusal (or none) out. Each store counts with its own SQL.
+// The quota rule both run stores apply inside a write's transaction (startRun, a
+// fork's createConversation): counts in, a refusal (or none) out. Each store
+// counts with its own SQL.
 import { QuotaExceededError } from "../../domain/errors.ts";
 import type { RunQuota } from "../../domain/records.ts";
 
@@ -8,7 +9,7 @@ export const QUOTA_WINDOW_MS = 60_000;
 export interface QuotaCounts {
   /** The starter's running runs. */
   active: number;
-  /** Runs it started within the last QUOTA_WINDOW_MS, and the oldest of those starts. */
+  /** Its writes within the last QUOTA_WINDOW_MS (runs started, edits among them, and forks without a run), and the oldest of those. */
   recent: number;
   oldestRecent: Date | null;
 }
@@ -30,7 +31,7 @@ export function quotaRefusal(quota: RunQuota, counts: QuotaCounts, now: Date): Q
     return new QuotaExceededError(
       "QUOTA_RUNS_PER_MINUTE",
       retryAfterSeconds,
-      `you started ${counts.recent} runs in the last minute; the limit is ${quota.runsPerMinute} (QUOTA_RUNS_PER_MINUTE)`,
+      `you made ${counts.recent} writes (runs, edits, forks) in the last minute; the limit is ${quota.runsPerMinute} (QUOTA_RUNS_PER_MINUTE)`,
     );
   }
   return null;

@@ -12,6 +12,7 @@ import type {
   NewRun,
   OwnerRecord,
   RunOutcome,
+  RunQuota,
   RunRecord,
   Usage,
 } from "../../domain/records.ts";
@@ -125,11 +126,19 @@ function writeStatements(db: SqliteDatabase) {
       `UPDATE runs SET status = 'queued', queue_reason = 'MODEL_BUSY', queued_at = ? WHERE id = ? AND status = 'running' AND owner_id = ?`,
     ),
     moveStart: db.prepare<[string, string | null, string]>(`UPDATE runs SET start_mark = ?, start_checkpoint_id = ? WHERE id = ? AND status = 'running'`),
-    // A starter's running runs, and its runs started since a moment (the quotas).
+    // A starter's running runs, and its writes since a moment (the quotas): the runs it
+    // started (edits too), and its forks that started none with them (a fork's run
+    // starts in the fork's own transaction, at the moment the conversation is created).
     quotaCounts: db.prepare<{ who: string; since: string }, { active: number; recent: number; oldest: string | null }>(
       `SELECT (SELECT count(*) FROM runs WHERE started_by = @who AND status IN ('queued', 'running')) AS active,
-              count(*) AS recent, min(started_at) AS oldest
-       FROM runs WHERE started_by = @who AND started_at > @since`,
+              count(*) AS recent, min(at) AS oldest
+       FROM (
+         SELECT started_at AS at FROM runs WHERE started_by = @who AND started_at > @since
+         UNION ALL
+         SELECT c.created_at FROM conversations c
+         WHERE c.owner = @who AND c.forked_from_checkpoint_id IS NOT NULL AND c.created_at > @since
+           AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.conversation_id = c.id AND r.started_at = c.created_at)
+       )`,
     ),
     finishRun: db.prepare(
       `UPDATE runs SET status = @status, error_code = @errorCode, error_message = @errorMessage, partial_output = @partialOutput,
@@ -283,12 +292,7 @@ export class SqliteRunStore implements RunStore {
     try {
       return await this.#write(() => {
         // Inside the write transaction: no other process's start can come between the count and the insert.
-        if (run.quota && run.startedBy != null) {
-          const since = formatSqliteDate(new Date(run.startedAt.getTime() - QUOTA_WINDOW_MS));
-          const counts = w.quotaCounts.get({ who: run.startedBy, since })!;
-          const refusal = quotaRefusal(run.quota, { ...counts, oldestRecent: counts.oldest === null ? null : parseSqliteDate(counts.oldest) }, run.startedAt);
-          if (refusal) throw refusal;
-        }
+        if (run.quota && run.startedBy != null) this.#refuseBeyond(run.quota, run.startedBy, run.startedAt);
         if (newConversation) {
           const { title, agent, forkedFrom } = newConversation;
           w.insertConversation.run(
@@ -357,10 +361,22 @@ export class SqliteRunStore implements RunStore {
     });
   }
 
-  createConversation(id: string, conversation: NewConversation, at: Date): Promise<ConversationRecord> {
+  /** Throws the refusal `quota` calls for, as `who`'s writes stand at `at`. */
+  #refuseBeyond(quota: RunQuota, who: string, at: Date): void {
+    const counts = this.#w.quotaCounts.get({ who, since: formatSqliteDate(new Date(at.getTime() - QUOTA_WINDOW_MS)) })!;
+    const refusal = quotaRefusal(quota, { ...counts, oldestRecent: counts.oldest === null ? null : parseSqliteDate(counts.oldest) }, at);
+    if (refusal) throw refusal;
+  }
+
+  async checkQuota(who: string, quota: RunQuota, at: Date): Promise<void> {
+    this.#refuseBeyond(quota, who, at);
+  }
+
+  createConversation(id: string, conversation: NewConversation, at: Date, quota?: RunQuota): Promise<ConversationRecord> {
     const w = this.#w;
     const when = formatSqliteDate(at);
     return this.#write(() => {
+      if (quota && conversation.owner !== null) this.#refuseBeyond(quota, conversation.owner, at);
       w.insertConversation.run(
         id,
         conversation.title,

@@ -10,6 +10,7 @@ import type {
   NewRun,
   OwnerRecord,
   RunOutcome,
+  RunQuota,
   RunRecord,
   RunUsage,
   Usage,
@@ -66,8 +67,12 @@ export interface RunStore {
    * when it is cancelled.
    */
   finishRun(runId: string, outcome: RunOutcome): Promise<RunRecord | null>;
-  /** A conversation without a run yet (a fork asked for without a message). */
-  createConversation(id: string, conversation: NewConversation, at: Date): Promise<ConversationRecord>;
+  /**
+   * A conversation without a run yet (a fork asked for without a message). With
+   * `quota`, its owner's quotas are checked in the same transaction, the fork
+   * counting as one write (QuotaExceededError, nothing written).
+   */
+  createConversation(id: string, conversation: NewConversation, at: Date, quota?: RunQuota): Promise<ConversationRecord>;
   renameConversation(id: string, title: string, at: Date): Promise<ConversationRecord>;
   /** Deletes the conversation, its runs and its LangGraph thread. NotFoundError, or RunInProgressError while a run is active. */
   deleteConversation(id: string): Promise<ConversationRecord>;
@@ -150,6 +155,13 @@ export interface RunStore {
   ): Promise<RunRecord[]>;
   /** Sets conversations' messageCount (a thread counted after its run was recorded). */
   recordMessageCounts(messageCounts: ReadonlyMap<string, number>): Promise<void>;
+
+  /**
+   * QuotaExceededError when `who` is at one of `quota`'s limits at `at`: a look
+   * before costly work (a fork's copy) that a refusal would waste. The write's own
+   * check, in its transaction, is the one that holds.
+   */
+  checkQuota(who: string, quota: RunQuota, at: Date): Promise<void>;
 
   // Reads. Batch readers take many keys and answer for each (missing keys are left out).
   getConversation(id: string): Promise<ConversationRecord | null>;
