@@ -1,4 +1,4 @@
-// Apollo Client 4 and urql against a real runledger, set up as the README shows
+// Apollo Client 4 and urql against a real runledger, set up as docs/clients.md shows
 // (test/clients/*.ts): queries and mutations over HTTP, subscriptions over
 // graphql-ws, and typed refusals (an Error interface inside a result union).
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from "vitest";

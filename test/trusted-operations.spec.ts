@@ -84,7 +84,7 @@ interface Sent {
 }
 
 /**
- * The README's urql client (test/clients/urql.ts) with one exchange more, doing
+ * docs/clients.md's urql client (test/clients/urql.ts) with one exchange more, doing
  * what @urql/exchange-persisted does with the client preset's hashes: each
  * operation goes as its id (`extensions.persistedQuery`), without its document.
  * What it sends is recorded on the way out.

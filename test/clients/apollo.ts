@@ -1,4 +1,4 @@
-// The Apollo Client 4 setup the README shows (Clients → Apollo Client), as the client specs run it.
+// The Apollo Client 4 setup docs/clients.md shows (Apollo Client), as the client specs run it.
 // #region readme:apollo
 import { ApolloClient, ApolloLink, HttpLink, InMemoryCache, type PossibleTypesMap } from "@apollo/client";
 import { GraphQLWsLink } from "@apollo/client/link/subscriptions";

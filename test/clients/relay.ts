@@ -1,4 +1,4 @@
-// The Relay environment the README shows (Clients → Relay), as the client specs run it.
+// The Relay environment docs/clients.md shows (Relay), as the client specs run it.
 // #region readme:relay
 import { Environment, Network, Observable, RecordSource, Store, type FetchFunction, type GraphQLResponse, type SubscribeFunction } from "relay-runtime";
 import { createClient } from "graphql-ws";

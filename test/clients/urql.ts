@@ -1,4 +1,4 @@
-// The urql setup the README shows (Clients → urql), as the client specs run it.
+// The urql setup docs/clients.md shows (urql), as the client specs run it.
 // #region readme:urql
 import { Client, fetchExchange, subscriptionExchange } from "@urql/core";
 import { createClient } from "graphql-ws";
