@@ -277,18 +277,20 @@ function readBody(req: http.IncomingMessage): Promise<string> {
 }
 
 /** Waits until the shared clock reads `at`, or less if the response closes first, so no timer outlives an aborted request. */
-function until(res: http.ServerResponse, at: number): Promise<void> {
-  const wait = at - nowMs();
-  if (wait <= 0 || res.destroyed) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      res.off("close", done);
-      resolve();
-    };
-    const timer = setTimeout(done, wait);
-    res.once("close", done);
-  });
+async function until(res: http.ServerResponse, at: number): Promise<void> {
+  // A timer counts from the event loop's cached time, which lags the clock after
+  // a busy stretch, so it can fire early: wait again until the clock says so.
+  for (let wait = at - nowMs(); wait > 0 && !res.destroyed; wait = at - nowMs()) {
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        res.off("close", done);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.ceil(wait));
+      res.once("close", done);
+    });
+  }
 }
 
 function pause(res: http.ServerResponse, ms: number): Promise<void> {

@@ -297,6 +297,7 @@ export type ConsoleEditStateMutation = { editState:
     | { __typename: 'EditStateSuccess', run: { id: string, status: RunStatus, kind: RunKind, input: string | null, startedAt: string, errorMessage: string | null }, checkpoint: { id: string, next: Array<string> } | null }
     | { __typename: 'IdempotencyKeyReusedError', code: ErrorCode, message: string }
     | { __typename: 'NotFoundError', code: ErrorCode, message: string }
+    | { __typename: 'QuotaExceededError', code: ErrorCode, message: string }
     | { __typename: 'RunInProgressError', code: ErrorCode, message: string }
     | { __typename: 'ValidationError', code: ErrorCode, message: string }
    };
