@@ -44,6 +44,52 @@ function storageLayerOf(file: string): number {
   return layer;
 }
 
+/**
+ * src/runs is the run service, in two sides that meet at one seam, and the
+ * services beside it. RunService (service.ts) is a facade composing both
+ * sides. The API side (start, resume, cancel, fork, edit: validate, record,
+ * hand over) reaches the execution side (execution/: claim, execute, record
+ * the outcome, stop) only through the seam, so execution can move to another
+ * thread or process; the execution side never imports the API side. Both use
+ * the shared modules, which import neither.
+ */
+const RUNS_PARTS: Record<string, string[]> = {
+  facade: ["service.ts"],
+  api: ["start-run.ts", "resume-run.ts", "cancel-run.ts", "fork-conversation.ts", "edit-state.ts", "api-context.ts", "idempotent-replay.ts"],
+  execution: ["execution"],
+  seam: ["execution-seam.ts"],
+  shared: [
+    "options.ts",
+    "start-point.ts",
+    "admission.ts",
+    "adaptive-limit.ts",
+    "classify.ts",
+    "stored-events.ts",
+    "message-counts.ts",
+    "idempotency.ts",
+    "conversation-notices.ts",
+  ],
+  beside: ["conversations.ts", "ownership.ts"],
+};
+const RUNS_MAY_IMPORT: Record<string, string[]> = {
+  facade: ["api", "execution", "seam", "shared"],
+  api: ["api", "seam", "shared"],
+  execution: ["execution", "seam", "shared"],
+  seam: [],
+  shared: ["shared"],
+  beside: ["shared"],
+};
+/** The longest a file in src/runs may be, in lines: one use case, or one part of one, per file. */
+const RUNS_MAX_LINES = 300;
+const RUNS = path.join(SRC, "runs");
+
+function runsPartOf(file: string): string {
+  const top = path.relative(RUNS, file).split(path.sep)[0]!;
+  const part = Object.keys(RUNS_PARTS).find((name) => RUNS_PARTS[name]!.includes(top));
+  if (!part) throw new Error(`${path.relative(ROOT, file)} is in no part of src/runs: add it to RUNS_PARTS and to docs/design.md`);
+  return part;
+}
+
 function sourceFiles(dir: string): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const full = path.join(dir, entry.name);
@@ -100,6 +146,37 @@ describe("the layout of src/", () => {
       }
     }
     expect(upward).toEqual([]);
+  });
+
+  it("holds src/runs to its parts: the API side reaches the execution side only through the seam, and neither imports the other", () => {
+    const forbidden: string[] = [];
+    for (const [file, targets] of graph) {
+      if (!file.startsWith(RUNS + path.sep)) continue;
+      const from = runsPartOf(file);
+      for (const target of targets) {
+        if (!target.startsWith(RUNS + path.sep)) continue;
+        const to = runsPartOf(target);
+        if (!RUNS_MAY_IMPORT[from]!.includes(to)) forbidden.push(`${path.relative(RUNS, file)} (${from}) → ${path.relative(RUNS, target)} (${to})`);
+      }
+    }
+    expect(forbidden).toEqual([]);
+  });
+
+  it("keeps the execution side below the API: it never imports src/schema, src/server, src/read or src/context.ts", () => {
+    const above: string[] = [];
+    for (const [file, targets] of graph) {
+      if (!file.startsWith(RUNS + path.sep) || runsPartOf(file) !== "execution") continue;
+      for (const target of targets) if (layerOf(target) < layerOf(RUNS)) above.push(`${path.relative(SRC, file)} → ${path.relative(SRC, target)}`);
+    }
+    expect(above).toEqual([]);
+  });
+
+  it(`keeps every file in src/runs at ${RUNS_MAX_LINES} lines or fewer`, () => {
+    const long = files
+      .filter((file) => file.startsWith(RUNS + path.sep))
+      .map((file) => ({ file: path.relative(SRC, file), lines: fs.readFileSync(file, "utf8").split("\n").length - 1 }))
+      .filter(({ lines }) => lines > RUNS_MAX_LINES);
+    expect(long).toEqual([]);
   });
 
   it("has no import cycles", () => {
