@@ -38,7 +38,7 @@ const sourceFileUrls = {
 };
 
 /** Bundles one entry point of the package into `outfile` (packages stay in node_modules) and says so. */
-async function bundle(entry, outfile) {
+async function bundle(entry, outfile, options = {}) {
   const result = await esbuild.build({
     absWorkingDir: ROOT,
     entryPoints: [path.join(ROOT, entry)],
@@ -54,6 +54,7 @@ async function bundle(entry, outfile) {
     plugins: [sourceFileUrls],
     logLevel: "warning",
     metafile: true,
+    ...options,
   });
   const bytes = result.metafile.outputs[path.relative(ROOT, outfile)]?.bytes ?? 0;
   process.stdout.write(`wrote ${path.relative(ROOT, outfile)} (${Math.round(bytes / 1024)} KiB)\n`);
@@ -63,6 +64,11 @@ await fs.rm(OUTDIR, { recursive: true, force: true });
 await bundle("src/main.ts", OUTFILE);
 // The API key CLI (`npm run keys`), for a deployment without tsx: node dist/keys.js create --user NAME.
 await bundle("scripts/keys.ts", path.join(OUTDIR, "keys.js"));
+// The `runledger` command (package.json's bin): serve, migrate, keys, check-config. It imports
+// dist/main.js by a path computed at run time, so the server is not bundled twice.
+const CLI = path.join(OUTDIR, "cli.js");
+await bundle("src/cli/index.ts", CLI, { banner: { js: "#!/usr/bin/env node" }, logOverride: { "unsupported-dynamic-import": "silent" } });
+await fs.chmod(CLI, 0o755);
 
 const consoleFiles = await bundleConsole();
 await fs.mkdir(CONSOLE_OUTDIR, { recursive: true });

@@ -14,7 +14,7 @@ import { openStorage } from "../src/storage/index.ts";
 import { ROOT, tempDatabaseUrl } from "../testkit/app.ts";
 import { postgresDatabase, SERVICES_TIMEOUT_MS } from "../testkit/services.ts";
 
-import { parseCommand, UsageError, USAGE } from "../scripts/keys-command.ts";
+import { parseCommand, UsageError, USAGE } from "../src/cli/keys-command.ts";
 
 const exec = promisify(execFile);
 const TIMEOUT_MS = 60_000;

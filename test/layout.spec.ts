@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { ROOT } from "../testkit/app.ts";
 
 const LAYERS = [
-  ["main.ts", "app.ts"],
+  ["cli", "main.ts", "app.ts"],
   ["server"],
   ["schema"],
   ["context.ts"],
@@ -30,7 +30,7 @@ const SRC = path.join(ROOT, "src");
  * assembles it.
  */
 const STORAGE_LAYERS = [
-  ["index.ts", "open-sqlite.ts", "open-postgres.ts"],
+  ["index.ts", "open-sqlite.ts", "open-postgres.ts", "migration-status.ts"],
   ["types.ts"],
   ["run-store", "conversation-list", "checkpoint-reads", "event-bus", "api-keys", "tool-journal", "run-events"],
   ["sqlite", "postgres", "rows.ts", "batch.ts", "page.ts"],

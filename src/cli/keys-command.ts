@@ -1,8 +1,13 @@
-// The arguments of npm run keys: parsed and checked before anything is opened.
+// The arguments of `runledger keys` (and `npm run keys --`): parsed and checked before anything is opened.
 import { parseArgs } from "node:util";
-import { reservedUserId } from "../src/server/identity/api-keys.ts";
+import { reservedUserId } from "../server/identity/api-keys.ts";
 
-export const USAGE = "usage: npm run keys -- create --user NAME [--admin] [--label TEXT] | list | revoke ID";
+/** The usage line, for the way the command was called. */
+export function keysUsage(program = "npm run keys --"): string {
+  return `usage: ${program} create --user NAME [--admin] [--label TEXT] | list | revoke ID`;
+}
+
+export const USAGE = keysUsage();
 
 export type Command = { name: "create"; user: string; admin: boolean; label: string | null } | { name: "list" } | { name: "revoke"; id: string };
 
