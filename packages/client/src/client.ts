@@ -1,0 +1,102 @@
+// createRunledgerClient: one connection per client, and a store per
+// conversation on top of it.
+import { ConversationStore } from "./conversation.js";
+import { ClientCore } from "./core.js";
+import { createAutoTransport } from "./fallback.js";
+import type { Readable } from "./observable.js";
+import { defaultStorage, type ResumeStorage } from "./resume.js";
+import { createSseTransport } from "./sse.js";
+import type { ConnectionState, CredentialProvider, Transport } from "./transport.js";
+import { createWebSocketTransport } from "./websocket.js";
+
+export interface RunledgerClientOptions {
+  /** runledger's base URL (http://127.0.0.1:4000) or its /graphql endpoint. Needed unless `transport` is a Transport. */
+  url?: string;
+  /**
+   * Answers the credential to send (an API key, API_TOKEN or a JWT), or
+   * undefined for none. Asked on every connection and request, and again
+   * after the server refuses one (WebSocket close 4401, HTTP 401), so it can
+   * hand out a refreshed token. Default: no credential.
+   */
+  credentials?: CredentialProvider;
+  /** Where resume points are kept: the tab's sessionStorage in a browser, memory elsewhere. Any getItem/setItem/removeItem store fits. */
+  storage?: ResumeStorage;
+  /**
+   * - `"auto"` (the default): one WebSocket, with Server-Sent Events instead
+   *   when there is no WebSocket or it cannot be made while HTTP works;
+   * - `"websocket"` or `"sse"`: that one only;
+   * - a Transport: your own, such as the test transport of `@runledger/client/testing`.
+   */
+  transport?: "auto" | "websocket" | "sse" | Transport;
+  /** The WebSocket class where there is no global one (Node 20: the `ws` package's default export). */
+  webSocketImpl?: unknown;
+  /** The fetch for queries, mutations and SSE; the global one by default. */
+  fetch?: typeof fetch;
+  /** How often the WebSocket is pinged (ms; default 10 000); a missing pong drops and remakes it. */
+  keepAliveMs?: number;
+  /** How many times a request that got no answer is sent again, with backoff and the same idempotency key (default 5). */
+  retries?: number;
+  /** How long after a streamed event the resume point is written, at most (ms; default 100). */
+  persistMs?: number;
+  /** How often a QUEUED run's place in the queue is read again (ms; default 2 000). */
+  queuePollMs?: number;
+}
+
+export interface RunledgerClient {
+  /** The connection's state: connecting, connected, reconnecting, unauthorized or offline. */
+  readonly connection: Readable<ConnectionState>;
+  readonly transport: Transport;
+  /**
+   * A store following one conversation (null or nothing: a new one, created
+   * by its first submit). Each call makes a store of its own; close() it when done.
+   */
+  conversation(conversationId?: string | null): ConversationStore;
+  /** Connects again at once: after `unauthorized`, once the credential provider has a new credential. */
+  reconnect(): void;
+  /** Closes every store and the connection. */
+  dispose(): Promise<void>;
+}
+
+function transportFrom(options: RunledgerClientOptions): Transport {
+  const choice = options.transport ?? "auto";
+  if (typeof choice === "object") return choice;
+  if (!options.url) throw new Error("createRunledgerClient: `url` is needed (runledger's base URL, http://127.0.0.1:4000)");
+  const settings = {
+    url: options.url,
+    credentials: options.credentials,
+    fetch: options.fetch,
+    webSocketImpl: options.webSocketImpl,
+    keepAliveMs: options.keepAliveMs,
+  };
+  if (choice === "websocket") return createWebSocketTransport(settings);
+  if (choice === "sse") return createSseTransport(settings);
+  return createAutoTransport(settings);
+}
+
+export function createRunledgerClient(options: RunledgerClientOptions): RunledgerClient {
+  const transport = transportFrom(options);
+  const core = new ClientCore({
+    transport,
+    storage: options.storage ?? defaultStorage(),
+    retries: options.retries ?? 5,
+    persistMs: options.persistMs ?? 100,
+    queuePollMs: options.queuePollMs ?? 2_000,
+  });
+  // A page about to unload writes its resume points first.
+  const events = globalThis as {
+    addEventListener?: (type: string, listener: () => void) => void;
+    removeEventListener?: (type: string, listener: () => void) => void;
+  };
+  const flush = () => core.flushAll();
+  events.addEventListener?.("pagehide", flush);
+  return {
+    connection: transport.connection,
+    transport,
+    conversation: (conversationId = null) => new ConversationStore(core, conversationId),
+    reconnect: () => transport.reconnect(),
+    async dispose() {
+      events.removeEventListener?.("pagehide", flush);
+      await core.dispose();
+    },
+  };
+}

@@ -1,0 +1,569 @@
+// One conversation, followed, not one run: its thread as last read from the
+// server, overlaid with what its live runs stream, wherever they were started
+// (here, another tab, a plain GraphQL call, the queue). Runs are learned of
+// from conversationsChanged and from reads, and each is followed with
+// runEvents(runId, after: lastSeq), so a rejoin after a dropped socket, a
+// server restart or a refresh continues exactly where it stopped.
+//
+// The store is a subscribe/getSnapshot pair: every change makes a new
+// immutable snapshot, ready for React's useSyncExternalStore.
+import { CANCEL_RUN, CONVERSATION, EDIT_STATE, FORK_CONVERSATION, RESUME_RUN, RUN_EVENTS, RUN_RECORD, START_RUN } from "./documents.js";
+import type { JsonValue, Multitask, RunledgerConversationsChangedSubscription, RunledgerRunFragment } from "./generated.js";
+import type { InterruptAnswer } from "./interrupts.js";
+import { Value, type Readable } from "./observable.js";
+import { clearResume, readResume, writeResume } from "./resume.js";
+import { applyEvent, emptyRun, isTerminal, liveRun, refill, withRecord, type LiveRun, type RunEvent, type RunState } from "./run-log.js";
+import { deriveSnapshot, sortedRuns, type ConversationData, type ConversationSnapshot, type Outgoing, type Tracked } from "./snapshot.js";
+import { keepSubscribed } from "./stream.js";
+
+export type { ConversationSnapshot } from "./snapshot.js";
+import type { ActionError, ClientCore, Result } from "./core.js";
+
+type Notice = RunledgerConversationsChangedSubscription["conversationsChanged"];
+
+export interface SubmitOptions {
+  /** What to do when a run is already active: REJECT (the server's default), ENQUEUE, INTERRUPT or ROLLBACK. */
+  multitask?: Multitask;
+  /** Sent with every attempt of this submit, so a retry never starts a second run. Default: a new random key per submit. */
+  idempotencyKey?: string;
+  /** The agent of a new conversation (ignored for an existing one, which keeps its own). */
+  agent?: string;
+}
+
+export interface RespondOptions {
+  /** The interrupt answered; may be left out when exactly one waits. */
+  interruptId?: string;
+  /** Default: a new random key, reused by the retries of this call. */
+  idempotencyKey?: string;
+}
+
+function newKey(): string {
+  const crypto = (globalThis as { crypto?: { randomUUID?: () => string } }).crypto;
+  if (crypto?.randomUUID) return crypto.randomUUID();
+  return `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}-${Math.random().toString(36).slice(2)}`;
+}
+
+export class ConversationStore implements Readable<ConversationSnapshot> {
+  readonly #core: ClientCore;
+  readonly #value: Value<ConversationSnapshot>;
+  readonly #eventListeners = new Set<(event: RunEvent) => void>();
+  /** Bumped on every open and detach: a callback of an earlier one changes nothing. */
+  #gen = 0;
+  #id: string | null = null;
+  #phase: ConversationSnapshot["phase"] = "idle";
+  #base: { data: ConversationData; tick: number } | null = null;
+  #runs = new Map<string, Tracked>();
+  #outgoing: Outgoing[] = [];
+  #error: ActionError | null = null;
+  #tick = 0;
+  #order = 0;
+  #attached = false;
+  #closed = false;
+  #unnotice: (() => void) | null = null;
+  #reads = { busy: false, again: false };
+  #dirty: Tracked | null = null;
+  #persistTimer: ReturnType<typeof setTimeout> | null = null;
+
+  constructor(core: ClientCore, conversationId: string | null) {
+    this.#core = core;
+    core.adopt(this);
+    this.#value = new Value(this.#derive());
+    this.open(conversationId);
+  }
+
+  getSnapshot = (): ConversationSnapshot => this.#value.getSnapshot();
+  subscribe = (listener: () => void): (() => void) => this.#value.subscribe(listener);
+
+  /**
+   * Calls `listener` with each run event as it is applied: in seq order, each
+   * at most once, duplicates from a replay left out. Returns its unsubscribe.
+   */
+  onEvent(listener: (event: RunEvent) => void): () => void {
+    this.#eventListeners.add(listener);
+    return () => {
+      this.#eventListeners.delete(listener);
+    };
+  }
+
+  /**
+   * Shows another conversation (null: a new one): everything followed for the
+   * previous one is unsubscribed first, and nothing it still sends lands here.
+   * A run of the new one left live in storage is rejoined after its last seq.
+   */
+  open(conversationId: string | null): void {
+    if (this.#closed) throw new Error("this conversation store is closed");
+    if (conversationId === this.#id && this.#attached) return;
+    this.#teardown();
+    this.#id = conversationId;
+    this.#phase = conversationId ? "loading" : "idle";
+    this.#base = null;
+    this.#runs = new Map();
+    this.#outgoing = [];
+    this.#error = null;
+    if (conversationId) this.#attach();
+    else this.#attached = true;
+    this.#publish();
+  }
+
+  /** Stops listening (every subscription ends) and keeps what is shown; the server's runs go on. attach() listens again. */
+  detach(): void {
+    this.#teardown();
+    this.#publish();
+  }
+
+  /** Listens again after detach(): reads the conversation and rejoins its live runs after their last seq. */
+  attach(): void {
+    if (this.#closed || this.#attached) return;
+    if (this.#id) this.#attach();
+    else this.#attached = true;
+    this.#publish();
+  }
+
+  /** Detaches for good. */
+  close(): void {
+    this.#teardown();
+    this.#closed = true;
+    this.#core.forget(this);
+    this.#publish();
+  }
+
+  /**
+   * Sends a user message: a run of this conversation (a new conversation if
+   * there is none yet). The message shows at once and is replaced by the
+   * thread's own once stored. An attempt that gets no answer is sent again
+   * with the same idempotency key, so at most one run starts.
+   */
+  async submit(message: string, options: SubmitOptions = {}): Promise<Result<{ conversationId: string; runId: string }>> {
+    const outgoing: Outgoing = { key: options.idempotencyKey ?? newKey(), content: message, options, runId: null, state: "sending", error: null };
+    this.#outgoing = [...this.#outgoing, outgoing];
+    this.#publish();
+    return this.#send(outgoing);
+  }
+
+  /** Sends an `unsent` message again, with the idempotency key of its first attempt. */
+  async retry(messageId: string): Promise<Result<{ conversationId: string; runId: string }>> {
+    const outgoing = this.#outgoing.find((o) => `pending:${o.key}` === messageId && o.state === "unsent");
+    if (!outgoing) return { ok: false, error: { code: "NOT_FOUND", message: `no unsent message ${messageId}` } };
+    this.#replaceOutgoing(outgoing, { state: "sending", error: null });
+    return this.#send(this.#outgoing.find((o) => o.key === outgoing.key)!);
+  }
+
+  /** Removes an `unsent` message from the snapshot. */
+  discard(messageId: string): void {
+    this.#outgoing = this.#outgoing.filter((o) => !(`pending:${o.key}` === messageId && o.state === "unsent"));
+    this.#publish();
+  }
+
+  async #send(outgoing: Outgoing): Promise<Result<{ conversationId: string; runId: string }>> {
+    const gen = this.#gen;
+    const { multitask, agent } = outgoing.options;
+    const input = {
+      message: outgoing.content,
+      idempotencyKey: outgoing.key,
+      ...(this.#id ? { conversationId: this.#id } : {}),
+      ...(multitask ? { multitask } : {}),
+      ...(agent ? { agent } : {}),
+    };
+    const outcome = await this.#core.mutate(START_RUN, { input }, "startRun");
+    // The store moved to another conversation meanwhile: nothing of this one lands here.
+    if (gen !== this.#gen) return outcome.ok ? { ok: true, value: { conversationId: outcome.value.conversation.id, runId: outcome.value.run.id } } : outcome;
+    if (!outcome.ok) {
+      this.#replaceOutgoing(outgoing, { state: "unsent", error: { code: outcome.error.code, message: outcome.error.message } });
+      this.#publish();
+      return outcome;
+    }
+    const { run, conversation } = outcome.value;
+    if (this.#id === null) {
+      this.#id = conversation.id;
+      this.#phase = "loading";
+      this.#attach();
+    }
+    this.#replaceOutgoing(outgoing, { runId: run.id });
+    const tracked = this.#track(run.id, run);
+    this.#follow(tracked);
+    this.#persist(tracked);
+    this.#publish();
+    return { ok: true, value: { conversationId: conversation.id, runId: run.id } };
+  }
+
+  /** Cancels the run on the server (the newest active one, or `runId`); its stream then ends CANCELLED. */
+  async stop(runId?: string): Promise<Result<RunState>> {
+    const target = runId ?? this.getSnapshot().run?.id;
+    const tracked = target ? this.#runs.get(target) : undefined;
+    if (!target || (tracked && isTerminal(tracked.live.run.status) && tracked.live.run.lastSeq > 0)) {
+      return { ok: false, error: { code: "RUN_NOT_ACTIVE", message: "no run to stop" } };
+    }
+    const gen = this.#gen;
+    const outcome = await this.#core.mutate(CANCEL_RUN, { input: { runId: target, idempotencyKey: newKey() } }, "cancelRun");
+    if (!outcome.ok) return outcome;
+    if (gen === this.#gen) this.#record(outcome.value.run);
+    return { ok: true, value: this.#runs.get(target)?.live.run ?? withRecord(emptyRun(target), outcome.value.run) };
+  }
+
+  /**
+   * Answers the interrupt the thread waits on (resumeRun with responses); the
+   * run that continues is followed. Typed for tool approvals and tools in
+   * doubt (AnswerTo<I>), any JSON for a graph's own question.
+   */
+  async respond(value: InterruptAnswer, options: RespondOptions = {}): Promise<Result<RunState>> {
+    const pending = this.getSnapshot().interrupts;
+    const interruptId = options.interruptId ?? (pending.length === 1 ? pending[0]!.id : undefined);
+    if (!interruptId) return { ok: false, error: { code: "VALIDATION", message: `name the interrupt answered: ${pending.length} wait` } };
+    return this.respondAll([{ interruptId, value }], options.idempotencyKey);
+  }
+
+  /** Answers several interrupts at once: a thread that waits on more than one takes all its answers in one resume. */
+  async respondAll(responses: { interruptId: string; value: InterruptAnswer }[], idempotencyKey = newKey()): Promise<Result<RunState>> {
+    return this.#resume({ responses: responses.map((r) => ({ interruptId: r.interruptId, value: r.value as JsonValue })), idempotencyKey });
+  }
+
+  /** Continues the thread's pending step (after a failure, a cancel, an interruption or an edit). */
+  async resume(idempotencyKey = newKey()): Promise<Result<RunState>> {
+    return this.#resume({ idempotencyKey });
+  }
+
+  async #resume(input: { responses?: { interruptId: string; value: JsonValue }[]; idempotencyKey: string }): Promise<Result<RunState>> {
+    const id = this.#id;
+    if (!id) return { ok: false, error: { code: "NOT_FOUND", message: "no conversation yet" } };
+    const gen = this.#gen;
+    const outcome = await this.#core.mutate(RESUME_RUN, { input: { conversationId: id, ...input } }, "resumeRun");
+    if (!outcome.ok) return outcome;
+    if (gen !== this.#gen) return { ok: true, value: withRecord(emptyRun(outcome.value.run.id), outcome.value.run) };
+    const tracked = this.#track(outcome.value.run.id, outcome.value.run);
+    this.#follow(tracked);
+    this.#read();
+    this.#publish();
+    return { ok: true, value: tracked.live.run };
+  }
+
+  /**
+   * Forks the thread at a checkpoint into a new conversation (with a message,
+   * a run starts on it at once). By default the store then shows the fork.
+   */
+  async fork(
+    checkpointId: string,
+    message?: string,
+    options: { open?: boolean; idempotencyKey?: string } = {},
+  ): Promise<Result<{ conversationId: string; runId: string | null }>> {
+    const input = { checkpointId, idempotencyKey: options.idempotencyKey ?? newKey(), ...(message !== undefined ? { message } : {}) };
+    const outcome = await this.#core.mutate(FORK_CONVERSATION, { input }, "forkConversation");
+    if (!outcome.ok) return outcome;
+    const { conversation, run } = outcome.value;
+    if (options.open ?? true) {
+      this.open(conversation.id);
+      if (run) this.#follow(this.#track(run.id, run));
+      this.#publish();
+    }
+    return { ok: true, value: { conversationId: conversation.id, runId: run?.id ?? null } };
+  }
+
+  /**
+   * Writes `values` into the thread at a checkpoint (editState), as node
+   * `asNode` would have (`__start__`: as the graph's input): an EDIT run. A
+   * past checkpoint branches the thread there; resume() runs on from the edit.
+   */
+  async edit(
+    checkpointId: string,
+    values: { [channel: string]: JsonValue },
+    asNode?: string,
+    options: { idempotencyKey?: string } = {},
+  ): Promise<Result<{ run: RunState; checkpointId: string | null }>> {
+    const input = { checkpointId, values, idempotencyKey: options.idempotencyKey ?? newKey(), ...(asNode !== undefined ? { asNode } : {}) };
+    const gen = this.#gen;
+    const outcome = await this.#core.mutate(EDIT_STATE, { input }, "editState");
+    if (!outcome.ok) return outcome;
+    const { run, checkpoint } = outcome.value;
+    if (gen !== this.#gen) return { ok: true, value: { run: withRecord(emptyRun(run.id), run), checkpointId: checkpoint?.id ?? null } };
+    const tracked = this.#record(run);
+    this.#follow(tracked);
+    return { ok: true, value: { run: tracked.live.run, checkpointId: checkpoint?.id ?? null } };
+  }
+
+  /** Writes the resume point now rather than at the next pause (a page about to unload). */
+  flush(): void {
+    if (this.#persistTimer) clearTimeout(this.#persistTimer);
+    this.#persistTimer = null;
+    const tracked = this.#dirty;
+    this.#dirty = null;
+    if (!tracked || !this.#id || isTerminal(tracked.live.run.status)) return;
+    const { live } = tracked;
+    writeResume(this.#core.storage, { conversationId: this.#id, runId: live.run.id, lastSeq: live.run.lastSeq, live });
+  }
+
+  // ---- following ----
+
+  #attach(): void {
+    const id = this.#id!;
+    const gen = this.#gen;
+    this.#attached = true;
+    this.#unnotice = this.#core.notices({
+      notice: (row) => gen === this.#gen && this.#notice(row),
+      restarted: () => gen === this.#gen && this.#read(),
+    });
+    // A live run left in storage (a refreshed page): rejoin after its last seq, with what it had streamed.
+    const point = readResume(this.#core.storage, id);
+    if (point && !this.#runs.has(point.runId)) {
+      const tracked = this.#newTracked(point.live);
+      this.#runs.set(point.runId, tracked);
+    }
+    for (const tracked of this.#runs.values()) if (!isTerminal(tracked.live.run.status)) this.#follow(tracked);
+    this.#read();
+  }
+
+  #teardown(): void {
+    this.flush();
+    this.#gen++;
+    this.#attached = false;
+    this.#unnotice?.();
+    this.#unnotice = null;
+    this.#reads = { busy: false, again: false };
+    for (const tracked of this.#runs.values()) {
+      tracked.stop?.();
+      tracked.stop = null;
+      if (tracked.poll) clearTimeout(tracked.poll);
+      tracked.poll = null;
+      tracked.refilling = false;
+    }
+  }
+
+  #newTracked(live: LiveRun): Tracked {
+    return { live, order: ++this.#order, endTick: null, stop: null, poll: null, refilling: false, refillAgain: false, recorded: live.run.kind !== null };
+  }
+
+  /** The run's entry, made if new; a record (a read, a mutation's answer) updates what its events have not said. */
+  #track(runId: string, record?: RunledgerRunFragment): Tracked {
+    let tracked = this.#runs.get(runId);
+    if (!tracked) {
+      tracked = this.#newTracked(liveRun(emptyRun(runId, record?.status)));
+      this.#runs.set(runId, tracked);
+    }
+    if (record) {
+      tracked.live = { ...tracked.live, run: withRecord(tracked.live.run, record) };
+      tracked.recorded = true;
+      this.#pollQueue(tracked);
+    }
+    return tracked;
+  }
+
+  /** A mutation's answer: a run it says ended is shown from the next read, whether or not its terminal event comes. */
+  #record(record: RunledgerRunFragment): Tracked {
+    const tracked = this.#track(record.id, record);
+    if (isTerminal(record.status) && tracked.endTick === null) {
+      tracked.endTick = ++this.#tick;
+      this.#read();
+    }
+    this.#publish();
+    return tracked;
+  }
+
+  /** Follows the run's events from its last seq, until its terminal event. */
+  #follow(tracked: Tracked): void {
+    const runId = tracked.live.run.id;
+    if (tracked.stop || !this.#attached || (isTerminal(tracked.live.run.status) && tracked.endTick !== null)) return;
+    const gen = this.#gen;
+    if (!tracked.recorded) void this.#readRecord(tracked);
+    tracked.stop = keepSubscribed(this.#core.transport, RUN_EVENTS, () => ({ runId, after: tracked.live.run.lastSeq }), {
+      next: ({ runEvents: event }) => {
+        if (gen === this.#gen) this.#apply(tracked, event);
+      },
+      ended: (end, failures) => {
+        if (gen !== this.#gen || tracked.endTick !== null) return false;
+        // The run is gone (its conversation deleted), or the server keeps refusing: stop, say so, read what is stored.
+        if (end.code === "NOT_FOUND" || end.code === "VALIDATION" || (!end.connectionLost && failures >= 8)) {
+          tracked.stop = null;
+          this.#error = { code: end.code ?? "STREAM_ENDED", message: end.message ?? "the run's events stopped" };
+          this.#read();
+          this.#publish();
+          return false;
+        }
+        return true;
+      },
+    });
+  }
+
+  #apply(tracked: Tracked, event: RunEvent): void {
+    const before = tracked.live;
+    const after = applyEvent(before, event);
+    if (after === before) return;
+    tracked.live = after;
+    for (const listener of [...this.#eventListeners]) listener(event);
+    const run = after.run;
+    if (event.__typename === "RunStatusEvent" && isTerminal(run.status)) {
+      tracked.endTick = ++this.#tick;
+      tracked.stop?.();
+      tracked.stop = null;
+      if (tracked.poll) clearTimeout(tracked.poll);
+      tracked.poll = null;
+      if (this.#dirty === tracked) this.#dirty = null;
+      if (this.#id) clearResume(this.#core.storage, this.#id, run.id);
+      // What a gap cut into is read back from what the run stored, now that it is final.
+      if (run.gaps.length > 0) void this.#refill(tracked);
+      this.#read();
+    } else {
+      this.#persist(tracked);
+      if (run.gaps.length > before.run.gaps.length) void this.#refill(tracked);
+      if (event.__typename === "RunStatusEvent") this.#pollQueue(tracked);
+      // Its first checkpoint holds its input: the read gives the user message its stored id.
+      if (event.__typename === "CheckpointEvent" && after.checkpoints === 1) this.#read();
+    }
+    this.#publish();
+  }
+
+  #persist(tracked: Tracked): void {
+    if (!this.#id) return;
+    this.#dirty = tracked;
+    if (this.#persistTimer === null) this.#persistTimer = setTimeout(() => this.flush(), this.#core.persistMs);
+  }
+
+  /** Reads the run's stored record in place of events it missed. */
+  async #refill(tracked: Tracked): Promise<void> {
+    if (tracked.refilling) {
+      tracked.refillAgain = true;
+      return;
+    }
+    const gen = this.#gen;
+    tracked.refilling = true;
+    try {
+      do {
+        tracked.refillAgain = false;
+        const data = await this.#core.query(RUN_RECORD, { id: tracked.live.run.id });
+        if (gen !== this.#gen) return;
+        if (data.run) {
+          tracked.live = refill(tracked.live, data.run);
+          tracked.recorded = true;
+          this.#publish();
+        }
+      } while (tracked.refillAgain && gen === this.#gen);
+    } catch (error) {
+      if (gen === this.#gen) {
+        this.#error = { code: "READ_FAILED", message: `could not read the run's stored record: ${(error as Error).message}` };
+        this.#publish();
+      }
+    } finally {
+      if (gen === this.#gen) tracked.refilling = false;
+    }
+  }
+
+  async #readRecord(tracked: Tracked): Promise<void> {
+    const gen = this.#gen;
+    try {
+      const data = await this.#core.query(RUN_RECORD, { id: tracked.live.run.id });
+      if (gen !== this.#gen || !data.run) return;
+      this.#track(data.run.id, data.run);
+      this.#publish();
+    } catch {
+      // The events carry the status; kind and start time wait for the next read.
+    }
+  }
+
+  /** While the run is QUEUED, reads its place in the queue every few seconds (nothing streams while it waits). */
+  #pollQueue(tracked: Tracked): void {
+    if (tracked.poll || !this.#attached || tracked.live.run.status !== "QUEUED") return;
+    const gen = this.#gen;
+    tracked.poll = setTimeout(async () => {
+      tracked.poll = null;
+      if (gen !== this.#gen || tracked.live.run.status !== "QUEUED") return;
+      await this.#readRecord(tracked);
+      if (gen === this.#gen) this.#pollQueue(tracked);
+    }, this.#core.queuePollMs);
+  }
+
+  #notice(row: Notice): void {
+    if (row.id !== this.#id) return;
+    if (row.deleted) {
+      this.#phase = "missing";
+      this.#publish();
+      return;
+    }
+    for (const run of [row.activeRun, row.latestRun]) {
+      // A run started anywhere else: followed from its first event, even one that ended before
+      // the notice was read (its events are replayed); before the first read, one already ended is history.
+      if (!run || this.#runs.has(run.id) || (isTerminal(run.status) && this.#phase !== "ready")) continue;
+      this.#follow(this.#track(run.id));
+    }
+    this.#read();
+  }
+
+  /** Reads the conversation; one read at a time, and one more if asked meanwhile (so the last read started after the last change). */
+  #read(): void {
+    const id = this.#id;
+    if (!id || !this.#attached) return;
+    const reads = this.#reads;
+    if (reads.busy) {
+      reads.again = true;
+      return;
+    }
+    reads.busy = true;
+    const gen = this.#gen;
+    void (async () => {
+      try {
+        do {
+          reads.again = false;
+          const tick = ++this.#tick;
+          try {
+            const data = await this.#core.query(CONVERSATION, { id });
+            if (gen !== this.#gen) return;
+            this.#applyRead(data.conversation, tick);
+          } catch (error) {
+            if (gen !== this.#gen) return;
+            this.#error = { code: "READ_FAILED", message: `could not read the conversation: ${(error as Error).message}` };
+          }
+          this.#publish();
+        } while (reads.again && gen === this.#gen);
+      } finally {
+        reads.busy = false;
+      }
+    })();
+  }
+
+  #applyRead(data: ConversationData | null, tick: number): void {
+    this.#error = null;
+    if (!data) {
+      this.#phase = "missing";
+      this.#base = null;
+      return;
+    }
+    this.#phase = "ready";
+    this.#base = { data, tick };
+    for (const record of [data.activeRun, data.latestRun]) {
+      if (!record) continue;
+      const known = this.#runs.has(record.id);
+      const tracked = this.#track(record.id, record);
+      if (!known && isTerminal(record.status)) tracked.endTick = tick - 1;
+      if (!isTerminal(tracked.live.run.status)) this.#follow(tracked);
+    }
+    // Runs this read shows the outcome of: their messages are in it now. The newest stays, for `run`.
+    const reflected = [...this.#runs.values()].filter((t) => t.endTick !== null && t.endTick < tick);
+    const newest = this.#sorted().at(-1);
+    for (const t of reflected) {
+      this.#outgoing = this.#outgoing.filter((o) => o.runId !== t.live.run.id);
+      if (t !== newest && t.live.run.id !== data.latestRun?.id) this.#runs.delete(t.live.run.id);
+    }
+  }
+
+  // ---- the snapshot ----
+
+  #sorted(): Tracked[] {
+    return sortedRuns(this.#runs);
+  }
+
+  #publish(): void {
+    this.#value.set(this.#derive());
+  }
+
+  #derive(): ConversationSnapshot {
+    return deriveSnapshot({
+      conversationId: this.#id,
+      phase: this.#phase,
+      base: this.#base,
+      runs: this.#runs,
+      outgoing: this.#outgoing,
+      attached: this.#attached,
+      error: this.#error,
+    });
+  }
+
+  #replaceOutgoing(outgoing: Outgoing, patch: Partial<Outgoing>): void {
+    this.#outgoing = this.#outgoing.map((o) => (o.key === outgoing.key ? { ...o, ...patch } : o));
+  }
+}

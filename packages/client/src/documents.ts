@@ -1,0 +1,141 @@
+// Every GraphQL document the client sends, in one place. The types of what
+// they select are generated from them and schema.graphql into generated.ts
+// (`npm run codegen` in the repository).
+import type * as Types from "./generated.js";
+
+/** A document's text, marked with the types of its result and its variables (phantom: nothing at run time). */
+export type Document<Result, Variables> = string & { readonly __result?: Result; readonly __variables?: Variables };
+
+const MESSAGE = /* GraphQL */ `
+  fragment RunledgerMessage on Message { id role content toolCalls { id name args } toolCallId name }
+`;
+
+const RUN = /* GraphQL */ `
+  fragment RunledgerRun on Run {
+    id kind status input errorCode errorMessage partialOutput queuePosition queueReason startedAt finishedAt
+  }
+`;
+
+const INTERRUPT = /* GraphQL */ `
+  fragment RunledgerInterrupt on Interrupt { id node value state run { id } }
+`;
+
+const REFUSAL = /* GraphQL */ `
+  fragment RunledgerRefusal on Error {
+    __typename code message
+    ... on RunInProgressError { activeRunId }
+    ... on QuotaExceededError { retryAfterSeconds }
+    ... on InterruptMismatchError { pendingInterruptIds }
+    ... on ValidationError { field }
+  }
+`;
+
+/** A conversation as a store starts from: its thread, its runs in progress or last ended, what it waits for. */
+export const CONVERSATION: Document<Types.RunledgerConversationQuery, Types.RunledgerConversationQueryVariables> = /* GraphQL */ `
+  query RunledgerConversation($id: ID!) {
+    conversation(id: $id) {
+      id title agentName next resumable
+      messages { ...RunledgerMessage }
+      activeRun { ...RunledgerRun messages { id role } }
+      latestRun { ...RunledgerRun }
+      pendingInterrupts { ...RunledgerInterrupt }
+    }
+  }
+  ${MESSAGE}
+  ${RUN}
+  ${INTERRUPT}
+`;
+
+/** One run as stored: its status (and place in the queue) and the messages it added, which refill a gap. */
+export const RUN_RECORD: Document<Types.RunledgerRunRecordQuery, Types.RunledgerRunRecordQueryVariables> = /* GraphQL */ `
+  query RunledgerRunRecord($id: ID!) {
+    run(id: $id) { ...RunledgerRun conversation { id } messages { ...RunledgerMessage } }
+  }
+  ${RUN}
+  ${MESSAGE}
+`;
+
+export const RUN_EVENTS: Document<Types.RunledgerRunEventsSubscription, Types.RunledgerRunEventsSubscriptionVariables> = /* GraphQL */ `
+  subscription RunledgerRunEvents($runId: ID!, $after: Int) {
+    runEvents(runId: $runId, after: $after) {
+      __typename seq runId at
+      ... on RunStatusEvent { status errorCode errorMessage }
+      ... on TokenEvent { text messageId node }
+      ... on ToolCallEvent { toolCallId name args attempt }
+      ... on ToolResultEvent { toolCallId name content isError attempt }
+      ... on CheckpointEvent { checkpointId }
+      ... on CustomEvent { name data }
+      ... on InterruptEvent { interrupt { ...RunledgerInterrupt } }
+      ... on ReplayGapEvent { fromSeq toSeq }
+    }
+  }
+  ${INTERRUPT}
+`;
+
+/** What tells a store that a run of its conversation started or ended, wherever it was started. */
+export const CONVERSATIONS_CHANGED: Document<Types.RunledgerConversationsChangedSubscription, Types.RunledgerConversationsChangedSubscriptionVariables> =
+  /* GraphQL */ `
+  subscription RunledgerConversationsChanged {
+    conversationsChanged { id deleted title activeRun { id status } latestRun { id status } }
+  }
+`;
+
+export const START_RUN: Document<Types.RunledgerStartRunMutation, Types.RunledgerStartRunMutationVariables> = /* GraphQL */ `
+  mutation RunledgerStartRun($input: StartRunInput!) {
+    startRun(input: $input) {
+      __typename
+      ... on StartRunSuccess { run { ...RunledgerRun } conversation { id title } }
+      ...RunledgerRefusal
+    }
+  }
+  ${RUN}
+  ${REFUSAL}
+`;
+
+export const RESUME_RUN: Document<Types.RunledgerResumeRunMutation, Types.RunledgerResumeRunMutationVariables> = /* GraphQL */ `
+  mutation RunledgerResumeRun($input: ResumeRunInput!) {
+    resumeRun(input: $input) {
+      __typename
+      ... on ResumeRunSuccess { run { ...RunledgerRun } }
+      ...RunledgerRefusal
+    }
+  }
+  ${RUN}
+  ${REFUSAL}
+`;
+
+export const CANCEL_RUN: Document<Types.RunledgerCancelRunMutation, Types.RunledgerCancelRunMutationVariables> = /* GraphQL */ `
+  mutation RunledgerCancelRun($input: CancelRunInput!) {
+    cancelRun(input: $input) {
+      __typename
+      ... on CancelRunSuccess { run { ...RunledgerRun } }
+      ...RunledgerRefusal
+    }
+  }
+  ${RUN}
+  ${REFUSAL}
+`;
+
+export const FORK_CONVERSATION: Document<Types.RunledgerForkConversationMutation, Types.RunledgerForkConversationMutationVariables> = /* GraphQL */ `
+  mutation RunledgerForkConversation($input: ForkConversationInput!) {
+    forkConversation(input: $input) {
+      __typename
+      ... on ForkConversationSuccess { conversation { id title } run { ...RunledgerRun } }
+      ...RunledgerRefusal
+    }
+  }
+  ${RUN}
+  ${REFUSAL}
+`;
+
+export const EDIT_STATE: Document<Types.RunledgerEditStateMutation, Types.RunledgerEditStateMutationVariables> = /* GraphQL */ `
+  mutation RunledgerEditState($input: EditStateInput!) {
+    editState(input: $input) {
+      __typename
+      ... on EditStateSuccess { run { ...RunledgerRun } checkpoint { id next } }
+      ...RunledgerRefusal
+    }
+  }
+  ${RUN}
+  ${REFUSAL}
+`;

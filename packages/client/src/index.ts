@@ -1,0 +1,33 @@
+// @runledger/client: a framework-free client for runledger.
+export { createRunledgerClient, type RunledgerClient, type RunledgerClientOptions } from "./client.js";
+export { ConversationStore, type ConversationSnapshot, type RespondOptions, type SubmitOptions } from "./conversation.js";
+export type { ActionError, Result } from "./core.js";
+export type { Readable } from "./observable.js";
+export type { ChatMessage, CustomItem, Gap, LiveRun, MessageState, RunEvent, RunState, ToolCall } from "./run-log.js";
+export { toPendingInterrupt } from "./interrupts.js";
+export type {
+  AnswerTo,
+  InterruptAnswer,
+  PendingInterrupt,
+  ToolApprovalAnswer,
+  ToolApprovalRequest,
+  ToolDecision,
+  ToolInDoubtAnswer,
+  ToolInDoubtRequest,
+} from "./interrupts.js";
+export { defaultStorage, memoryStorage, type ResumePoint, type ResumeStorage } from "./resume.js";
+export {
+  TransportError,
+  type ConnectionState,
+  type ConnectionStatus,
+  type CredentialProvider,
+  type GraphQLErrorLike,
+  type GraphQLResult,
+  type Operation,
+  type Sink,
+  type Transport,
+} from "./transport.js";
+export { createWebSocketTransport, type WebSocketTransportOptions } from "./websocket.js";
+export { createSseTransport, type SseTransportOptions } from "./sse.js";
+export { createAutoTransport, type AutoTransportOptions } from "./fallback.js";
+export type { JsonValue, Multitask, QueueReason, RunErrorCode, RunKind, RunStatus, MessageRole } from "./generated.js";
