@@ -3,7 +3,7 @@
 // - request targets that look open but resolve to a route that is not;
 // - idempotency replays by a principal that has lost access since the first call;
 // - a revoked API key and an expired JWT on every live transport (graphql-ws,
-//   GraphQL over SSE, the lab's chat stream), revoked on the other instance;
+//   GraphQL over SSE, the lab's chat stream), revoked through the other instance;
 // - a JWT valid for longer than a timer can wait; reserved principal ids;
 // - the per-principal cap on live streams.
 import fs from "node:fs";
@@ -236,6 +236,10 @@ export function describeSideDoorConformance(deployment: Deployment) {
         MAX_STREAMS_PER_PRINCIPAL: String(STREAM_CAP),
         RUNLEDGER_CONFIG: agents,
         MODEL_IDLE_TIMEOUT_MS: "600000",
+        // Both instances live in this process, so each would take the other's runs for those of a
+        // previous incarnation of itself (the same pid) on its heartbeat's sweep: none during the suite.
+        RUN_HEARTBEAT_MS: "600000",
+        RUN_LEASE_MS: "1800000",
         ...selected.env,
       };
       // Both instances on one database: SQLite's file, or the deployment's PostgreSQL.
@@ -411,25 +415,25 @@ export function describeSideDoorConformance(deployment: Deployment) {
       expect(told).not.toContain(AUDIENCE);
     });
 
-    it("ends every live stream of a key revoked on the other instance, and runs nothing sent through it afterwards", async () => {
+    it("ends every live stream of a key revoked through the other instance, and runs nothing sent through it afterwards", async () => {
       const dave = await makeKey("dave", "user");
       const held = await holdOpen(dave);
       const runsBefore = JSON.stringify((await as(first, ADMIN_TOKEN, RUN_COUNT)).data);
-      // Opened on the second instance; the key is revoked through the first.
-      const socket = await openSocket(second.url, dave);
+      // Opened on the instance that executes the run; the key is revoked through the other one.
+      const socket = await openSocket(first.url, dave);
       expect(socket.acked).toBe(true);
       const followed = socket.send(RUN_EVENTS, { runId: held.run });
-      const sse = collect(sseClient(second.url, bearer(dave)), CONVERSATION_EVENTS, { conversationId: held.conversation });
+      const sse = collect(sseClient(first.url, bearer(dave)), CONVERSATION_EVENTS, { conversationId: held.conversation });
       const sseEnded = sse.done.then(
         () => "completed",
         () => "ended",
       );
-      const chat = chatStream(second.url, held.conversation, dave);
+      const chat = chatStream(first.url, held.conversation, dave);
       expect(await chat.status).toBe(200);
       await until(() => socket.of(followed).some((m) => m.type === "next"), "the run's events on the socket");
       await sleep(100);
 
-      await first.storage.apiKeys.revoke(keyIds.dave!, new Date());
+      await second.storage.apiKeys.revoke(keyIds.dave!, new Date());
       // Sent at once, before any periodic check: refused, or the socket is already closed.
       const start = socket.send(START, { message: "Through a revoked key." });
       expect((await socket.closed).code).toBe(4401);
