@@ -1,12 +1,20 @@
+import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 import { WeightedSequencer } from "./test/setup/sequencer.ts";
 
 export default defineConfig({
   resolve: {
-    // graphql 16 ships CommonJS (main) and ESM (module). Node resolves the
-    // dependencies' imports to main; make ours resolve there too, so there is
-    // one graphql instance (it refuses to mix types across two).
-    alias: [{ find: /^graphql$/, replacement: "graphql/index.js" }],
+    alias: [
+      // graphql 16 ships CommonJS (main) and ESM (module). Node resolves the
+      // dependencies' imports to main; make ours resolve there too, so there is
+      // one graphql instance (it refuses to mix types across two).
+      { find: /^graphql$/, replacement: "graphql/index.js" },
+      // The workspace packages by name resolve to their sources, as tsconfig.json's paths say: their dist/
+      // is built only by npm pack, so a clean checkout has none.
+      { find: /^@runledger\/client$/, replacement: fileURLToPath(new URL("./packages/client/src/index.ts", import.meta.url)) },
+      { find: /^@runledger\/client\/testing$/, replacement: fileURLToPath(new URL("./packages/client/src/testing.ts", import.meta.url)) },
+      { find: /^@runledger\/react$/, replacement: fileURLToPath(new URL("./packages/react/src/index.ts", import.meta.url)) },
+    ],
   },
   test: {
     include: ["test/**/*.spec.ts"],

@@ -31,6 +31,7 @@ import { burstScenario } from "./scenarios/burst.ts";
 import { journal } from "./scenarios/journal.ts";
 import { observability } from "./scenarios/observability.ts";
 import { outside } from "./outside/scenario.ts";
+import { sdk } from "./scenarios/sdk.ts";
 
 const SCENARIOS: Scenario[] = [
   relay,
@@ -46,6 +47,7 @@ const SCENARIOS: Scenario[] = [
   journal,
   observability,
   outside,
+  sdk,
 ];
 
 const { values } = parseArgs({

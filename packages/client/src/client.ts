@@ -1,10 +1,11 @@
 // createRunledgerClient: one connection per client, and a store per
 // conversation on top of it.
-import { ConversationStore } from "./conversation.js";
+import { ConversationStore, type ConversationOptions, type ConversationState } from "./conversation.js";
 import { ClientCore } from "./core.js";
 import { createAutoTransport } from "./fallback.js";
 import type { Readable } from "./observable.js";
 import { defaultStorage, type ResumeStorage } from "./resume.js";
+import { frameScheduler, type Scheduler } from "./schedule.js";
 import { createSseTransport } from "./sse.js";
 import type { ConnectionState, CredentialProvider, Transport } from "./transport.js";
 import { createWebSocketTransport } from "./websocket.js";
@@ -40,6 +41,13 @@ export interface RunledgerClientOptions {
   persistMs?: number;
   /** How often a QUEUED run's place in the queue is read again (ms; default 2 000). */
   queuePollMs?: number;
+  /**
+   * When stores tell their listeners of streamed changes: at most once per
+   * call, with every change made by then. Default `frameScheduler` (the next
+   * animation frame in a browser, 16 ms elsewhere); `microtaskScheduler`,
+   * `syncScheduler` (every change), or your own.
+   */
+  schedule?: Scheduler;
 }
 
 export interface RunledgerClient {
@@ -49,8 +57,11 @@ export interface RunledgerClient {
   /**
    * A store following one conversation (null or nothing: a new one, created
    * by its first submit). Each call makes a store of its own; close() it when done.
+   * `{attach: false}`: it sends nothing until attach() (what a view does once mounted).
    */
-  conversation(conversationId?: string | null): ConversationStore;
+  conversation(conversationId?: string | null, options?: ConversationOptions): ConversationStore;
+  /** A store starting from a state a server render read (loadConversation): it shows the same, and rejoins the live run after its lastSeq. */
+  hydrate(state: ConversationState, options?: Omit<ConversationOptions, "initial">): ConversationStore;
   /** Connects again at once: after `unauthorized`, once the credential provider has a new credential. */
   reconnect(): void;
   /** Closes every store and the connection. */
@@ -73,6 +84,15 @@ function transportFrom(options: RunledgerClientOptions): Transport {
   return createAutoTransport(settings);
 }
 
+/** Each client's core, for what is made on a client outside it (createConversationList), so that an app that does not use it does not bundle it. */
+const cores = new WeakMap<RunledgerClient, ClientCore>();
+
+export function coreOf(client: RunledgerClient): ClientCore {
+  const core = cores.get(client);
+  if (!core) throw new Error("not a client made by createRunledgerClient");
+  return core;
+}
+
 export function createRunledgerClient(options: RunledgerClientOptions): RunledgerClient {
   const transport = transportFrom(options);
   const core = new ClientCore({
@@ -81,6 +101,7 @@ export function createRunledgerClient(options: RunledgerClientOptions): Runledge
     retries: options.retries ?? 5,
     persistMs: options.persistMs ?? 100,
     queuePollMs: options.queuePollMs ?? 2_000,
+    schedule: options.schedule ?? frameScheduler,
   });
   // A page about to unload writes its resume points first.
   const events = globalThis as {
@@ -89,14 +110,17 @@ export function createRunledgerClient(options: RunledgerClientOptions): Runledge
   };
   const flush = () => core.flushAll();
   events.addEventListener?.("pagehide", flush);
-  return {
+  const client: RunledgerClient = {
     connection: transport.connection,
     transport,
-    conversation: (conversationId = null) => new ConversationStore(core, conversationId),
+    conversation: (conversationId = null, conversationOptions) => new ConversationStore(core, conversationId, conversationOptions),
+    hydrate: (state, conversationOptions) => new ConversationStore(core, state.conversationId, { ...conversationOptions, initial: state }),
     reconnect: () => transport.reconnect(),
     async dispose() {
       events.removeEventListener?.("pagehide", flush);
       await core.dispose();
     },
   };
+  cores.set(client, core);
+  return client;
 }

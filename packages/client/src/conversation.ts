@@ -13,10 +13,18 @@ import type { InterruptAnswer } from "./interrupts.js";
 import { Value, type Readable } from "./observable.js";
 import { clearResume, readResume, writeResume } from "./resume.js";
 import { applyEvent, emptyRun, isTerminal, liveRun, refill, withRecord, type LiveRun, type RunEvent, type RunState } from "./run-log.js";
-import { deriveSnapshot, sortedRuns, type ConversationData, type ConversationSnapshot, type Outgoing, type Tracked } from "./snapshot.js";
+import {
+  SnapshotBuilder,
+  sortedRuns,
+  type ConversationData,
+  type ConversationSnapshot,
+  type ConversationState,
+  type Outgoing,
+  type Tracked,
+} from "./snapshot.js";
 import { keepSubscribed } from "./stream.js";
 
-export type { ConversationSnapshot } from "./snapshot.js";
+export type { ConversationSnapshot, ConversationState } from "./snapshot.js";
 import type { ActionError, ClientCore, Result } from "./core.js";
 
 type Notice = RunledgerConversationsChangedSubscription["conversationsChanged"];
@@ -35,6 +43,20 @@ export interface RespondOptions {
   interruptId?: string;
   /** Default: a new random key, reused by the retries of this call. */
   idempotencyKey?: string;
+}
+
+export interface ConversationOptions {
+  /**
+   * Start listening at once (the default). False: the store shows what it
+   * starts from (a resume point in storage, a state handed from a server
+   * render) and sends nothing until attach(), as a view does once it is
+   * mounted.
+   */
+  attach?: boolean;
+  /** Start from this state (loadConversation's, from a server render): its live run is rejoined after its lastSeq. */
+  initial?: ConversationState;
+  /** Keep resume points in the client's storage (default true). */
+  persist?: boolean;
 }
 
 function newKey(): string {
@@ -63,12 +85,24 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
   #reads = { busy: false, again: false };
   #dirty: Tracked | null = null;
   #persistTimer: ReturnType<typeof setTimeout> | null = null;
+  readonly #persistResume: boolean;
+  readonly #builder = new SnapshotBuilder();
+  /** Changes made since listeners were last told, and whether a turn to tell them is scheduled. */
+  #pending = false;
+  #scheduled = false;
 
-  constructor(core: ClientCore, conversationId: string | null) {
+  constructor(core: ClientCore, conversationId: string | null, options: ConversationOptions = {}) {
     this.#core = core;
-    core.adopt(this);
+    this.#persistResume = options.persist ?? true;
+    const initial = options.initial;
+    if (initial && (initial.v !== 1 || (conversationId !== null && initial.conversationId !== conversationId))) {
+      throw new Error("this state is not of the conversation opened (or of another version of the client)");
+    }
     this.#value = new Value(this.#derive());
-    this.open(conversationId);
+    if (initial) this.#restore(initial);
+    else this.#reset(conversationId);
+    if (options.attach ?? true) this.attach();
+    else this.#publish();
   }
 
   getSnapshot = (): ConversationSnapshot => this.#value.getSnapshot();
@@ -94,19 +128,73 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
     if (this.#closed) throw new Error("this conversation store is closed");
     if (conversationId === this.#id && this.#attached) return;
     this.#teardown();
+    this.#reset(conversationId);
+    if (conversationId) this.#attach();
+    else this.#attached = true;
+    this.#publish();
+  }
+
+  #reset(conversationId: string | null): void {
     this.#id = conversationId;
     this.#phase = conversationId ? "loading" : "idle";
     this.#base = null;
     this.#runs = new Map();
     this.#outgoing = [];
     this.#error = null;
-    if (conversationId) this.#attach();
-    else this.#attached = true;
-    this.#publish();
+    this.#loadResume();
+  }
+
+  /** A live run left in storage (a refreshed page): shown at once with what it had streamed, and rejoined after its last seq. */
+  #loadResume(): void {
+    if (!this.#id || !this.#persistResume) return;
+    const point = readResume(this.#core.storage, this.#id);
+    if (point && !this.#runs.has(point.runId)) this.#runs.set(point.runId, this.#newTracked(point.live));
+  }
+
+  /** Starts from a state a server render handed over (loadConversation). */
+  #restore(state: ConversationState): void {
+    this.#id = state.conversationId;
+    this.#phase = state.phase;
+    this.#tick = 1;
+    this.#base = state.read ? { data: state.read, tick: 1 } : null;
+    this.#runs = new Map();
+    for (const { live, ended } of state.runs) {
+      const tracked = this.#newTracked(live);
+      tracked.endTick = ended === "reflected" ? 0 : ended === "after-read" ? 1 : null;
+      this.#runs.set(live.run.id, tracked);
+    }
+    this.#outgoing = [];
+    this.#error = null;
+  }
+
+  /**
+   * The store's state as plain JSON (what a server render hands the page; see
+   * loadConversation): the conversation as read, and each run followed with
+   * what it streamed up to its lastSeq.
+   */
+  serialize(): ConversationState {
+    if (!this.#id) throw new Error("no conversation to serialize yet");
+    const baseTick = this.#base?.tick ?? -1;
+    const runs = this.#sorted().map((t) => ({
+      live: t.live,
+      ended: t.endTick === null ? null : t.endTick < baseTick ? ("reflected" as const) : ("after-read" as const),
+    }));
+    const live = runs.find((r) => !isTerminal(r.live.run.status))?.live.run ?? null;
+    const state: ConversationState = {
+      v: 1,
+      conversationId: this.#id,
+      phase: this.#phase === "idle" ? "loading" : this.#phase,
+      read: this.#base?.data ?? null,
+      runs,
+      liveRunId: live?.id ?? null,
+      lastSeq: live?.lastSeq ?? 0,
+    };
+    return JSON.parse(JSON.stringify(state)) as ConversationState;
   }
 
   /** Stops listening (every subscription ends) and keeps what is shown; the server's runs go on. attach() listens again. */
   detach(): void {
+    if (!this.#attached) return;
     this.#teardown();
     this.#publish();
   }
@@ -123,7 +211,6 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
   close(): void {
     this.#teardown();
     this.#closed = true;
-    this.#core.forget(this);
     this.#publish();
   }
 
@@ -188,7 +275,7 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
 
   /** Cancels the run on the server (the newest active one, or `runId`); its stream then ends CANCELLED. */
   async stop(runId?: string): Promise<Result<RunState>> {
-    const target = runId ?? this.getSnapshot().run?.id;
+    const target = runId ?? this.#sorted().at(-1)?.live.run.id;
     const tracked = target ? this.#runs.get(target) : undefined;
     if (!target || (tracked && isTerminal(tracked.live.run.status) && tracked.live.run.lastSeq > 0)) {
       return { ok: false, error: { code: "RUN_NOT_ACTIVE", message: "no run to stop" } };
@@ -206,6 +293,7 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
    * doubt (AnswerTo<I>), any JSON for a graph's own question.
    */
   async respond(value: InterruptAnswer, options: RespondOptions = {}): Promise<Result<RunState>> {
+    if (this.#pending) this.#publish();
     const pending = this.getSnapshot().interrupts;
     const interruptId = options.interruptId ?? (pending.length === 1 ? pending[0]!.id : undefined);
     if (!interruptId) return { ok: false, error: { code: "VALIDATION", message: `name the interrupt answered: ${pending.length} wait` } };
@@ -285,7 +373,7 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
     this.#persistTimer = null;
     const tracked = this.#dirty;
     this.#dirty = null;
-    if (!tracked || !this.#id || isTerminal(tracked.live.run.status)) return;
+    if (!tracked || !this.#id || !this.#persistResume || isTerminal(tracked.live.run.status)) return;
     const { live } = tracked;
     writeResume(this.#core.storage, { conversationId: this.#id, runId: live.run.id, lastSeq: live.run.lastSeq, live });
   }
@@ -293,19 +381,14 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
   // ---- following ----
 
   #attach(): void {
-    const id = this.#id!;
     const gen = this.#gen;
     this.#attached = true;
+    this.#core.adopt(this);
     this.#unnotice = this.#core.notices({
       notice: (row) => gen === this.#gen && this.#notice(row),
       restarted: () => gen === this.#gen && this.#read(),
     });
-    // A live run left in storage (a refreshed page): rejoin after its last seq, with what it had streamed.
-    const point = readResume(this.#core.storage, id);
-    if (point && !this.#runs.has(point.runId)) {
-      const tracked = this.#newTracked(point.live);
-      this.#runs.set(point.runId, tracked);
-    }
+    this.#loadResume();
     for (const tracked of this.#runs.values()) if (!isTerminal(tracked.live.run.status)) this.#follow(tracked);
     this.#read();
   }
@@ -314,6 +397,7 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
     this.flush();
     this.#gen++;
     this.#attached = false;
+    this.#core.forget(this);
     this.#unnotice?.();
     this.#unnotice = null;
     this.#reads = { busy: false, again: false };
@@ -373,7 +457,7 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
           tracked.stop = null;
           this.#error = { code: end.code ?? "STREAM_ENDED", message: end.message ?? "the run's events stopped" };
           this.#read();
-          this.#publish();
+          this.#publishSoon();
           return false;
         }
         return true;
@@ -406,7 +490,7 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
       // Its first checkpoint holds its input: the read gives the user message its stored id.
       if (event.__typename === "CheckpointEvent" && after.checkpoints === 1) this.#read();
     }
-    this.#publish();
+    this.#publishSoon();
   }
 
   #persist(tracked: Tracked): void {
@@ -431,13 +515,13 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
         if (data.run) {
           tracked.live = refill(tracked.live, data.run);
           tracked.recorded = true;
-          this.#publish();
+          this.#publishSoon();
         }
       } while (tracked.refillAgain && gen === this.#gen);
     } catch (error) {
       if (gen === this.#gen) {
         this.#error = { code: "READ_FAILED", message: `could not read the run's stored record: ${(error as Error).message}` };
-        this.#publish();
+        this.#publishSoon();
       }
     } finally {
       if (gen === this.#gen) tracked.refilling = false;
@@ -450,7 +534,7 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
       const data = await this.#core.query(RUN_RECORD, { id: tracked.live.run.id });
       if (gen !== this.#gen || !data.run) return;
       this.#track(data.run.id, data.run);
-      this.#publish();
+      this.#publishSoon();
     } catch {
       // The events carry the status; kind and start time wait for the next read.
     }
@@ -472,7 +556,7 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
     if (row.id !== this.#id) return;
     if (row.deleted) {
       this.#phase = "missing";
-      this.#publish();
+      this.#publishSoon();
       return;
     }
     for (const run of [row.activeRun, row.latestRun]) {
@@ -508,7 +592,7 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
             if (gen !== this.#gen) return;
             this.#error = { code: "READ_FAILED", message: `could not read the conversation: ${(error as Error).message}` };
           }
-          this.#publish();
+          this.#publishSoon();
         } while (reads.again && gen === this.#gen);
       } finally {
         reads.busy = false;
@@ -547,12 +631,25 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
     return sortedRuns(this.#runs);
   }
 
+  /** Tells the listeners now, with every change made so far (an action's outcome, which its caller reads next). */
   #publish(): void {
+    this.#pending = false;
     this.#value.set(this.#derive());
   }
 
+  /** Tells the listeners at the client's next scheduled turn (an animation frame by default), with every change made by then. */
+  #publishSoon(): void {
+    this.#pending = true;
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    this.#core.schedule(() => {
+      this.#scheduled = false;
+      if (this.#pending) this.#publish();
+    });
+  }
+
   #derive(): ConversationSnapshot {
-    return deriveSnapshot({
+    return this.#builder.build({
       conversationId: this.#id,
       phase: this.#phase,
       base: this.#base,

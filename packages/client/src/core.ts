@@ -5,6 +5,7 @@ import { CONVERSATIONS_CHANGED, type Document } from "./documents.js";
 import type { RunledgerConversationsChangedSubscription, RunledgerRefusalFragment } from "./generated.js";
 import { backoff } from "./network.js";
 import type { ResumeStorage } from "./resume.js";
+import type { Scheduler } from "./schedule.js";
 import { keepSubscribed } from "./stream.js";
 import { TransportError, type GraphQLResult, type Transport } from "./transport.js";
 
@@ -40,6 +41,7 @@ export interface CoreOptions {
   retries: number;
   persistMs: number;
   queuePollMs: number;
+  schedule: Scheduler;
 }
 
 export class ClientCore {
@@ -47,6 +49,7 @@ export class ClientCore {
   readonly storage: ResumeStorage;
   readonly persistMs: number;
   readonly queuePollMs: number;
+  readonly schedule: Scheduler;
   readonly #retries: number;
   readonly #noticeListeners = new Set<NoticeListener>();
   readonly #stores = new Set<{ flush(): void; close(): void }>();
@@ -58,6 +61,7 @@ export class ClientCore {
     this.storage = options.storage;
     this.persistMs = options.persistMs;
     this.queuePollMs = options.queuePollMs;
+    this.schedule = options.schedule;
     this.#retries = options.retries;
   }
 

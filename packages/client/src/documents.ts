@@ -72,12 +72,36 @@ export const RUN_EVENTS: Document<Types.RunledgerRunEventsSubscription, Types.Ru
   ${INTERRUPT}
 `;
 
-/** What tells a store that a run of its conversation started or ended, wherever it was started. */
+const CONVERSATION_ROW = /* GraphQL */ `
+  fragment RunledgerConversationRow on Conversation {
+    id title agentName owner createdAt updatedAt messageCount
+    activeRun { id status }
+    latestRun { id status }
+  }
+`;
+
+/**
+ * What tells a store that a run of its conversation started or ended, wherever
+ * it was started, and a list that a conversation was made, changed or deleted.
+ * The server sends each caller only the conversations it may see.
+ */
 export const CONVERSATIONS_CHANGED: Document<Types.RunledgerConversationsChangedSubscription, Types.RunledgerConversationsChangedSubscriptionVariables> =
   /* GraphQL */ `
   subscription RunledgerConversationsChanged {
-    conversationsChanged { id deleted title activeRun { id status } latestRun { id status } }
+    conversationsChanged { ...RunledgerConversationRow deleted }
   }
+  ${CONVERSATION_ROW}
+`;
+
+/** A page of the caller's conversations, newest updatedAt first (an admin's: everyone's, or one owner's). */
+export const CONVERSATIONS: Document<Types.RunledgerConversationsQuery, Types.RunledgerConversationsQueryVariables> = /* GraphQL */ `
+  query RunledgerConversations($first: Int, $after: String, $owner: String) {
+    conversations(first: $first, after: $after, owner: $owner) {
+      edges { node { ...RunledgerConversationRow } }
+      pageInfo { hasNextPage endCursor }
+    }
+  }
+  ${CONVERSATION_ROW}
 `;
 
 export const START_RUN: Document<Types.RunledgerStartRunMutation, Types.RunledgerStartRunMutationVariables> = /* GraphQL */ `

@@ -294,15 +294,57 @@ export type RunledgerRunEventsSubscription = {
       };
 };
 
+export type RunledgerConversationRowFragment = {
+  id: string;
+  title: string;
+  agentName: string;
+  owner: string | null;
+  createdAt: string;
+  updatedAt: string;
+  messageCount: number;
+  activeRun: { id: string; status: RunStatus } | null;
+  latestRun: { id: string; status: RunStatus } | null;
+};
+
 export type RunledgerConversationsChangedSubscriptionVariables = Exact<{ [key: string]: never }>;
 
 export type RunledgerConversationsChangedSubscription = {
   conversationsChanged: {
-    id: string;
     deleted: boolean;
+    id: string;
     title: string;
+    agentName: string;
+    owner: string | null;
+    createdAt: string;
+    updatedAt: string;
+    messageCount: number;
     activeRun: { id: string; status: RunStatus } | null;
     latestRun: { id: string; status: RunStatus } | null;
+  };
+};
+
+export type RunledgerConversationsQueryVariables = Exact<{
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+  owner?: string | null | undefined;
+}>;
+
+export type RunledgerConversationsQuery = {
+  conversations: {
+    edges: Array<{
+      node: {
+        id: string;
+        title: string;
+        agentName: string;
+        owner: string | null;
+        createdAt: string;
+        updatedAt: string;
+        messageCount: number;
+        activeRun: { id: string; status: RunStatus } | null;
+        latestRun: { id: string; status: RunStatus } | null;
+      };
+    }>;
+    pageInfo: { hasNextPage: boolean; endCursor: string | null };
   };
 };
 

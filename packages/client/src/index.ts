@@ -1,6 +1,22 @@
 // @runledger/client: a framework-free client for runledger.
 export { createRunledgerClient, type RunledgerClient, type RunledgerClientOptions } from "./client.js";
-export { ConversationStore, type ConversationSnapshot, type RespondOptions, type SubmitOptions } from "./conversation.js";
+export {
+  ConversationStore,
+  type ConversationOptions,
+  type ConversationSnapshot,
+  type ConversationState,
+  type RespondOptions,
+  type SubmitOptions,
+} from "./conversation.js";
+export {
+  createConversationList,
+  ConversationListStore,
+  type ConversationListOptions,
+  type ConversationListSnapshot,
+  type ConversationRow,
+} from "./conversation-list.js";
+export { loadConversation, type ConversationSource, type LoadOptions } from "./ssr.js";
+export { frameScheduler, microtaskScheduler, syncScheduler, type Scheduler } from "./schedule.js";
 export type { ActionError, Result } from "./core.js";
 export type { Readable } from "./observable.js";
 export type { ChatMessage, CustomItem, Gap, LiveRun, MessageState, RunEvent, RunState, ToolCall } from "./run-log.js";

@@ -6,7 +6,7 @@ import type { RunledgerConversationQuery } from "./generated.js";
 import type { ActionError } from "./core.js";
 import type { SubmitOptions } from "./conversation.js";
 import { toPendingInterrupt, type PendingInterrupt } from "./interrupts.js";
-import { isTerminal, storedMessage, type ChatMessage, type LiveRun, type RunState } from "./run-log.js";
+import { isTerminal, storedMessage, type ChatMessage, type LiveRun, type RunState, type ToolCall } from "./run-log.js";
 
 export type ConversationData = NonNullable<RunledgerConversationQuery["conversation"]>;
 
@@ -37,6 +37,29 @@ export interface ConversationSnapshot {
   attached: boolean;
   /** The last read that failed (null once one succeeds), or why following a run stopped. */
   error: ActionError | null;
+}
+
+/**
+ * A conversation store's state as plain JSON: what a server render reads
+ * (loadConversation) and hands the page, which starts a store from it
+ * (hydrate) showing the same thing, and rejoins its live run after `lastSeq`.
+ */
+export interface ConversationState {
+  v: 1;
+  conversationId: string;
+  phase: "loading" | "ready" | "missing";
+  /** The conversation as read: its stored messages, its runs in progress or last ended, what it waits for. */
+  read: ConversationData | null;
+  /**
+   * The runs followed, oldest first: what each streamed up to its lastSeq, and
+   * whether it ended before the read (`reflected`: the read shows its outcome),
+   * after it, or not yet (null).
+   */
+  runs: { live: LiveRun; ended: "reflected" | "after-read" | null }[];
+  /** The run still queued or running, if any: the page rejoins it after `lastSeq`. */
+  liveRunId: string | null;
+  /** The last seq of the live run applied here (0 when none). */
+  lastSeq: number;
 }
 
 /** A run this store knows of. */
@@ -103,58 +126,173 @@ export function sortedRuns(runs: ReadonlyMap<string, Tracked>): Tracked[] {
   });
 }
 
-export function deriveSnapshot(state: StoreState): ConversationSnapshot {
-  const data = state.base?.data ?? null;
-  const baseTick = state.base?.tick ?? -1;
-  const runs = sortedRuns(state.runs);
-  const newest = runs.at(-1);
-  const stoppedEarly = (t: Tracked) => ["FAILED", "CANCELLED", "INTERRUPTED"].includes(t.live.run.status);
-  // Runs the last read does not show the outcome of; and the newest, if it stopped early: what it streamed is not in the thread.
-  const overlay = runs.filter((t) => !(t.endTick !== null && t.endTick < baseTick) || (t === newest && stoppedEarly(t)));
+const EMPTY: readonly never[] = Object.freeze([]);
 
-  const messages: ChatMessage[] = (data?.messages ?? []).map((m) => storedMessage(m, null));
-  const ids = new Set(messages.map((m) => m.id));
-  const results = new Set(messages.filter((m) => m.role === "TOOL").map((m) => m.toolCallId));
-  const calls = new Set(messages.flatMap((m) => m.toolCalls.map((c) => c.id)));
-  const inThread = (m: ChatMessage) =>
-    ids.has(m.id) || (m.role === "TOOL" && results.has(m.toolCallId)) || (m.toolCalls.length > 0 && m.toolCalls.every((c) => calls.has(c.id)));
-  const shownOutgoing = new Set<Outgoing>();
-  for (const t of overlay) {
-    const run = t.live.run;
-    const outgoing = state.outgoing.find((o) => o.runId === run.id);
-    const userStored =
-      t.live.messages.some((m) => m.role === "USER") || (data?.activeRun?.id === run.id && data.activeRun.messages.some((m) => m.role === "USER"));
-    if (outgoing) shownOutgoing.add(outgoing);
-    if (outgoing && !userStored) messages.push(outgoingMessage(outgoing));
-    const stopped = stoppedEarly(t);
-    for (const m of t.live.messages) {
-      if (inThread(m)) continue;
-      messages.push(stopped && m.state === "streaming" ? { ...m, state: "partial" } : m);
-    }
+function sameCalls(a: readonly ToolCall[], b: readonly ToolCall[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  return a.every((c, i) => c.id === b[i]!.id && c.name === b[i]!.name && JSON.stringify(c.args) === JSON.stringify(b[i]!.args));
+}
+
+/** Whether two messages show the same: then the older object is kept, so a view can skip it by identity. */
+export function sameMessage(a: ChatMessage, b: ChatMessage): boolean {
+  return (
+    a.id === b.id &&
+    a.role === b.role &&
+    a.content === b.content &&
+    a.toolCallId === b.toolCallId &&
+    a.name === b.name &&
+    a.runId === b.runId &&
+    a.state === b.state &&
+    a.incomplete === b.incomplete &&
+    a.isError === b.isError &&
+    a.error?.code === b.error?.code &&
+    a.error?.message === b.error?.message &&
+    sameCalls(a.toolCalls, b.toolCalls)
+  );
+}
+
+function sameItems<T>(a: readonly T[], b: readonly T[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** What one read of the conversation shows: its messages (as ChatMessages), and what they hold, for telling streamed messages apart. */
+interface ReadView {
+  data: ConversationData;
+  messages: readonly ChatMessage[];
+  byId: ReadonlyMap<string, ChatMessage>;
+  results: ReadonlySet<string | null>;
+  calls: ReadonlySet<string>;
+  interrupts: readonly PendingInterrupt[];
+}
+
+/**
+ * Makes a store's snapshots, structurally shared: a message that did not
+ * change keeps its object from one snapshot to the next (a read that brings
+ * the same message back included), an unchanged list keeps its array, and a
+ * state that shows nothing new gives the previous snapshot itself. A thread's
+ * stored messages are made once per read, so a token costs what the streamed
+ * messages cost, not what the whole thread does.
+ */
+export class SnapshotBuilder {
+  #read: ReadView | null = null;
+  #previous: ConversationSnapshot | null = null;
+  /** A streamed message shown as `partial` (its run stopped early). */
+  readonly #partial = new WeakMap<ChatMessage, ChatMessage>();
+  /** A message sent from this store, as shown. */
+  readonly #sent = new WeakMap<Outgoing, ChatMessage>();
+
+  #readView(data: ConversationData): ReadView {
+    if (this.#read?.data === data) return this.#read;
+    const before = this.#read?.byId;
+    const byId = new Map<string, ChatMessage>();
+    const messages = data.messages.map((m) => {
+      const made = storedMessage(m, null);
+      const known = before?.get(made.id);
+      const kept = known && sameMessage(known, made) ? known : made;
+      byId.set(kept.id, kept);
+      return kept;
+    });
+    const interrupts = data.pendingInterrupts.map(toPendingInterrupt);
+    const previous = this.#read?.interrupts;
+    this.#read = {
+      data,
+      messages,
+      byId,
+      results: new Set(messages.filter((m) => m.role === "TOOL").map((m) => m.toolCallId)),
+      calls: new Set(messages.flatMap((m) => m.toolCalls.map((c) => c.id))),
+      interrupts: previous && JSON.stringify(previous) === JSON.stringify(interrupts) ? previous : interrupts,
+    };
+    return this.#read;
   }
-  for (const o of state.outgoing) if (!shownOutgoing.has(o) && (o.runId === null || !state.runs.has(o.runId))) messages.push(outgoingMessage(o));
 
-  const run = runs.at(-1)?.live.run ?? null;
-  const busy = overlay.some((t) => !isTerminal(t.live.run.status));
-  let interrupts: PendingInterrupt[] = [];
-  if (!busy) {
-    interrupts = (data?.pendingInterrupts ?? []).map(toPendingInterrupt);
+  #outgoing(o: Outgoing): ChatMessage {
+    let shown = this.#sent.get(o);
+    if (!shown) {
+      shown = outgoingMessage(o);
+      this.#sent.set(o, shown);
+    }
+    return shown;
+  }
+
+  #partialOf(m: ChatMessage): ChatMessage {
+    let shown = this.#partial.get(m);
+    if (!shown) {
+      shown = { ...m, state: "partial" };
+      this.#partial.set(m, shown);
+    }
+    return shown;
+  }
+
+  build(state: StoreState): ConversationSnapshot {
+    const read = state.base ? this.#readView(state.base.data) : null;
+    if (!state.base) this.#read = null;
+    const data = read?.data ?? null;
+    const baseTick = state.base?.tick ?? -1;
+    const runs = sortedRuns(state.runs);
+    const newest = runs.at(-1);
+    const stoppedEarly = (t: Tracked) => ["FAILED", "CANCELLED", "INTERRUPTED"].includes(t.live.run.status);
+    // Runs the last read does not show the outcome of; and the newest, if it stopped early: what it streamed is not in the thread.
+    const overlay = runs.filter((t) => !(t.endTick !== null && t.endTick < baseTick) || (t === newest && stoppedEarly(t)));
+
+    const messages: ChatMessage[] = read ? read.messages.slice() : [];
+    const inThread = (m: ChatMessage) =>
+      !!read &&
+      (read.byId.has(m.id) ||
+        (m.role === "TOOL" && read.results.has(m.toolCallId)) ||
+        (m.toolCalls.length > 0 && m.toolCalls.every((c) => read.calls.has(c.id))));
+    const shownOutgoing = new Set<Outgoing>();
     for (const t of overlay) {
-      if (t.live.run.status !== "WAITING") continue;
-      for (const i of t.live.interrupts) if (!interrupts.some((known) => known.id === i.id)) interrupts.push(i);
+      const run = t.live.run;
+      const outgoing = state.outgoing.find((o) => o.runId === run.id);
+      const userStored =
+        t.live.messages.some((m) => m.role === "USER") || (data?.activeRun?.id === run.id && data.activeRun.messages.some((m) => m.role === "USER"));
+      if (outgoing) shownOutgoing.add(outgoing);
+      if (outgoing && !userStored) messages.push(this.#outgoing(outgoing));
+      const stopped = stoppedEarly(t);
+      for (const m of t.live.messages) {
+        if (inThread(m)) continue;
+        messages.push(stopped && m.state === "streaming" ? this.#partialOf(m) : m);
+      }
     }
+    for (const o of state.outgoing) if (!shownOutgoing.has(o) && (o.runId === null || !state.runs.has(o.runId))) messages.push(this.#outgoing(o));
+
+    const run = newest?.live.run ?? null;
+    const busy = overlay.some((t) => !isTerminal(t.live.run.status));
+    let interrupts: readonly PendingInterrupt[] = EMPTY;
+    if (!busy) {
+      const fromRuns: PendingInterrupt[] = [];
+      const known = read?.interrupts ?? EMPTY;
+      for (const t of overlay) {
+        if (t.live.run.status !== "WAITING") continue;
+        for (const i of t.live.interrupts) if (!known.some((k) => k.id === i.id) && !fromRuns.some((k) => k.id === i.id)) fromRuns.push(i);
+      }
+      interrupts = fromRuns.length ? [...known, ...fromRuns] : known;
+    }
+    const previous = this.#previous;
+    const next: ConversationSnapshot = {
+      conversationId: state.conversationId,
+      phase: state.phase,
+      title: data?.title ?? null,
+      messages: previous && sameItems(previous.messages, messages) ? previous.messages : messages,
+      run,
+      busy,
+      interrupts: previous && sameItems(previous.interrupts, interrupts) ? previous.interrupts : interrupts,
+      next: previous && sameItems(previous.next, data?.next ?? EMPTY) ? previous.next : (data?.next ?? EMPTY),
+      resumable: !busy && (data?.resumable ?? false),
+      attached: state.attached,
+      error: state.error,
+    };
+    if (previous && (Object.keys(next) as (keyof ConversationSnapshot)[]).every((key) => Object.is(next[key], previous[key]))) return previous;
+    this.#previous = next;
+    return next;
   }
-  return {
-    conversationId: state.conversationId,
-    phase: state.phase,
-    title: data?.title ?? null,
-    messages,
-    run,
-    busy,
-    interrupts,
-    next: data?.next ?? [],
-    resumable: !busy && (data?.resumable ?? false),
-    attached: state.attached,
-    error: state.error,
-  };
+}
+
+/** A snapshot of `state` made afresh (no sharing with an earlier one). */
+export function deriveSnapshot(state: StoreState): ConversationSnapshot {
+  return new SnapshotBuilder().build(state);
 }

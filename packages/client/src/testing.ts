@@ -43,6 +43,8 @@ export interface TestTransportOptions {
 interface TestConversation {
   id: string;
   title: string;
+  createdAt: string;
+  updatedAt: string;
   messages: Message[];
   runs: string[];
   interrupts: RunledgerInterruptFragment[];
@@ -128,14 +130,29 @@ export function createTestTransport(options: TestTransportOptions = {}): TestTra
   const active = (conversation: TestConversation) => conversation.runs.map((id) => runs.get(id)!).find((r) => ACTIVE.has(r.record.status)) ?? null;
   const latest = (conversation: TestConversation) => (conversation.runs.length ? runs.get(conversation.runs.at(-1)!)! : null);
 
+  /** The conversation as a list shows it (RunledgerConversationRow). */
+  const rowOf = (conversation: TestConversation) => ({
+    id: conversation.id,
+    title: conversation.title,
+    agentName: "default",
+    owner: null,
+    createdAt: conversation.createdAt,
+    updatedAt: conversation.updatedAt,
+    messageCount: conversation.messages.length,
+    activeRun: active(conversation) ? { id: active(conversation)!.record.id, status: active(conversation)!.record.status } : null,
+    latestRun: latest(conversation) ? { id: latest(conversation)!.record.id, status: latest(conversation)!.record.status } : null,
+  });
+
+  /** A later time than any given so far: updatedAt orders the list. */
+  let lastTime = 0;
+  const now = () => {
+    lastTime = Math.max(Date.now(), lastTime + 1);
+    return new Date(lastTime).toISOString();
+  };
+
   const notify = (conversation: TestConversation) => {
-    const row = {
-      id: conversation.id,
-      deleted: false,
-      title: conversation.title,
-      activeRun: active(conversation) ? { id: active(conversation)!.record.id, status: active(conversation)!.record.status } : null,
-      latestRun: latest(conversation) ? { id: latest(conversation)!.record.id, status: latest(conversation)!.record.status } : null,
-    };
+    conversation.updatedAt = now();
+    const row = { ...rowOf(conversation), deleted: false };
     for (const sink of [...notices]) sink.next({ data: { conversationsChanged: row } });
   };
 
@@ -176,7 +193,16 @@ export function createTestTransport(options: TestTransportOptions = {}): TestTra
 
   const addConversation: TestTransport["addConversation"] = (conversation = {}) => {
     const id = conversation.id ?? newId();
-    conversations.set(id, { id, title: conversation.title ?? "Test conversation", messages: [...(conversation.messages ?? [])], runs: [], interrupts: [] });
+    const at = now();
+    conversations.set(id, {
+      id,
+      title: conversation.title ?? "Test conversation",
+      createdAt: at,
+      updatedAt: at,
+      messages: [...(conversation.messages ?? [])],
+      runs: [],
+      interrupts: [],
+    });
     return id;
   };
 
@@ -254,6 +280,20 @@ export function createTestTransport(options: TestTransportOptions = {}): TestTra
         // A running run's input is in the thread from its first checkpoint on.
         if (current?.record.status === "RUNNING" && current.added[0]?.role === "USER") data.messages = [...conversation.messages, current.added[0]];
         return { conversation: data };
+      }
+      case "RunledgerConversations": {
+        const rows = [...conversations.values()]
+          .map(rowOf)
+          .sort((a, b) => (a.updatedAt !== b.updatedAt ? (a.updatedAt < b.updatedAt ? 1 : -1) : a.id < b.id ? 1 : -1));
+        const first = Math.min(100, Number(variables.first ?? 30));
+        const start = variables.after ? rows.findIndex((r) => r.id === variables.after) + 1 : 0;
+        const page = rows.slice(start, start + first);
+        return {
+          conversations: {
+            edges: page.map((node) => ({ node })),
+            pageInfo: { hasNextPage: start + first < rows.length, endCursor: page.at(-1)?.id ?? null },
+          },
+        };
       }
       case "RunledgerRunRecord": {
         const run = runs.get(String(variables.id));

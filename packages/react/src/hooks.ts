@@ -1,0 +1,174 @@
+// The hooks. Each makes its store without side effects while rendering (a
+// render React throws away leaves nothing behind), attaches it when React
+// subscribes (after the commit) and detaches it when React unsubscribes (an
+// unmount, or a switch to another conversation): every subscription it held
+// ends, and nothing it still receives reaches the view.
+import { useCallback, useMemo, useState, useSyncExternalStore } from "react";
+import { createConversationList } from "@runledger/client";
+import type {
+  ConnectionState,
+  ConversationListSnapshot,
+  ConversationListStore,
+  ConversationSnapshot,
+  ConversationState,
+  ConversationStore,
+  RunledgerClient,
+} from "@runledger/client";
+import { useRunledgerClient } from "./context.js";
+
+/** The connection's state: `connecting`, `connected`, `reconnecting`, `unauthorized` or `offline`, with its transport and reconnects. */
+export function useConnection(): ConnectionState {
+  const { connection } = useRunledgerClient();
+  const subscribe = useCallback((listener: () => void) => connection.subscribe(listener), [connection]);
+  const read = useCallback(() => connection.getSnapshot(), [connection]);
+  return useSyncExternalStore(subscribe, read, read);
+}
+
+/** What a conversation view can do; each is the store's own method, bound, and the same function for as long as the store is. */
+export interface ConversationActions {
+  /** Sends a message: shown at once, one run at most however often it is retried (the idempotency key is kept). */
+  submit: ConversationStore["submit"];
+  /** Sends an `unsent` message again with its first key; discard() drops it. */
+  retry: ConversationStore["retry"];
+  discard: ConversationStore["discard"];
+  /** Cancels the run on the server. */
+  stop: ConversationStore["stop"];
+  /** Only stops listening (the run goes on); attach() listens again, rejoining after the last seq. */
+  detach: ConversationStore["detach"];
+  attach: ConversationStore["attach"];
+  /** Answers the interrupt the thread waits on (typed for tool approvals and tools in doubt). */
+  respond: ConversationStore["respond"];
+  respondAll: ConversationStore["respondAll"];
+  /** Continues the pending step. */
+  resume: ConversationStore["resume"];
+  /** A new conversation from a checkpoint (the view shows it unless `open: false`, until the conversationId given changes). */
+  fork: ConversationStore["fork"];
+  /** Writes values at a checkpoint (an EDIT run). */
+  edit: ConversationStore["edit"];
+  /** Calls the listener with each run event as it is applied, in seq order, at most once. */
+  onEvent: ConversationStore["onEvent"];
+}
+
+export interface ConversationView extends ConversationSnapshot, ConversationActions {
+  /** The store behind the view (for its serialize(), or what the hooks do not wrap). */
+  store: ConversationStore;
+}
+
+export interface UseConversationOptions {
+  /**
+   * The state a server render read (loadConversation) of this conversation: the
+   * first render shows exactly it (hydration matches the server's markup), and
+   * the live run is rejoined after its lastSeq, with no replay from the start.
+   * Ignored for another conversation.
+   */
+  initial?: ConversationState | null;
+}
+
+interface Held<S> {
+  client: RunledgerClient;
+  key: string | null;
+  store: S;
+}
+
+function actionsOf(store: ConversationStore): ConversationActions {
+  return {
+    submit: (message, options) => store.submit(message, options),
+    retry: (messageId) => store.retry(messageId),
+    discard: (messageId) => store.discard(messageId),
+    stop: (runId) => store.stop(runId),
+    detach: () => store.detach(),
+    attach: () => store.attach(),
+    respond: (value, options) => store.respond(value, options),
+    respondAll: (responses, idempotencyKey) => store.respondAll(responses, idempotencyKey),
+    resume: (idempotencyKey) => store.resume(idempotencyKey),
+    fork: (checkpointId, message, options) => store.fork(checkpointId, message, options),
+    edit: (checkpointId, values, asNode, options) => store.edit(checkpointId, values, asNode, options),
+    onEvent: (listener) => store.onEvent(listener),
+  };
+}
+
+/** Subscribes React to a store that listens to the server only while React does. */
+function useAttached<T>(store: { subscribe(listener: () => void): () => void; getSnapshot(): T; attach(): void; detach(): void }): T {
+  const subscribe = useCallback(
+    (listener: () => void) => {
+      const off = store.subscribe(listener);
+      store.attach();
+      return () => {
+        off();
+        store.detach();
+      };
+    },
+    [store],
+  );
+  const read = useCallback(() => store.getSnapshot(), [store]);
+  return useSyncExternalStore(subscribe, read, read);
+}
+
+/**
+ * Follows one conversation (null: a new one, made by its first submit): its
+ * messages, the newest run's status as the server reports it, what it waits
+ * for, and the actions on it. It follows every run of the conversation,
+ * wherever started. A new conversationId switches at once: the previous one's
+ * subscriptions end, and the view shows only the new one (`phase: "loading"`
+ * until read). Going from null to the id the first submit made keeps the
+ * same store, so the stream goes on.
+ */
+export function useConversation(conversationId: string | null, options: UseConversationOptions = {}): ConversationView {
+  const client = useRunledgerClient();
+  const initial = options.initial && options.initial.conversationId === conversationId ? options.initial : undefined;
+  const make = (): Held<ConversationStore> => ({
+    client,
+    key: conversationId,
+    store: initial ? client.hydrate(initial, { attach: false }) : client.conversation(conversationId, { attach: false }),
+  });
+  const [held, setHeld] = useState(make);
+  let current = held;
+  if (held.client !== client || (held.key !== conversationId && held.store.getSnapshot().conversationId !== conversationId)) {
+    current = make();
+    setHeld(current);
+  } else if (held.key !== conversationId) {
+    current = { ...held, key: conversationId };
+    setHeld(current);
+  }
+  const { store } = current;
+  const snapshot = useAttached(store);
+  const actions = useMemo(() => actionsOf(store), [store]);
+  return useMemo(() => ({ ...snapshot, ...actions, store }), [snapshot, actions, store]);
+}
+
+export interface UseConversationsOptions {
+  /** Rows per page (default 30). */
+  pageSize?: number;
+  /** An admin's list of one owner's conversations; a user's list is always their own. */
+  owner?: string | null;
+}
+
+export interface ConversationListView extends ConversationListSnapshot {
+  /** Reads the next page. */
+  loadMore: () => Promise<void>;
+  /** Reads the first page again. */
+  refresh: () => Promise<void>;
+  store: ConversationListStore;
+}
+
+/**
+ * The caller's conversations, newest first, live: a conversation made, renamed,
+ * deleted, or whose run starts or ends anywhere moves into place as the server
+ * tells it (conversationsChanged, which sends each caller only what it may see).
+ */
+export function useConversations(options: UseConversationsOptions = {}): ConversationListView {
+  const client = useRunledgerClient();
+  const owner = options.owner ?? null;
+  const pageSize = options.pageSize ?? 30;
+  const key = `${pageSize}:${owner ?? ""}`;
+  const make = (): Held<ConversationListStore> => ({ client, key, store: createConversationList(client, { owner, pageSize, attach: false }) });
+  const [held, setHeld] = useState(make);
+  let current = held;
+  if (held.client !== client || held.key !== key) {
+    current = make();
+    setHeld(current);
+  }
+  const { store } = current;
+  const snapshot = useAttached(store);
+  return useMemo(() => ({ ...snapshot, loadMore: () => store.loadMore(), refresh: () => store.refresh(), store }), [snapshot, store]);
+}
