@@ -58,10 +58,14 @@ async function bundle(entry, outfile, options = {}) {
   });
   const bytes = result.metafile.outputs[path.relative(ROOT, outfile)]?.bytes ?? 0;
   process.stdout.write(`wrote ${path.relative(ROOT, outfile)} (${Math.round(bytes / 1024)} KiB)\n`);
+  return result;
 }
 
 await fs.rm(OUTDIR, { recursive: true, force: true });
-await bundle("src/main.ts", OUTFILE);
+// Split where src/main.ts imports the server lazily: a cluster's primary (WORKERS > 1) loads
+// only what it needs, and its workers the rest. Chunks sit beside main.js (chunk-*.js), so
+// each file's rewritten import.meta.url resolves from dist/ as from src/.
+await bundle("src/main.ts", OUTFILE, { outfile: undefined, outdir: OUTDIR, splitting: true, entryNames: "main", chunkNames: "chunk-[hash]" });
 // The API key CLI (`npm run keys`), for a deployment without tsx: node dist/keys.js create --user NAME.
 await bundle("scripts/keys.ts", path.join(OUTDIR, "keys.js"));
 // The `runledger` command (package.json's bin): serve, migrate, keys, check-config. It imports

@@ -5,6 +5,8 @@ import { ConfigError, describeDatabase, type Config } from "./config.ts";
 import type { Logger } from "./logger.ts";
 import { openStorage, type Storage } from "./storage/index.ts";
 import { MemoryEventBus } from "./storage/event-bus/memory.ts";
+import { ClusterEventBus } from "./storage/event-bus/cluster.ts";
+import type { BusPort } from "./storage/event-bus/cluster-protocol.ts";
 import type { EventBus } from "./storage/event-bus/types.ts";
 import { AgentRuntime } from "./agent/runtime.ts";
 import { builtinTools } from "./agent/tools.ts";
@@ -41,7 +43,9 @@ export interface App {
   metrics: Metrics;
   /** METRICS_PORT's server's URL, when /metrics is served there. */
   metricsUrl: string | undefined;
-  /** Graceful shutdown: stop accepting, record active runs interrupted, end subscriptions, close the database. */
+  /** Shutdown's first step: refuse new runs, record the active ones interrupted (their subscribers get that event). */
+  drain(): Promise<void>;
+  /** Graceful shutdown: drain(), then end subscriptions and close the server, the bus and the database. */
   close(): Promise<void>;
 }
 
@@ -51,16 +55,31 @@ export interface AppOverrides {
   tools?: StructuredToolInterface[];
   /** This host's clock as the start-up check reads it (Date.now by default): a test skews it here. */
   clock?: () => number;
+  /**
+   * A cluster worker's channel to the primary's relay (src/cluster/worker.ts):
+   * without REDIS_URL, live events reach the other workers through it.
+   */
+  clusterBus?: BusPort;
 }
 
-/** The event bus REDIS_URL names (several instances), else the in-memory one; Redis's client loads only when used. */
-async function openEventBus(config: Config, logger: Logger, metrics: Metrics): Promise<EventBus> {
+/**
+ * The event bus REDIS_URL names (several instances), else a cluster's (its
+ * workers, through the primary), else the in-memory one; Redis's client loads only when used.
+ */
+async function openEventBus(config: Config, logger: Logger, metrics: Metrics, clusterBus: BusPort | undefined): Promise<EventBus> {
   const options = {
     retention: config.eventRetention,
     graceMs: config.eventGraceMs,
     graceRuns: config.eventGraceRuns,
     subscriberQueueLimit: config.subscriberQueueLimit,
   };
+  if (!config.redisUrl && clusterBus) {
+    return new ClusterEventBus(clusterBus, {
+      ...options,
+      onError: (error) => logger.warn("event bus (cluster) error", { error }),
+      onDelivered: (lagMs) => metrics.busLag.observe(lagMs / 1000),
+    });
+  }
   if (!config.redisUrl) return new MemoryEventBus(options);
   const { connectRedisEventBus } = await import("./storage/event-bus/redis.ts");
   try {
@@ -92,7 +111,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
   const trustedOperations = config.trustedOperationsFile === undefined ? undefined : loadTrustedManifest(config.trustedOperationsFile);
   // Redis before the database: an unreachable one stops start-up before anything is migrated.
   const metrics = new Metrics();
-  const bus = await openEventBus(config, logger, metrics);
+  const bus = await openEventBus(config, logger, metrics, overrides.clusterBus);
   const storage = await openStorage(config, { onWriteWait: (ms) => metrics.writeGateWait.observe(ms / 1000) }).catch(async (error: unknown) => {
     await bus.close();
     throw error;
@@ -248,7 +267,9 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
   // Runs left queued by a previous start, or by other instances, go as soon as there is room.
   void runs.claimQueued();
 
+  let draining: Promise<void> | null = null;
   let closing: Promise<void> | null = null;
+  const drain = () => (draining ??= runs.shutdown(config.shutdownTimeoutMs));
   return {
     url: http.url,
     http,
@@ -257,9 +278,10 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     ownership,
     metrics,
     metricsUrl: metricsServer?.url,
+    drain,
     close() {
       closing ??= (async () => {
-        await runs.shutdown(config.shutdownTimeoutMs);
+        await drain();
         // The last runs' LangSmith traces are sent before the process goes.
         if (config.observability.langsmith) await flushLangSmith(logger);
         await mcp?.close();

@@ -2,6 +2,7 @@
 // a bad value stops the process with a one-line message naming the variable.
 import { createPublicKey } from "node:crypto";
 import { readFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 
 export interface Config {
@@ -160,6 +161,14 @@ export interface Config {
   queuePollMs: number;
   /** Traces, metrics and LangSmith (docs/observability.md). */
   observability: Observability;
+  /**
+   * `WORKERS`, default the machine's cores (`os.availableParallelism()`): server
+   * processes sharing PORT. Above 1, a primary process starts this many
+   * workers (each a full instance: HTTP, GraphQL, runs; the first alone, as it
+   * migrates the database) and restarts one that dies (src/cluster/primary.ts);
+   * 1 is one process, no primary.
+   */
+  workers: number;
 }
 
 export interface Observability {
@@ -441,6 +450,7 @@ export function loadConfig(env: Env = process.env, readFile: (p: string) => stri
     corsOrigins: listVar(env, "CORS_ORIGINS"),
     auth: authConfig(env),
     observability: observabilityConfig(env),
+    workers: intVar(env, "WORKERS", os.availableParallelism(), 1, 256),
   };
 }
 

@@ -10,6 +10,12 @@
 // (the health checks) answers then. Work is not dropped or reordered, only cut
 // into slices: a busy instance does the same work as before, and stays
 // answerable while it does.
+//
+// Two lanes: a model's lines go first ("stream"), then the rest ("work":
+// requests, run starts, writes), each lane in the order asked. A token is
+// never late behind another run's GraphQL request; requests wait while lines
+// are waiting, which only happens while the process cannot keep up with its
+// streams (docs/design.md, "Every core").
 import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
 
 /** How long one pass of the loop gives turns before it lets the loop read its sockets again. */
@@ -24,24 +30,36 @@ interface Pass {
   callbacks: number;
 }
 
+/** Which line a turn waits in: "stream" (a model's lines) is served before "work" (everything else). */
+export type Lane = "stream" | "work";
+
+interface Waiter {
+  grant: () => void;
+  at: number;
+}
+
 export class Turns {
-  readonly #waiting: { grant: () => void; at: number }[] = [];
+  readonly #streams: Waiter[] = [];
+  readonly #work: Waiter[] = [];
   /** The pass queued for the loop's next check phase, until its first callback runs. */
   #next: Pass | null = null;
   /** How long each turn waited, in nanoseconds; read (and reset) by the admission limit. */
   readonly waits: RecordableHistogram = createHistogram();
 
-  /** Resolves on a later pass of the event loop, once everything that asked before has had its turn. */
-  turn(): Promise<void> {
+  /**
+   * Resolves on a later pass of the event loop, once everything that asked
+   * before in its lane has had its turn (and, for "work", every line waiting).
+   */
+  turn(lane: Lane = "work"): Promise<void> {
     return new Promise<void>((grant) => {
-      this.#waiting.push({ grant, at: performance.now() });
+      (lane === "stream" ? this.#streams : this.#work).push({ grant, at: performance.now() });
       this.#fill();
     });
   }
 
-  /** Work waiting for its turn now. */
+  /** Work waiting for its turn now, in both lanes. */
   get waiting(): number {
-    return this.#waiting.length;
+    return this.#streams.length + this.#work.length;
   }
 
   // setImmediate callbacks queued before a check phase run in it, each after
@@ -49,7 +67,7 @@ export class Turns {
   // next callback looks at the clock. Those queued during it run in the next.
   #fill(): void {
     const pass = (this.#next ??= { start: -1, callbacks: 0 });
-    while (pass.callbacks < Math.min(this.#waiting.length, TURNS_PER_PASS)) {
+    while (pass.callbacks < Math.min(this.waiting, TURNS_PER_PASS)) {
       pass.callbacks++;
       setImmediate(() => this.#grantOne(pass));
     }
@@ -61,13 +79,13 @@ export class Turns {
     const now = performance.now();
     if (pass.start < 0) pass.start = now;
     if (now - pass.start < TURN_BUDGET_MS) {
-      const next = this.#waiting.shift();
+      const next = this.#streams.shift() ?? this.#work.shift();
       if (next) {
         this.waits.record(Math.max(1, Math.round((now - next.at) * 1e6)));
         next.grant();
       }
     }
-    if (pass.callbacks === 0 && this.#waiting.length > 0) this.#fill();
+    if (pass.callbacks === 0 && this.waiting > 0) this.#fill();
   }
 }
 

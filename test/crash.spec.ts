@@ -8,12 +8,13 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { defaultResponder, expectedUsage, startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
-import { PROCESS_TEST_TIMEOUT_MS, ROOT, tempDatabaseUrl, trackedServerProcesses, waitForRun } from "../testkit/app.ts";
+import { CLUSTER_ENV, PROCESS_TEST_TIMEOUT_MS, ROOT, tempDatabaseUrl, trackedServerProcesses, waitForRun } from "../testkit/app.ts";
 import { collect, gqlOk, sseClient, startRun, wsClient } from "../testkit/graphql.ts";
 import { CONVERSATION, RESUME_RUN, RUN, RUN_EVENTS } from "../testkit/documents.ts";
 
 let fake: FakeOllama;
-const startServer = trackedServerProcesses();
+// In the default layout of a machine with several cores: a SIGKILL to the primary takes its workers too.
+const startServer = trackedServerProcesses(CLUSTER_ENV);
 
 beforeAll(async () => {
   fake = await startFakeOllama();

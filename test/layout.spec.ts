@@ -8,6 +8,7 @@ import { ROOT } from "../testkit/app.ts";
 
 const LAYERS = [
   ["cli", "main.ts", "app.ts"],
+  ["cluster"],
   ["server"],
   ["schema"],
   ["context.ts"],
@@ -30,7 +31,7 @@ const SRC = path.join(ROOT, "src");
  * assembles it.
  */
 const STORAGE_LAYERS = [
-  ["index.ts", "open-sqlite.ts", "open-postgres.ts", "migration-status.ts"],
+  ["index.ts", "open-sqlite.ts", "open-postgres.ts", "migration-status.ts", "wal.ts"],
   ["types.ts"],
   ["run-store", "conversation-list", "checkpoint-reads", "event-bus", "api-keys", "tool-journal", "run-events"],
   ["sqlite", "postgres", "rows.ts", "batch.ts", "page.ts"],

@@ -195,11 +195,20 @@ describe("socket on A, runs started on B (PostgreSQL + Redis)", () => {
     await until(async () => (await wsSubscriptions(a)) >= 1, "the store's notices on A");
     fake.enqueue({ kind: "trickle", tokens: numbered(300), delayMs: 20 });
     const run = await startRun(b.url, "Stop me from A", conversationId);
+    const seen = seenEvents(store);
     await settled(store, (s) => s.run?.id === run.runId && s.run.lastSeq >= 4, "streaming through A");
     expect((await store.stop()).ok).toBe(true);
-    const done = await ended(store, run.runId, "CANCELLED");
+    // The cancel's answer ends the run at once; what B streamed until it stopped is B's to record, before its terminal event.
+    await ended(store, run.runId, "CANCELLED");
+    await until(
+      () => seen.some((e) => e.runId === run.runId && e.__typename === "RunStatusEvent" && e.status === "CANCELLED"),
+      "the terminal event from B, through A",
+    );
     const record = (await gqlOk(b.url, RUN, { id: run.runId })).run;
     expect(record).toMatchObject({ status: "CANCELLED", errorCode: "CANCELLED" });
-    expect(done.run).toMatchObject({ status: "CANCELLED", partialOutput: record.partialOutput });
+    expect(record.partialOutput).toMatch(/^t1 t2 t3 /);
+    // The read that follows the terminal event brings the stored text: the view ends as the record.
+    const done = await settled(store, (s) => s.run?.id === run.runId && s.run.partialOutput === record.partialOutput, "the stored partial output on A");
+    expect(done.run).toMatchObject({ status: "CANCELLED", errorCode: "CANCELLED" });
   });
 });

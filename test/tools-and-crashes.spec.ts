@@ -15,13 +15,14 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startFakeOllama, type FakeOllama, type FakeStep } from "../testkit/fake-ollama.ts";
-import { PROCESS_TEST_TIMEOUT_MS, ROOT, startTestApp, tempDatabaseUrl, trackedServerProcesses, waitForRun } from "../testkit/app.ts";
+import { CLUSTER_ENV, PROCESS_TEST_TIMEOUT_MS, ROOT, startTestApp, tempDatabaseUrl, trackedServerProcesses, waitForRun } from "../testkit/app.ts";
 import { collect, gqlOk, wsClient } from "../testkit/graphql.ts";
 import { postgresDatabase, redisServer, uniqueName } from "../testkit/services.ts";
 import { CANCEL_RUN } from "../testkit/documents.ts";
 
 let fake: FakeOllama;
-const startServer = trackedServerProcesses();
+// In the default layout of a machine with several cores: a SIGKILL to the primary takes its workers too.
+const startServer = trackedServerProcesses(CLUSTER_ENV);
 
 beforeAll(async () => {
   fake = await startFakeOllama();

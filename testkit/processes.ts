@@ -40,10 +40,12 @@ export interface Child {
   exited: Promise<number | null>;
   /** Sends the signal (SIGTERM unless told) if the process still runs; resolves with the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
-  /** CPU time (user + system) used so far, in ms, from /proc/<pid>/stat (10 ms resolution). */
+  /** CPU time (user + system) used so far, in ms, from /proc/<pid>/stat (10 ms resolution): the process's and its children's (a cluster's workers). */
   cpuMs(): number;
   /** Resident set size in bytes, from /proc/<pid>/status. */
   rssBytes(): number;
+  /** The resident set size of the process and of each process below it (a cluster's primary, then its workers), in bytes. */
+  rssBytesEach(): number[];
 }
 
 const live = new Set<ChildProcess>();
@@ -119,8 +121,16 @@ export function spawnTs(entry: string, options: ChildOptions = {}): Child {
       clearTimeout(timer);
       return code;
     },
-    cpuMs: () => cpuMs(pid),
+    cpuMs: () => [pid, ...descendants(pid)].reduce((sum, p) => sum + cpuMs(p), 0),
     rssBytes: () => rssBytes(pid),
+    rssBytesEach: () =>
+      [pid, ...descendants(pid)].flatMap((p) => {
+        try {
+          return [rssBytes(p)];
+        } catch {
+          return []; // gone meanwhile
+        }
+      }),
   };
 }
 
@@ -162,7 +172,10 @@ const LISTENING = /"msg":"runledger listening","url":"(http:\/\/[^"]+)\/graphql"
 /** Starts runledger (its build, or src/main.ts under tsx: serverCommand) and waits until it logs that it listens (on a port of its own choosing unless env sets PORT). */
 export async function startServerProcess(env: Record<string, string>, options: Omit<ChildOptions, "env"> = {}): Promise<ServerProcess> {
   // As startTestApp: the fake model serves any number of chats at once (testkit/app.ts, FAKE_MODEL_CAPACITY).
-  const server = spawnTs("src/main.ts", { ...options, env: { PORT: "0", LOG_LEVEL: "info", MODEL_CONCURRENCY: "1000", ...env } });
+  // One process unless the spec asks for workers (WORKERS; CLUSTER_ENV in testkit/app.ts): a spec that
+  // reads the server's pid or counts its log lines means that process, and a cluster's three
+  // processes cost a 2-core machine more than the suite can spend on every server.
+  const server = spawnTs("src/main.ts", { ...options, env: { PORT: "0", LOG_LEVEL: "info", MODEL_CONCURRENCY: "1000", WORKERS: "1", ...env } });
   const url = await waitForOutput(server, (output) => LISTENING.exec(output)?.[1], '"runledger listening" line');
   return Object.assign(server, { url });
 }
@@ -187,9 +200,33 @@ function rssBytes(pid: number): number {
   return Number(m[1]) * 1024;
 }
 
-/** CPU time (user + system) a process has used so far, in ms, from /proc/<pid>/stat. */
+/** The processes below `pid` now, children first (a cluster's workers; their own children too). */
+export function descendants(pid: number): number[] {
+  const parents = new Map<number, number[]>();
+  for (const entry of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
+    } catch {
+      continue; // gone meanwhile
+    }
+    const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    parents.set(ppid, [...(parents.get(ppid) ?? []), Number(entry)]);
+  }
+  const found: number[] = [];
+  for (let i = -1; i < found.length; i++) found.push(...(parents.get(i < 0 ? pid : found[i]!) ?? []));
+  return found;
+}
+
+/** CPU time (user + system) a process has used so far, in ms, from /proc/<pid>/stat (0 once it is gone). */
 function cpuMs(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+  let stat: string;
+  try {
+    stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return 0;
+  }
   // Fields after the command name, which is in parentheses and may contain spaces.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime

@@ -43,6 +43,8 @@ export async function startRunledger(options: {
         MODEL_CONCURRENCY: "10000",
         MAX_ACTIVE_RUNS: "10000",
         ADMISSION_LOOP_DELAY_MS: "0",
+        // The default layout (WORKERS unset: the machine's cores) unless this run's environment sets WORKERS.
+        WORKERS: process.env.WORKERS ?? "",
         ...options.env,
       },
       {

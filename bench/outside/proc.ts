@@ -1,5 +1,5 @@
 // CPU time and resident memory of a server's whole process tree, from /proc.
-// runledger is one process; `langgraph dev` is a launcher, the tsx launcher it
+// runledger is one process (a primary and its workers with WORKERS > 1); `langgraph dev` is a launcher, the tsx launcher it
 // spawns, the API server under that and tsx's esbuild service, so both are
 // read the same way: the process and every descendant, summed.
 import fs from "node:fs";

@@ -31,6 +31,7 @@ export const concurrent: Scenario = {
     const wallMs: number[] = [];
     const completed: number[] = [];
     const tokenLatency: Percentiles[] = [];
+    const cpuPerToken: number[] = [];
     let lost = 0;
     try {
       // Warm-up: one round of 50 short runs, so the first measured round does not pay for JIT.
@@ -52,7 +53,9 @@ export const concurrent: Scenario = {
         // The busy window: from starting the runs to the last terminal event.
         const started = nowMs();
         const resetBeforeRelease = ask(server, { cmd: "reset" });
+        const cpuBefore = server.cpuMs();
         const logs = await relayThroughRunledger(server.url, options.modelUrl, "ws", plans, key);
+        cpuPerToken.push((server.cpuMs() - cpuBefore) / (RUNS * tokens));
         await resetBeforeRelease;
         busy.push(await ask<LoopDelay>(server, { cmd: "read" }));
         wallMs.push(nowMs() - started);
@@ -61,7 +64,7 @@ export const concurrent: Scenario = {
         const latency = percentiles(logs.flatMap((l) => l.latencies));
         tokenLatency.push(latency);
         options.log(
-          `  rep ${rep + 1}/${reps}: ${completed.at(-1)}/${RUNS} completed, loop delay p99 ${busy.at(-1)!.p99.toFixed(2)} ms (idle ${idle.at(-1)!.p99.toFixed(2)} ms), token p99 ${latency.p99.toFixed(1)} ms`,
+          `  rep ${rep + 1}/${reps}: ${completed.at(-1)}/${RUNS} completed, loop delay p99 ${busy.at(-1)!.p99.toFixed(2)} ms (idle ${idle.at(-1)!.p99.toFixed(2)} ms), token p50 ${latency.p50.toFixed(1)} / p99 ${latency.p99.toFixed(1)} ms, server CPU ${cpuPerToken.at(-1)!.toFixed(3)} ms a token`,
         );
       }
     } finally {
@@ -84,6 +87,12 @@ export const concurrent: Scenario = {
         case: `${RUNS} runs at once`,
         metric: "token latency, model → subscriber",
         runledger: dist("ms", tokenLatency),
+      },
+      {
+        scenario: "concurrent",
+        case: `${RUNS} runs at once`,
+        metric: "server CPU per token, run start and end included (every process of the server)",
+        runledger: scalar("ms", cpuPerToken),
       },
       {
         scenario: "concurrent",

@@ -65,7 +65,8 @@ async function settledMemory(server: Child, collect: Collect): Promise<{ rss: nu
   await collect();
   await sleep(200);
   const usage = await collect();
-  return { rss: server.rssBytes(), heap: usage.heapUsed + usage.external };
+  // Every process of the server: a cluster's primary and workers together.
+  return { rss: server.rssBytesEach().reduce((a, b) => a + b, 0), heap: usage.heapUsed + usage.external };
 }
 
 async function measure(

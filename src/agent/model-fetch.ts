@@ -170,8 +170,8 @@ function watchedFetch(options: { signal: AbortSignal; idleTimeoutMs: number; rep
           disarm();
           const line = lines.shift();
           if (line) {
-            // A turn per line: the time a line waits is this process's, never the model's silence.
-            await turns.turn();
+            // A turn per line, ahead of requests: the time a line waits is this process's, never the model's silence.
+            await turns.turn("stream");
             if (cancelled) return;
             if (signal.aborted) throw signal.reason;
             ctrl.enqueue(line);

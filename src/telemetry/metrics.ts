@@ -3,8 +3,11 @@
 // event loop, GC) are the process's, collected once and served by every registry.
 // Labels are bounded sets: agents and MCP servers come from the configuration,
 // statuses and error codes from the API's enums, GraphQL fields from the schema;
-// never a run, conversation or user id.
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+// never a run, conversation or user id. In a cluster (WORKERS > 1) each
+// worker counts its own, and /metrics, served by any of them, is the sum over
+// all of them (src/cluster/primary.ts aggregates; gauges say how when summing
+// would not do).
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type MetricObjectWithValues, type MetricValue } from "prom-client";
 import { turns } from "../turns.ts";
 
 let processRegistry: Registry | undefined;
@@ -15,6 +18,11 @@ function processMetrics(): Registry {
     collectDefaultMetrics({ register: processRegistry });
   }
   return processRegistry;
+}
+
+/** This process's own metrics (CPU, memory, event loop, GC), as prom-client's aggregation takes them: a cluster's primary adds its own to its workers'. */
+export function processMetricsJson(): Promise<MetricObjectWithValues<MetricValue<string>>[]> {
+  return processMetrics().getMetricsAsJSON();
 }
 
 /** A number read at scrape time. */
@@ -28,6 +36,7 @@ export class Metrics {
   #dbWaiting: Source = () => 0;
   #subscriptions = new Map<string, Source>();
   #mcp: () => { agent: string; server: string; up: boolean }[] = () => [];
+  #collector: (() => Promise<string>) | null = null;
 
   readonly runsStarted = new Counter({
     name: "runledger_runs_started_total",
@@ -83,7 +92,7 @@ export class Metrics {
   });
   readonly busLag = new Histogram({
     name: "runledger_event_bus_delivery_lag_seconds",
-    help: "From an event's publication on the instance executing the run to its arrival through Redis on this one.",
+    help: "From an event's publication on the instance executing the run to its arrival on this one, through Redis or from another worker of this cluster.",
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
     registers: [this.registry],
   });
@@ -175,6 +184,8 @@ export class Metrics {
       help: "1 when an agent's MCP server is connected, else 0.",
       labelNames: ["agent", "server"] as const,
       registers: [this.registry],
+      // Across a cluster's workers: up only where every worker has it.
+      aggregator: "min",
       collect() {
         this.reset();
         for (const { agent, server, up } of self.#mcp()) this.set({ agent, server }, up ? 1 : 0);
@@ -207,10 +218,22 @@ export class Metrics {
     this.#mcp = source;
   }
 
-  /** The exposition: this server's metrics, then the process's. */
+  /** The exposition: this server's metrics, then the process's; in a cluster, every worker's, aggregated. */
   async text(): Promise<string> {
+    if (this.#collector) return this.#collector();
     const [own, proc] = await Promise.all([this.registry.metrics(), processMetrics().metrics()]);
     return `${own}\n${proc}`;
+  }
+
+  /** This process's metrics, as prom-client's aggregation takes them (the cluster's primary sums them over the workers). */
+  async json(): Promise<MetricObjectWithValues<MetricValue<string>>[]> {
+    const [own, proc] = await Promise.all([this.registry.getMetricsAsJSON(), processMetrics().getMetricsAsJSON()]);
+    return [...own, ...proc];
+  }
+
+  /** Where text() gets the exposition instead: the cluster's, from the primary. */
+  collectWith(collector: () => Promise<string>): void {
+    this.#collector = collector;
   }
 
   readonly contentType = Registry.PROMETHEUS_CONTENT_TYPE;

@@ -56,6 +56,8 @@ function writeAgentsFile(): { file: string; notesLog: string } {
 export interface Deployment {
   name: string;
   env(): Promise<{ env: Record<string, string>; cleanup(): Promise<void> }>;
+  /** Instances are a cluster's workers: their events go through one relay (testCluster()), as WORKERS > 1 without Redis. */
+  cluster?: boolean;
 }
 
 const RENAME = /* GraphQL */ `

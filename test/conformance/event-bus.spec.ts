@@ -1,16 +1,46 @@
-// Both event bus backends against the one conformance suite.
+// Every event bus backend against the one conformance suite.
 import { randomUUID } from "node:crypto";
+import { MessageChannel } from "node:worker_threads";
 import { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
 import type { RunEvent, RunEventBody } from "../../src/domain/events.ts";
 import { describeEventBusConformance } from "./event-bus.ts";
 import { MemoryEventBus } from "../../src/storage/event-bus/memory.ts";
 import { connectRedisEventBus } from "../../src/storage/event-bus/redis.ts";
+import { ClusterEventBus } from "../../src/storage/event-bus/cluster.ts";
+import { ClusterRelay } from "../../src/storage/event-bus/cluster-relay.ts";
+import { messagePortBus } from "../../src/storage/event-bus/cluster-protocol.ts";
 import { redisServer } from "../../testkit/services.ts";
 
 describeEventBusConformance("MemoryEventBus", async (options) => {
   const bus = new MemoryEventBus(options);
   return { a: bus, b: bus, close: () => bus.close() };
+});
+
+// Two workers of a cluster and the primary's relay, with MessageChannels in
+// place of the IPC channels (the same structured clone as node's cluster with
+// advanced serialization); test/cluster.spec.ts runs it between real processes.
+describeEventBusConformance("ClusterEventBus, two workers through the relay", async (options) => {
+  const relay = new ClusterRelay();
+  const channels = [new MessageChannel(), new MessageChannel()];
+  const [a, b] = channels.map(({ port1, port2 }) => {
+    relay.attach(messagePortBus(port2));
+    return new ClusterEventBus(messagePortBus(port1), options);
+  });
+  // Answered after each bus's hello: from here on the relay asks both.
+  await Promise.all([a!.ping(), b!.ping()]);
+  return {
+    a: a!,
+    b: b!,
+    close: async () => {
+      await Promise.all([a!.close(), b!.close()]);
+      relay.close();
+      for (const { port1, port2 } of channels) {
+        port1.close();
+        port2.close();
+      }
+    },
+  };
 });
 
 describeEventBusConformance("RedisEventBus, two instances", async (options) => {
@@ -111,6 +141,86 @@ describe("MemoryEventBus: at most graceRuns finished logs", () => {
       await sub.return?.();
     } finally {
       await bus.close();
+    }
+  });
+});
+
+// What only a cluster has: workers that come and go under one relay.
+describe("ClusterEventBus: workers coming and going", () => {
+  const options = { retention: 100, graceMs: 60_000, subscriberQueueLimit: 100 };
+  const running: RunEventBody = { type: "status", status: "running", errorCode: null, errorMessage: null };
+  const token: RunEventBody = { type: "token", text: "t", messageId: "m1", node: "agent" };
+
+  function cluster() {
+    const relay = new ClusterRelay();
+    const channels: MessageChannel[] = [];
+    const buses: ClusterEventBus[] = [];
+    const join = async () => {
+      const channel = new MessageChannel();
+      channels.push(channel);
+      const id = relay.attach(messagePortBus(channel.port2));
+      const bus = new ClusterEventBus(messagePortBus(channel.port1), options);
+      buses.push(bus);
+      await bus.ping();
+      return { bus, id };
+    };
+    const close = async () => {
+      await Promise.all(buses.map((bus) => bus.close()));
+      relay.close();
+      for (const { port1, port2 } of channels) {
+        port1.close();
+        port2.close();
+      }
+    };
+    return { relay, join, close };
+  }
+
+  it("a worker that goes takes its runs' logs: their followers on other workers fail with RUN_LOG_LOST, and a new subscriber gets null", async () => {
+    const { relay, join, close } = cluster();
+    try {
+      const a = await join();
+      const b = await join();
+      const runId = randomUUID();
+      const run = a.bus.openRun(runId, randomUUID());
+      run.publish(running);
+      run.publish(token);
+      const sub = (await b.bus.subscribeRun(runId))!;
+      expect((await sub.next()).value).toMatchObject({ seq: 1 });
+      expect((await sub.next()).value).toMatchObject({ seq: 2 });
+      // The worker's process exits: the primary detaches it.
+      relay.detach(a.id);
+      await expect(sub.next()).rejects.toMatchObject({ code: "RUN_LOG_LOST" });
+      expect(await b.bus.subscribeRun(runId)).toBeNull();
+      expect(b.bus.stats().runSubscribers).toBe(0);
+    } finally {
+      await close();
+    }
+  });
+
+  it("a worker that starts later is told what the others watch, before it publishes", async () => {
+    const { join, close } = cluster();
+    try {
+      const a = await join();
+      const conversationId = randomUUID();
+      const watching = await a.bus.subscribeConversation(conversationId);
+      const later = await join();
+      const event = later.bus.openRun(randomUUID(), conversationId).publish(running);
+      expect((await watching.next()).value).toEqual(event);
+      await watching.return!();
+    } finally {
+      await close();
+    }
+  });
+
+  it("ping() fails when no primary answers", async () => {
+    const { port1, port2 } = new MessageChannel();
+    const bus = new ClusterEventBus(messagePortBus(port1), { ...options, pingTimeoutMs: 100 });
+    try {
+      await expect(bus.ping()).rejects.toThrow(/did not answer within 100 ms/);
+    } finally {
+      await bus.close();
+      port1.close();
+      port2.close();
     }
   });
 });

@@ -10,7 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultResponder, startFakeOllama, type FakeOllama, type FakeStep } from "../../testkit/fake-ollama.ts";
-import { startTestApp } from "../../testkit/app.ts";
+import { startTestApp, tempDatabaseUrl, testCluster } from "../../testkit/app.ts";
 import { gqlOk } from "../../testkit/graphql.ts";
 import { CANCEL_RUN, START_AGENT_RUN } from "../../testkit/documents.ts";
 import { TRANSPORTS, until, type AnyClient } from "../../testkit/streaming.ts";
@@ -53,6 +53,20 @@ export function describeTerminalEventConformance(deployment: Deployment) {
         JSON.stringify({ agents: { default: { type: "chat" }, careful: { type: "chat", tools: ["calculator"], requireApproval: ["calculator"] } } }),
       );
       const env: Record<string, string> = { RUNLEDGER_CONFIG: config, ...selected.env };
+      if (deployment.cluster) {
+        const cluster = testCluster();
+        const databaseUrl = tempDatabaseUrl("runledger-terminal-cluster-").url;
+        instances = [
+          await startTestApp({ ollamaUrl: fake.url, env, databaseUrl, clusterBus: cluster.join() }),
+          await startTestApp({ ollamaUrl: fake.url, env, databaseUrl, clusterBus: cluster.join() }),
+        ];
+        const selectedCleanup = cleanup;
+        cleanup = async () => {
+          cluster.close();
+          await selectedCleanup();
+        };
+        return;
+      }
       instances = [await startTestApp({ ollamaUrl: fake.url, env })];
       if (env.REDIS_URL) instances.push(await startTestApp({ ollamaUrl: fake.url, env }));
     }, 60_000);

@@ -1,6 +1,8 @@
 // The event bus for one process: every run's log lives in this process's memory,
 // and delivery is a synchronous push into each subscriber's bounded queue. It is
 // the default backend and the reference the conformance suite was written from.
+// The cluster bus (cluster.ts) keeps each worker's own runs in one of these and
+// serves them to the other workers through tapRun.
 import type { ConversationChange, RunEvent, RunEventBody } from "../../domain/events.ts";
 import { isTerminalEvent } from "../../domain/events.ts";
 import { createSubscriber, type Subscriber } from "./subscriber.ts";
@@ -20,7 +22,37 @@ interface RunLog {
    * have read what is queued, so stats() counts every subscriber still held.
    */
   subscribers: Map<Subscriber<RunEvent>, number>;
+  /** Taps (tapRun): other processes following the run; not counted as subscribers here. */
+  taps: Set<RunTap>;
   dropTimer?: NodeJS.Timeout;
+}
+
+/** What tapRun hands every later event of a run to: a relay to another process. */
+export interface RunTap {
+  push(event: RunEvent): void;
+  /** The terminal event was pushed, or the bus closed: nothing more comes. */
+  end(): void;
+}
+
+/** A run's log as tapRun found it. */
+export interface RunSnapshot {
+  conversationId: string;
+  /** The retained events with seq above the one asked for, oldest first (no replayGap: the reader tells gaps by seq). */
+  events: RunEvent[];
+  /** The seq of the last event published (0 when none). */
+  lastSeq: number;
+  /** The terminal event has been published. */
+  finished: boolean;
+  /** Stops the tap, if one was given. */
+  untap(): void;
+}
+
+/** Hooks for a bus built on this one (cluster.ts). */
+export interface MemoryBusHooks {
+  /** Every event published here, after this process's subscribers have it (endAbandonedRun's too). */
+  onPublish?(event: RunEvent): void;
+  /** The last subscriber of a conversation's events here has gone. */
+  onConversationIdle?(conversationId: string): void;
 }
 
 export class MemoryEventBus implements EventBus {
@@ -31,16 +63,23 @@ export class MemoryEventBus implements EventBus {
   readonly #changeSubs = new Set<Subscriber<ConversationChange>>();
   readonly #cancelListeners = new Set<(runId: string) => void>();
   readonly #options: Required<Omit<EventBusOptions, "graceRuns">> & Pick<EventBusOptions, "graceRuns">;
+  readonly #hooks: MemoryBusHooks;
   #closed = false;
 
-  constructor(options: EventBusOptions) {
+  constructor(options: EventBusOptions, hooks: MemoryBusHooks = {}) {
     this.#options = { now: () => new Date(), ...options };
+    this.#hooks = hooks;
+  }
+
+  /** Whether this process holds the run's log (open, or finished within its grace). */
+  hasRun(runId: string): boolean {
+    return this.#logs.has(runId);
   }
 
   openRun(runId: string, conversationId: string): RunPublisher {
     this.#assertOpen();
     if (this.#logs.has(runId)) throw new Error(`run ${runId} already has an event log`);
-    const log: RunLog = { conversationId, events: [], firstSeq: 1, nextSeq: 1, finished: false, subscribers: new Map() };
+    const log: RunLog = { conversationId, events: [], firstSeq: 1, nextSeq: 1, finished: false, subscribers: new Map(), taps: new Set() };
     this.#logs.set(runId, log);
     return {
       runId,
@@ -64,8 +103,14 @@ export class MemoryEventBus implements EventBus {
       if (event.seq > after) sub.push(event);
       if (terminal) sub.end();
     }
+    for (const tap of log.taps) {
+      tap.push(event);
+      if (terminal) tap.end();
+    }
+    if (terminal) log.taps.clear();
     const convSubs = this.#conversationSubs.get(log.conversationId);
     if (convSubs) for (const sub of convSubs) sub.push(event);
+    this.#hooks.onPublish?.(event);
     if (terminal) {
       log.finished = true;
       log.dropTimer = setTimeout(() => this.#drop(runId, log), this.#options.graceMs);
@@ -110,6 +155,35 @@ export class MemoryEventBus implements EventBus {
     return sub;
   }
 
+  /**
+   * The retained events with seq > after and, from the same instant, every later
+   * event handed to `tap`, in one synchronous step, so the two meet with no gap
+   * and no duplicate; null when this process holds no log for the run. For a bus
+   * that serves this process's runs to others (cluster.ts).
+   */
+  tapRun(runId: string, after: number, tap?: RunTap): RunSnapshot | null {
+    this.#assertOpen();
+    const log = this.#logs.get(runId);
+    if (!log) return null;
+    const events = log.events.filter((event) => event.seq > after);
+    if (tap && !log.finished) log.taps.add(tap);
+    return {
+      conversationId: log.conversationId,
+      events,
+      lastSeq: log.nextSeq - 1,
+      finished: log.finished,
+      untap: () => {
+        if (tap) log.taps.delete(tap);
+      },
+    };
+  }
+
+  /** Hands an event of a run executing in another process to this process's subscribers of its conversation. */
+  pushConversationEvent(event: RunEvent): void {
+    const subs = this.#conversationSubs.get(event.conversationId);
+    if (subs) for (const sub of subs) sub.push(event);
+  }
+
   async subscribeConversation(conversationId: string): Promise<Subscriber<RunEvent>> {
     this.#assertOpen();
     let set = this.#conversationSubs.get(conversationId);
@@ -120,7 +194,10 @@ export class MemoryEventBus implements EventBus {
     const subs = set;
     const sub = createSubscriber<RunEvent>(this.#options.subscriberQueueLimit, () => {
       subs.delete(sub);
-      if (subs.size === 0 && this.#conversationSubs.get(conversationId) === subs) this.#conversationSubs.delete(conversationId);
+      if (subs.size === 0 && this.#conversationSubs.get(conversationId) === subs) {
+        this.#conversationSubs.delete(conversationId);
+        if (!this.#closed) this.#hooks.onConversationIdle?.(conversationId);
+      }
     });
     subs.add(sub);
     return sub;
@@ -177,6 +254,8 @@ export class MemoryEventBus implements EventBus {
     this.#closed = true;
     for (const log of this.#logs.values()) {
       for (const sub of log.subscribers.keys()) sub.end();
+      for (const tap of log.taps) tap.end();
+      log.taps.clear();
       if (log.dropTimer) clearTimeout(log.dropTimer);
     }
     this.#logs.clear();
