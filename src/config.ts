@@ -91,9 +91,9 @@ export interface Config {
   /** `WS_MAX_SUBSCRIPTIONS`, default 100: operations one WebSocket may have open at once; more are refused. With the queue limit it bounds one connection's memory. */
   wsMaxSubscriptions: number;
   /**
-   * `MAX_STREAMS_PER_PRINCIPAL`, default 100 (0: no cap): live streams (WebSocket
+   * `QUOTA_STREAMS`, default 100 (0: no cap): live streams (WebSocket
    * operations and SSE responses together) one principal may hold open on one
-   * instance; more are refused with TOO_MANY_STREAMS (HTTP 429). Admins only with QUOTA_ADMINS.
+   * instance; more are refused with QUOTA_EXCEEDED (HTTP 429). Admins only with QUOTA_ADMINS.
    */
   maxStreamsPerPrincipal: number;
   /**
@@ -430,7 +430,7 @@ export function loadConfig(env: Env = process.env, readFile: (p: string) => stri
     subscriberQueueLimit: intVar(env, "SUBSCRIBER_QUEUE_LIMIT", 1_000, 1, 1_000_000),
     wsMaxSubscriptions: intVar(env, "WS_MAX_SUBSCRIPTIONS", 100, 1, 100_000),
     wsKeepAliveMs: intVar(env, "WS_KEEPALIVE_MS", 12_000, 50, 3_600_000),
-    maxStreamsPerPrincipal: intVar(env, "MAX_STREAMS_PER_PRINCIPAL", 100, 0, 1_000_000),
+    maxStreamsPerPrincipal: intVar(env, "QUOTA_STREAMS", 100, 0, 1_000_000),
     credentialRecheckMs: intVar(env, "CREDENTIAL_RECHECK_MS", 5_000, 50, 3_600_000),
     shutdownTimeoutMs: intVar(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 100, 600_000),
     writeStallTimeoutMs: intVar(env, "WRITE_STALL_TIMEOUT_MS", 30_000, 100, 3_600_000),

@@ -117,7 +117,7 @@ export async function startHttpServer({
             release = streamCap.openSse(principal);
           } catch (error) {
             if (!(error instanceof StreamCapExceededError)) throw error;
-            return sendJson(res, 429, { errors: [{ message: error.message, extensions: { code: error.code, limit: error.limit } }] });
+            return sendJson(res, 429, { errors: [{ message: error.message, extensions: error.extensions() }] });
           }
           res.once("close", release);
         }

@@ -138,7 +138,7 @@ export function attachWebSocketServer(options: {
           streamCap.checkSocketOperation(principal);
         } catch (error) {
           if (!(error instanceof StreamCapExceededError)) throw error;
-          return [new GraphQLError(error.message, { extensions: { code: error.code, limit: error.limit } })];
+          return [new GraphQLError(error.message, { extensions: error.extensions() })];
         }
         // ctx.subscriptions already holds this operation's id.
         if (Object.keys(ctx.subscriptions).length > config.wsMaxSubscriptions) {

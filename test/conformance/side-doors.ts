@@ -233,7 +233,7 @@ export function describeSideDoorConformance(deployment: Deployment) {
         AUTH_ISSUER: ISSUER,
         AUTH_AUDIENCE: AUDIENCE,
         CREDENTIAL_RECHECK_MS: String(RECHECK_MS),
-        MAX_STREAMS_PER_PRINCIPAL: String(STREAM_CAP),
+        QUOTA_STREAMS: String(STREAM_CAP),
         RUNLEDGER_CONFIG: agents,
         MODEL_IDLE_TIMEOUT_MS: "600000",
         // Both instances live in this process, so each would take the other's runs for those of a
@@ -475,7 +475,7 @@ export function describeSideDoorConformance(deployment: Deployment) {
       await as(first, long, `mutation($r: ID!) { cancelRun(input: { runId: $r }) { __typename } }`, { r: held.run });
     });
 
-    it("caps one user's live streams across transports and refuses the next with TOO_MANY_STREAMS", async () => {
+    it("caps one user's live streams across transports and refuses the next with QUOTA_EXCEEDED", async () => {
       const frank = await makeKey("frank", "user");
       const socket = await openSocket(first.url, frank);
       const subscription = `subscription { conversationsChanged { id } }`;
@@ -484,14 +484,17 @@ export function describeSideDoorConformance(deployment: Deployment) {
       await sleep(300);
       const refusedWs = socket.send(subscription);
       await until(() => socket.of(refusedWs).length > 0, "the refusal");
-      expect(socket.of(refusedWs)[0]).toMatchObject({ type: "error", payload: [{ extensions: { code: "TOO_MANY_STREAMS", limit: STREAM_CAP } }] });
+      expect(socket.of(refusedWs)[0]).toMatchObject({
+        type: "error",
+        payload: [{ extensions: { code: "QUOTA_EXCEEDED", limit: "QUOTA_STREAMS", streams: STREAM_CAP } }],
+      });
       const refusedSse = await fetch(`${first.url}/graphql`, {
         method: "POST",
         headers: { ...bearer(frank), "content-type": "application/json", accept: "text/event-stream" },
         body: JSON.stringify({ query: subscription }),
       });
       expect(refusedSse.status).toBe(429);
-      expect(await refusedSse.json()).toMatchObject({ errors: [{ extensions: { code: "TOO_MANY_STREAMS" } }] });
+      expect(await refusedSse.json()).toMatchObject({ errors: [{ extensions: { code: "QUOTA_EXCEEDED", limit: "QUOTA_STREAMS", streams: STREAM_CAP } }] });
       // Another user is not held back by Frank's streams.
       const alice = await openSocket(first.url, keys.alice!);
       const hers = alice.send(subscription);

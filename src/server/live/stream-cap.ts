@@ -11,10 +11,15 @@ export interface CountedSocket {
 }
 
 export class StreamCapExceededError extends Error {
-  readonly code = "TOO_MANY_STREAMS";
+  readonly code = "QUOTA_EXCEEDED" as const;
   constructor(readonly limit: number) {
-    super(`you already have ${limit} live streams open (MAX_STREAMS_PER_PRINCIPAL); close one first`);
+    super(`you already have ${limit} live streams open (QUOTA_STREAMS); close one first`);
     this.name = "StreamCapExceededError";
+  }
+
+  /** As a QuotaExceededError reads: the quota named by its variable, and how many streams it allows. */
+  extensions(): { code: "QUOTA_EXCEEDED"; limit: "QUOTA_STREAMS"; streams: number } {
+    return { code: this.code, limit: "QUOTA_STREAMS", streams: this.limit };
   }
 }
 
@@ -23,7 +28,7 @@ export class StreamCap {
   readonly #sockets = new Map<string, Set<CountedSocket>>();
 
   /**
-   * @param limit `MAX_STREAMS_PER_PRINCIPAL`; 0: no cap.
+   * @param limit `QUOTA_STREAMS`; 0: no cap.
    * @param capsAdmins `QUOTA_ADMINS`: admins are held to the cap too.
    */
   constructor(
