@@ -121,11 +121,13 @@ describe("npm pack", () => {
 import { createTestTransport } from "@runledger/client/testing";
 import {
   RunledgerProvider,
+  useCheckpoints,
   useConnection,
   useConversation,
   useConversations,
   useRunledgerClient,
   type ChatMessage,
+  type CheckpointRow,
   type ConversationState,
   type ConversationView,
   type PendingInterrupt,
@@ -137,9 +139,12 @@ function Message({ message }: { message: ChatMessage }) {
 }
 
 function Chat({ id, initial }: { id: string | null; initial?: ConversationState }) {
-  const chat: ConversationView = useConversation(id, { initial });
+  const chat: ConversationView = useConversation(id, { initial, pageSize: 20 });
   const connection = useConnection();
   const list = useConversations({ pageSize: 10 });
+  const history = useCheckpoints(id, { pageSize: 5 });
+  const forkAt = (row: CheckpointRow) => void chat.fork(row.id, "Again");
+  const older = () => void Promise.all([chat.loadOlder(), history.loadOlder()]);
   const client = useRunledgerClient();
   const ask: readonly PendingInterrupt[] = chat.interrupts;
   const send = () => void chat.submit("Hello", { multitask: "ENQUEUE" });
@@ -148,6 +153,8 @@ function Chat({ id, initial }: { id: string | null; initial?: ConversationState 
       <h1>{chat.title}</h1>
       <ol>{chat.messages.map((m) => <Message key={m.id} message={m} />)}</ol>
       <p>{chat.run?.status ?? "no run"}, {list.rows.length} listed</p>
+      <p>{chat.hasOlder ? <button onClick={older}>{chat.olderCount} older</button> : null}</p>
+      <ul data-history={history.phase}>{history.checkpoints.map((c) => <li key={c.id} onClick={() => forkAt(c)}>{c.step}</li>)}</ul>
     </main>
   );
 }
@@ -176,6 +183,9 @@ await client.dispose();
     const ran = await run(process.execPath, [path.join(app, "out", "app.js")], { cwd: app });
     expect(ran.stdout).toContain("<h1>Rendered on the server</h1>");
     expect(ran.stdout).toContain('<li data-state="stored">Hello there</li><li data-state="stored">Hello back</li>');
+    // On the server the connection is the hydration's "connecting", and the checkpoint list is not read yet.
+    expect(ran.stdout).toContain('data-connection="connecting"');
+    expect(ran.stdout).toContain('<ul data-history="loading"></ul>');
 
     fs.writeFileSync(
       path.join(app, "wrong.tsx"),

@@ -7,7 +7,10 @@
 // switch of conversation mid-stream (no late event in the wrong view, the old
 // run's subscription ended on the server), the live conversation list, and a
 // server render (react-dom/server, from loadConversation) hydrated in the
-// browser, which rejoins the live run after the state's lastSeq.
+// browser, which rejoins the live run after the state's lastSeq, and a page
+// showing the connection's state hydrated once connected, with no mismatch.
+// Also a long thread shown a page at a time (useConversation's pageSize and
+// loadOlder), and useCheckpoints kept current as a run ends.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
@@ -17,7 +20,7 @@ import { until } from "../testkit/streaming.ts";
 import { eventually, launchChromium, PAGE_TIMEOUT_MS } from "../testkit/browser.ts";
 import { bundlePage, loadServerRender, pageHtml, startPageServer, type PageServer } from "./react/bundle.ts";
 import type { RenderNote } from "./react/chat.ts";
-import { numbered, observeRun, serverLog, serverThread } from "./sdk/harness.ts";
+import { numbered, observeRun, serverCheckpoints, serverLog, serverThread } from "./sdk/harness.ts";
 
 let fake: FakeOllama;
 let app: Awaited<ReturnType<typeof startTestApp>>;
@@ -277,6 +280,52 @@ describe("@runledger/react with react-dom", () => {
   });
 });
 
+describe("history with the hooks", () => {
+  it("useConversation({pageSize}) shows the newest page and loadOlder() prepends the rest; useCheckpoints lists the newest page, older ones on loadOlder(), and follows a run's end", async () => {
+    let conversationId: string | undefined;
+    for (let i = 1; i <= 4; i++) {
+      const started = await startRun(app.url, `Paged ${i}`, conversationId);
+      conversationId = started.conversationId;
+      await waitForRun(app.url, started.runId);
+    }
+    const thread = (await serverThread(app.url, conversationId!)).messages;
+    const checkpoints = await serverCheckpoints(app.url, conversationId!);
+    expect(thread).toHaveLength(8);
+    expect(checkpoints).toHaveLength(12);
+    const { page } = await openPage("react", `&c=${conversationId}&pageSize=3&checkpoints=5`);
+    const listedIds = () => page.locator('#checkpoints[data-phase="ready"] > li').evaluateAll((items) => items.map((li) => (li as HTMLElement).dataset.id));
+    const shownIds = async () => (await shownMessages(page)).map((m) => m.id);
+
+    await chatIs(page, { phase: "ready", older: "5" });
+    expect(await shownMessages(page)).toEqual(thread.slice(5).map((m) => ({ id: m.id, text: m.content, state: "stored" })));
+    expect(await page.evaluate(() => window.sdkPage.loadOlder())).toBe(3);
+    await chatIs(page, { older: "2" });
+    expect(await shownIds()).toEqual(thread.slice(2).map((m) => m.id));
+    expect(await page.evaluate(() => window.sdkPage.loadOlder())).toBe(2);
+    await chatIs(page, { older: "0" });
+    expect(await shownIds()).toEqual(thread.map((m) => m.id));
+    expect(await page.evaluate(() => window.sdkPage.loadOlder())).toBe(0);
+
+    await eventually(async () => (await listedIds()).length === 5, "the newest five checkpoints");
+    expect(await listedIds()).toEqual(checkpoints.slice(7).map((c) => c.id));
+    expect(await page.locator("#checkpoints").getAttribute("data-has-older")).toBe("true");
+    expect(await page.evaluate(() => window.sdkPage.loadOlderCheckpoints())).toBe(5);
+    expect(await listedIds()).toEqual(checkpoints.slice(2).map((c) => c.id));
+
+    // A run from the page: the thread grows below what is shown, and the list takes in the run's checkpoints as it ends.
+    fake.enqueue({ kind: "trickle", tokens: numbered(30, "g"), delayMs: 10 });
+    const sent = (await page.evaluate(() => window.sdkPage.submit("Paged 5"))) as { runId: string };
+    await settledOn(page, sent.runId, "COMPLETED");
+    const after = (await serverThread(app.url, conversationId!)).messages;
+    expect(await shownMessages(page)).toEqual(after.map((m) => ({ id: m.id, text: m.content, state: "stored" })));
+    const now = await serverCheckpoints(app.url, conversationId!);
+    expect(now).toHaveLength(15);
+    await eventually(async () => (await listedIds()).length === 13, "the run's checkpoints listed");
+    expect(await listedIds()).toEqual(now.slice(2).map((c) => c.id));
+    expect(await page.locator("#checkpoints > li").last().textContent()).toBe(numbered(30, "g").join(""));
+  });
+});
+
 describe("@runledger/react with Preact (preact/compat)", () => {
   it("the same hooks: send and stream, one render per frame at most, a switch mid-stream; the page ends with the server's thread", async () => {
     expect(scripts.get("preact")).not.toMatch(/react-dom\.production/);
@@ -356,5 +405,22 @@ describe("server rendering", () => {
     const thread = await serverThread(app.url, started.conversationId);
     expect((await shownMessages(page)).map((m) => m.text)).toEqual(thread.messages.map((m) => m.content));
     expect(thread.messages.at(-1)!.content).toBe(tokens.join(""));
+  });
+
+  it("a page showing the connection's state hydrates without a mismatch: the server and the hydration render show connecting, the live state follows", async () => {
+    const started = await startRun(app.url, "Show the connection");
+    await waitForRun(app.url, started.runId);
+    const rendered = await serverRender.renderConversation(app.url, started.conversationId);
+    expect(rendered.html).toContain('<p id="connection">connecting</p>');
+    // The page hydrates only once its own connection is up: its live state is then not the server's.
+    const { page } = await openPage("react", "&connectedFirst", pageHtml({ markup: rendered.html, state: rendered.state }));
+    await chatIs(page, { connection: "connected" });
+    await page.locator("#connection", { hasText: "connected" }).waitFor();
+    expect(await page.evaluate(() => window.sdkPage.errors)).toEqual([]);
+    const all = await notes(page);
+    // The hydration render showed what the server did; the live state came after it.
+    expect(all[0]).toMatchObject({ shown: started.conversationId, connection: "connecting" });
+    expect(all.at(-1)!.connection).toBe("connected");
+    expect((await shownMessages(page)).map((m) => m.text)).toEqual(["Show the connection", "Echo: Show the connection"]);
   });
 });

@@ -4,7 +4,16 @@
 // Preact through preact/compat. It counts its renders and notes what each
 // showed, for the specs to read.
 import { createElement as h, memo, type ReactNode } from "react";
-import { useConnection, useConversation, useConversations, type ChatMessage, type ConversationState, type ConversationView } from "@runledger/react";
+import {
+  useCheckpoints,
+  useConnection,
+  useConversation,
+  useConversations,
+  type ChatMessage,
+  type CheckpointListView,
+  type ConversationState,
+  type ConversationView,
+} from "@runledger/react";
 
 /** One render of the chat: the conversation asked for, and what the view showed. */
 export interface RenderNote {
@@ -19,6 +28,8 @@ export interface RenderNote {
   messages: number;
   /** Characters shown of messages still streaming. */
   streamed: number;
+  /** The connection's status as rendered. */
+  connection: string;
 }
 
 export const stats = {
@@ -28,6 +39,8 @@ export const stats = {
   notes: [] as RenderNote[],
   /** The view of the last render: the specs call its actions. */
   view: null as ConversationView | null,
+  /** The checkpoint list's view of the last render. */
+  checkpoints: null as CheckpointListView | null,
 };
 
 const Row = memo(function Row({ message }: { message: ChatMessage }): ReactNode {
@@ -35,8 +48,16 @@ const Row = memo(function Row({ message }: { message: ChatMessage }): ReactNode 
   return h("li", { className: `message ${message.role.toLowerCase()}`, "data-id": message.id, "data-state": message.state }, message.content);
 });
 
-export function Chat({ conversationId, initial }: { conversationId: string | null; initial?: ConversationState | null }): ReactNode {
-  const view = useConversation(conversationId, { initial });
+export function Chat({
+  conversationId,
+  initial,
+  pageSize,
+}: {
+  conversationId: string | null;
+  initial?: ConversationState | null;
+  pageSize?: number;
+}): ReactNode {
+  const view = useConversation(conversationId, { initial, pageSize });
   const connection = useConnection();
   stats.renders++;
   stats.view = view;
@@ -49,6 +70,7 @@ export function Chat({ conversationId, initial }: { conversationId: string | nul
     runIds: [...new Set(view.messages.map((m) => m.runId).filter((id): id is string => id !== null))],
     messages: view.messages.length,
     streamed: view.messages.reduce((n, m) => n + (m.state === "streaming" ? m.content.length : 0), 0),
+    connection: connection.status,
   });
   return h(
     "section",
@@ -59,7 +81,10 @@ export function Chat({ conversationId, initial }: { conversationId: string | nul
       "data-status": view.run?.status ?? "",
       "data-run": view.run?.id ?? "",
       "data-connection": connection.status,
+      "data-older": String(view.olderCount),
     },
+    // As text: a hydration that rendered another status than the server did is a mismatch React reports.
+    h("p", { id: "connection" }, connection.status),
     h(
       "ol",
       { id: "messages" },
@@ -75,5 +100,16 @@ export function ConversationList(): ReactNode {
     "ul",
     { id: "list", "data-phase": list.phase },
     list.rows.map((row) => h("li", { key: row.id, "data-id": row.id, "data-status": row.activeRun?.status ?? row.latestRun?.status ?? "" }, row.title)),
+  );
+}
+
+/** The shown conversation's checkpoints (useCheckpoints), newest page first. */
+export function Checkpoints({ conversationId, pageSize }: { conversationId: string | null; pageSize?: number }): ReactNode {
+  const list = useCheckpoints(conversationId, { pageSize });
+  stats.checkpoints = list;
+  return h(
+    "ol",
+    { id: "checkpoints", "data-phase": list.phase, "data-has-older": String(list.hasOlder) },
+    list.checkpoints.map((c) => h("li", { key: c.id, "data-id": c.id, "data-source": c.source }, c.lastMessage?.content ?? "")),
   );
 }

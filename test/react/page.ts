@@ -7,7 +7,7 @@ import { createElement as h, useState, type ReactNode } from "react";
 import { createRoot, hydrateRoot } from "react-dom/client";
 import { createRunledgerClient, syncScheduler, type ConversationState, type RunEvent } from "@runledger/client";
 import { RunledgerProvider } from "@runledger/react";
-import { Chat, ConversationList, stats } from "./chat.ts";
+import { Chat, Checkpoints, ConversationList, stats } from "./chat.ts";
 
 declare global {
   interface Window {
@@ -24,6 +24,10 @@ export interface SdkPage {
   show(conversationId: string | null): void;
   submit(message: string): Promise<{ ok: boolean; runId?: string; conversationId?: string; error?: string }>;
   stop(): Promise<boolean>;
+  /** The conversation view's loadOlder(): how many older messages it showed. */
+  loadOlder(): Promise<number>;
+  /** The checkpoint list's loadOlder() (?checkpoints): how many it added. */
+  loadOlderCheckpoints(): Promise<number>;
   /** Every run event the shown store applied, in order (seq and run). */
   events: { runId: string; seq: number; type: string }[];
   /** Errors React reported (a hydration mismatch among them). */
@@ -47,10 +51,20 @@ requestAnimationFrame(tick);
 let setShown: (id: string | null) => void = () => {};
 const initial = window.__RUNLEDGER_STATE__ ?? null;
 
+// ?pageSize=<n>: the chat shows the newest n stored messages; ?checkpoints[=<n>]: the checkpoint list too, n a page.
+const pageSize = params.has("pageSize") ? Number(params.get("pageSize")) : undefined;
+const checkpointPage = params.get("checkpoints") ? Number(params.get("checkpoints")) : undefined;
+
 function App(): ReactNode {
   const [shown, set] = useState<string | null>(initial?.conversationId ?? params.get("c"));
   setShown = set;
-  return h(RunledgerProvider, { client }, h(Chat, { conversationId: shown, initial }), params.has("list") ? h(ConversationList, null) : null);
+  return h(
+    RunledgerProvider,
+    { client },
+    h(Chat, { conversationId: shown, initial, pageSize }),
+    params.has("list") ? h(ConversationList, null) : null,
+    params.has("checkpoints") ? h(Checkpoints, { conversationId: shown, pageSize: checkpointPage }) : null,
+  );
 }
 
 let watched: object | null = null;
@@ -63,7 +77,16 @@ function watchEvents(): void {
 }
 const root = document.getElementById("root")!;
 const onRecoverableError = (error: unknown) => errors.push(String((error as Error)?.message ?? error));
-if (initial) hydrateRoot(root, h(App, null), { onRecoverableError });
+/** ?connectedFirst: hydrate only once the client's connection is up (its live state then differs from the server's). */
+async function connectedFirst(): Promise<void> {
+  if (!params.has("connectedFirst")) return;
+  await new Promise<void>((resolve) => {
+    const check = () => client.connection.getSnapshot().status === "connected" && (off(), resolve());
+    const off = client.connection.subscribe(check);
+    check();
+  });
+}
+if (initial) void connectedFirst().then(() => hydrateRoot(root, h(App, null), { onRecoverableError }));
 else createRoot(root, { onRecoverableError }).render(h(App, null));
 window.addEventListener("error", (event) => errors.push(event.message));
 
@@ -78,6 +101,8 @@ window.sdkPage = {
   async stop() {
     return (await stats.view!.stop()).ok;
   },
+  loadOlder: () => stats.view!.loadOlder(),
+  loadOlderCheckpoints: () => stats.checkpoints!.loadOlder(),
   events,
   errors,
 };

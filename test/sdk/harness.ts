@@ -104,6 +104,39 @@ export async function serverThread(url: string, conversationId: string, token?: 
   return { messages: conversation.messages, runs: conversation.runs.edges.map((e: { node: ServerThread["runs"][number] }) => e.node) };
 }
 
+const CHECKPOINT_IDS = /* GraphQL */ `
+  query SdkCheckpointIds($id: ID!, $after: String) {
+    conversation(id: $id) {
+      checkpoints(first: 100, after: $after) {
+        edges { node { id source step messageCount lastMessage { id role content } } }
+        pageInfo { hasNextPage endCursor }
+      }
+    }
+  }
+`;
+
+export interface ServerCheckpoint {
+  id: string;
+  source: string;
+  step: number;
+  messageCount: number;
+  lastMessage: { id: string; role: string; content: string } | null;
+}
+
+/** Every checkpoint of the conversation as the server stores them, oldest first. */
+export async function serverCheckpoints(url: string, conversationId: string, token?: string): Promise<ServerCheckpoint[]> {
+  const all: ServerCheckpoint[] = [];
+  let after: string | null = null;
+  for (;;) {
+    const result = await gql(url, CHECKPOINT_IDS, { id: conversationId, after }, token ? { authorization: `Bearer ${token}` } : {});
+    if (result.errors?.length) throw new Error(JSON.stringify(result.errors));
+    const page: { edges: { node: ServerCheckpoint }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } } = result.data.conversation.checkpoints;
+    all.push(...page.edges.map((e) => e.node));
+    if (!page.pageInfo.hasNextPage) return all;
+    after = page.pageInfo.endCursor;
+  }
+}
+
 /** The store's stored messages in the server's shape. */
 export function storedMessages(snapshot: ConversationSnapshot): ServerThread["messages"] {
   return snapshot.messages

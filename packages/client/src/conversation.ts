@@ -57,6 +57,14 @@ export interface ConversationOptions {
   initial?: ConversationState;
   /** Keep resume points in the client's storage (default true). */
   persist?: boolean;
+  /**
+   * Show only the thread's newest `pageSize` stored messages at first (and
+   * whatever runs stream after them); loadOlder() shows the ones before, a
+   * page at a time. Default: the whole thread. The API answers a thread's
+   * messages whole (Conversation.messages has no pagination), so this pages
+   * what is shown, not what is read.
+   */
+  pageSize?: number;
 }
 
 function newKey(): string {
@@ -86,6 +94,12 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
   #dirty: Tracked | null = null;
   #persistTimer: ReturnType<typeof setTimeout> | null = null;
   readonly #persistResume: boolean;
+  /** Stored messages shown at first (null: all of them). */
+  readonly #pageSize: number | null;
+  /** How many of the thread's oldest stored messages are not shown; null until the thread is first read. */
+  #hidden: number | null = null;
+  /** loadOlder() calls made before the thread was first read: applied to it, in order. */
+  #olderWaiting: { count: number; resolve: (shown: number) => void }[] = [];
   readonly #builder = new SnapshotBuilder();
   /** Changes made since listeners were last told, and whether a turn to tell them is scheduled. */
   #pending = false;
@@ -94,6 +108,7 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
   constructor(core: ClientCore, conversationId: string | null, options: ConversationOptions = {}) {
     this.#core = core;
     this.#persistResume = options.persist ?? true;
+    this.#pageSize = options.pageSize === undefined ? null : Math.max(1, Math.floor(options.pageSize));
     const initial = options.initial;
     if (initial && (initial.v !== 1 || (conversationId !== null && initial.conversationId !== conversationId))) {
       throw new Error("this state is not of the conversation opened (or of another version of the client)");
@@ -138,6 +153,7 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
     this.#id = conversationId;
     this.#phase = conversationId ? "loading" : "idle";
     this.#base = null;
+    this.#hidden = null;
     this.#runs = new Map();
     this.#outgoing = [];
     this.#error = null;
@@ -157,6 +173,8 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
     this.#phase = state.phase;
     this.#tick = 1;
     this.#base = state.read ? { data: state.read, tick: 1 } : null;
+    this.#hidden = null;
+    if (state.read) this.#fitWindow(state.read.messages.length);
     this.#runs = new Map();
     for (const { live, ended } of state.runs) {
       const tracked = this.#newTracked(live);
@@ -207,6 +225,53 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
     this.#publish();
   }
 
+  /**
+   * Shows `count` more of the thread's older stored messages (default: a
+   * page, `pageSize`), before those shown; resolves with how many it added
+   * (0 when none is left: `hasOlder` is false). Called before the thread's
+   * first read, it waits for that read (`loadingOlder`).
+   */
+  loadOlder(count: number = this.#pageSize ?? Number.POSITIVE_INFINITY): Promise<number> {
+    if (this.#closed || !this.#id || !(count > 0)) return Promise.resolve(0);
+    if (this.#hidden === null) {
+      return new Promise<number>((resolve) => {
+        this.#olderWaiting.push({ count, resolve });
+        this.#publish();
+      });
+    }
+    const shown = Math.min(count, this.#hidden);
+    if (shown > 0) {
+      this.#hidden -= shown;
+      this.#publish();
+    }
+    return Promise.resolve(shown);
+  }
+
+  /**
+   * The stored messages shown after a read of `length`: at first the newest
+   * page; later, as many older ones as were shown (new ones add to the end).
+   * loadOlder() calls that waited for the read are applied now: whether there were any.
+   */
+  #fitWindow(length: number): boolean {
+    const most = this.#pageSize === null ? 0 : Math.max(0, length - this.#pageSize);
+    this.#hidden = this.#hidden === null ? most : Math.min(this.#hidden, most);
+    const waiting = this.#olderWaiting;
+    this.#olderWaiting = [];
+    for (const { count, resolve } of waiting) {
+      const shown = Math.min(count, this.#hidden);
+      this.#hidden -= shown;
+      resolve(shown);
+    }
+    return waiting.length > 0;
+  }
+
+  /** loadOlder() calls still waiting for a read of a conversation no longer followed: they show nothing. */
+  #dropOlderWaiting(): void {
+    const waiting = this.#olderWaiting;
+    this.#olderWaiting = [];
+    for (const { resolve } of waiting) resolve(0);
+  }
+
   /** Detaches for good. */
   close(): void {
     this.#teardown();
@@ -221,7 +286,15 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
    * with the same idempotency key, so at most one run starts.
    */
   async submit(message: string, options: SubmitOptions = {}): Promise<Result<{ conversationId: string; runId: string }>> {
-    const outgoing: Outgoing = { key: options.idempotencyKey ?? newKey(), content: message, options, runId: null, state: "sending", error: null };
+    const outgoing: Outgoing = {
+      key: options.idempotencyKey ?? newKey(),
+      content: message,
+      options,
+      runId: null,
+      state: "sending",
+      error: null,
+      storedAfter: this.#storedCount(),
+    };
     this.#outgoing = [...this.#outgoing, outgoing];
     this.#publish();
     return this.#send(outgoing);
@@ -231,8 +304,14 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
   async retry(messageId: string): Promise<Result<{ conversationId: string; runId: string }>> {
     const outgoing = this.#outgoing.find((o) => `pending:${o.key}` === messageId && o.state === "unsent");
     if (!outgoing) return { ok: false, error: { code: "NOT_FOUND", message: `no unsent message ${messageId}` } };
-    this.#replaceOutgoing(outgoing, { state: "sending", error: null });
+    this.#replaceOutgoing(outgoing, { state: "sending", error: null, storedAfter: this.#storedCount() });
     return this.#send(this.#outgoing.find((o) => o.key === outgoing.key)!);
+  }
+
+  /** How many messages the thread has as last read: a message sent now is stored after them (null: not read yet). */
+  #storedCount(): number | null {
+    if (this.#id === null) return 0;
+    return this.#base ? this.#base.data.messages.length : null;
   }
 
   /** Removes an `unsent` message from the snapshot. */
@@ -395,6 +474,7 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
 
   #teardown(): void {
     this.flush();
+    this.#dropOlderWaiting();
     this.#gen++;
     this.#attached = false;
     this.#core.forget(this);
@@ -587,7 +667,8 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
           try {
             const data = await this.#core.query(CONVERSATION, { id });
             if (gen !== this.#gen) return;
-            this.#applyRead(data.conversation, tick);
+            // A loadOlder() that waited for this read: its caller reads the outcome next.
+            if (this.#applyRead(data.conversation, tick)) this.#publish();
           } catch (error) {
             if (gen !== this.#gen) return;
             this.#error = { code: "READ_FAILED", message: `could not read the conversation: ${(error as Error).message}` };
@@ -600,15 +681,17 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
     })();
   }
 
-  #applyRead(data: ConversationData | null, tick: number): void {
+  /** Applies a read; whether a loadOlder() waited for it. */
+  #applyRead(data: ConversationData | null, tick: number): boolean {
     this.#error = null;
     if (!data) {
       this.#phase = "missing";
       this.#base = null;
-      return;
+      return this.#fitWindow(0);
     }
     this.#phase = "ready";
     this.#base = { data, tick };
+    const waited = this.#fitWindow(data.messages.length);
     for (const record of [data.activeRun, data.latestRun]) {
       if (!record) continue;
       const known = this.#runs.has(record.id);
@@ -623,6 +706,7 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
       this.#outgoing = this.#outgoing.filter((o) => o.runId !== t.live.run.id);
       if (t !== newest && t.live.run.id !== data.latestRun?.id) this.#runs.delete(t.live.run.id);
     }
+    return waited;
   }
 
   // ---- the snapshot ----
@@ -657,6 +741,8 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
       outgoing: this.#outgoing,
       attached: this.#attached,
       error: this.#error,
+      hidden: this.#hidden ?? 0,
+      loadingOlder: this.#olderWaiting.length > 0,
     });
   }
 

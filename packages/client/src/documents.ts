@@ -72,6 +72,35 @@ export const RUN_EVENTS: Document<Types.RunledgerRunEventsSubscription, Types.Ru
   ${INTERRUPT}
 `;
 
+const CHECKPOINT = /* GraphQL */ `
+  fragment RunledgerCheckpoint on Checkpoint {
+    id createdAt step source next messageCount
+    parent { id }
+    lastMessage { ...RunledgerMessage }
+    run { id kind status }
+  }
+`;
+
+/**
+ * A page of a conversation's checkpoints, oldest first (the API's order;
+ * cursors are checkpoint ids, which stay valid as checkpoints arrive):
+ * `last` (before `before`) for the newest or an older page, `first` after
+ * `after` (and before `before`) for what came since.
+ */
+export const CHECKPOINTS: Document<Types.RunledgerCheckpointsQuery, Types.RunledgerCheckpointsQueryVariables> = /* GraphQL */ `
+  query RunledgerCheckpoints($id: ID!, $first: Int, $after: String, $last: Int, $before: String) {
+    conversation(id: $id) {
+      id
+      checkpoints(first: $first, after: $after, last: $last, before: $before) {
+        edges { node { ...RunledgerCheckpoint } }
+        pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
+      }
+    }
+  }
+  ${CHECKPOINT}
+  ${MESSAGE}
+`;
+
 const CONVERSATION_ROW = /* GraphQL */ `
   fragment RunledgerConversationRow on Conversation {
     id title agentName owner createdAt updatedAt messageCount

@@ -10,6 +10,17 @@ export type CancelRunInput = {
   runId: string | number;
 };
 
+/** What wrote the checkpoint (LangGraph's metadata.source). */
+export type CheckpointSource =
+  /** A copy of another checkpoint. */
+  | "FORK"
+  /** New input arrived (a user message). */
+  | "INPUT"
+  /** A super-step of the graph finished. */
+  | "LOOP"
+  /** A state update from outside the graph's own run. */
+  | "UPDATE";
+
 export type EditStateInput = {
   /** Write the values as this node did (its edges decide `next`); __start__ makes them the input. Default: LangGraph's choice. */
   asNode?: string | null | undefined;
@@ -292,6 +303,62 @@ export type RunledgerRunEventsSubscription = {
         runId: string;
         at: string;
       };
+};
+
+export type RunledgerCheckpointFragment = {
+  id: string;
+  createdAt: string;
+  step: number;
+  source: CheckpointSource;
+  next: Array<string>;
+  messageCount: number;
+  parent: { id: string } | null;
+  lastMessage: {
+    id: string;
+    role: MessageRole;
+    content: string;
+    toolCallId: string | null;
+    name: string | null;
+    toolCalls: Array<{ id: string; name: string; args: JsonValue }>;
+  } | null;
+  run: { id: string; kind: RunKind; status: RunStatus } | null;
+};
+
+export type RunledgerCheckpointsQueryVariables = Exact<{
+  id: string | number;
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+  last?: number | null | undefined;
+  before?: string | null | undefined;
+}>;
+
+export type RunledgerCheckpointsQuery = {
+  conversation: {
+    id: string;
+    checkpoints: {
+      edges: Array<{
+        node: {
+          id: string;
+          createdAt: string;
+          step: number;
+          source: CheckpointSource;
+          next: Array<string>;
+          messageCount: number;
+          parent: { id: string } | null;
+          lastMessage: {
+            id: string;
+            role: MessageRole;
+            content: string;
+            toolCallId: string | null;
+            name: string | null;
+            toolCalls: Array<{ id: string; name: string; args: JsonValue }>;
+          } | null;
+          run: { id: string; kind: RunKind; status: RunStatus } | null;
+        };
+      }>;
+      pageInfo: { hasNextPage: boolean; hasPreviousPage: boolean; startCursor: string | null; endCursor: string | null };
+    };
+  } | null;
 };
 
 export type RunledgerConversationRowFragment = {

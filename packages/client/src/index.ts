@@ -15,6 +15,7 @@ export {
   type ConversationListSnapshot,
   type ConversationRow,
 } from "./conversation-list.js";
+export { createCheckpointList, CheckpointListStore, type CheckpointListOptions, type CheckpointListSnapshot, type CheckpointRow } from "./checkpoint-list.js";
 export { loadConversation, type ConversationSource, type LoadOptions } from "./ssr.js";
 export { frameScheduler, microtaskScheduler, syncScheduler, type Scheduler } from "./schedule.js";
 export type { ActionError, Result } from "./core.js";
@@ -46,4 +47,4 @@ export {
 export { createWebSocketTransport, type WebSocketTransportOptions } from "./websocket.js";
 export { createSseTransport, type SseTransportOptions } from "./sse.js";
 export { createAutoTransport, type AutoTransportOptions } from "./fallback.js";
-export type { JsonValue, Multitask, QueueReason, RunErrorCode, RunKind, RunStatus, MessageRole } from "./generated.js";
+export type { CheckpointSource, JsonValue, Multitask, QueueReason, RunErrorCode, RunKind, RunStatus, MessageRole } from "./generated.js";

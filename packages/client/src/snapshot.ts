@@ -21,8 +21,18 @@ export interface ConversationSnapshot {
    */
   phase: "idle" | "loading" | "ready" | "missing";
   title: string | null;
-  /** The thread: its stored messages, then what live runs streamed, then messages sent and not yet in it. */
+  /**
+   * The thread: its stored messages (with `pageSize`, the newest page of them
+   * and those loadOlder() showed), then what live runs streamed, then
+   * messages sent and not yet in it.
+   */
   messages: readonly ChatMessage[];
+  /** Older stored messages are not shown (with `pageSize`): loadOlder() shows them. */
+  hasOlder: boolean;
+  /** How many older stored messages are not shown. */
+  olderCount: number;
+  /** A loadOlder() waits for the thread's first read. */
+  loadingOlder: boolean;
   /** The newest run: streaming, waiting its turn, or the last to end, with its status as the server reports it. */
   run: RunState | null;
   /** A run is queued or running: stop() cancels it. */
@@ -85,6 +95,8 @@ export interface Outgoing {
   runId: string | null;
   state: "sending" | "unsent";
   error: { code: string; message: string } | null;
+  /** How many messages the thread had as read when it was sent (null: none read yet): its stored copy comes after them. */
+  storedAfter: number | null;
 }
 
 /** What a store holds. */
@@ -97,6 +109,9 @@ export interface StoreState {
   outgoing: readonly Outgoing[];
   attached: boolean;
   error: ActionError | null;
+  /** How many of the read's oldest messages are not shown. */
+  hidden: number;
+  loadingOlder: boolean;
 }
 
 function outgoingMessage(o: Outgoing): ChatMessage {
@@ -238,7 +253,8 @@ export class SnapshotBuilder {
     // Runs the last read does not show the outcome of; and the newest, if it stopped early: what it streamed is not in the thread.
     const overlay = runs.filter((t) => !(t.endTick !== null && t.endTick < baseTick) || (t === newest && stoppedEarly(t)));
 
-    const messages: ChatMessage[] = read ? read.messages.slice() : [];
+    const hidden = read ? Math.min(state.hidden, read.messages.length) : 0;
+    const messages: ChatMessage[] = read ? read.messages.slice(hidden) : [];
     const inThread = (m: ChatMessage) =>
       !!read &&
       (read.byId.has(m.id) ||
@@ -248,8 +264,15 @@ export class SnapshotBuilder {
     for (const t of overlay) {
       const run = t.live.run;
       const outgoing = state.outgoing.find((o) => o.runId === run.id);
+      // The run's user message is in the thread: its events or its record say so, or (a read made between
+      // its input's checkpoint and the run's record of it) a user message of that text came after the thread sent to.
       const userStored =
-        t.live.messages.some((m) => m.role === "USER") || (data?.activeRun?.id === run.id && data.activeRun.messages.some((m) => m.role === "USER"));
+        t.live.messages.some((m) => m.role === "USER") ||
+        (data?.activeRun?.id === run.id && data.activeRun.messages.some((m) => m.role === "USER")) ||
+        (!!outgoing &&
+          !!read &&
+          outgoing.storedAfter !== null &&
+          read.messages.slice(outgoing.storedAfter).some((m) => m.role === "USER" && m.content === outgoing.content));
       if (outgoing) shownOutgoing.add(outgoing);
       if (outgoing && !userStored) messages.push(this.#outgoing(outgoing));
       const stopped = stoppedEarly(t);
@@ -278,6 +301,9 @@ export class SnapshotBuilder {
       phase: state.phase,
       title: data?.title ?? null,
       messages: previous && sameItems(previous.messages, messages) ? previous.messages : messages,
+      hasOlder: hidden > 0,
+      olderCount: hidden,
+      loadingOlder: state.loadingOlder,
       run,
       busy,
       interrupts: previous && sameItems(previous.interrupts, interrupts) ? previous.interrupts : interrupts,

@@ -295,6 +295,13 @@ export function createTestTransport(options: TestTransportOptions = {}): TestTra
           },
         };
       }
+      case "RunledgerCheckpoints": {
+        // The test transport keeps no checkpoints: a conversation's list is empty.
+        const conversation = conversations.get(String(variables.id));
+        if (!conversation) return { conversation: null };
+        const pageInfo = { hasNextPage: false, hasPreviousPage: false, startCursor: null, endCursor: null };
+        return { conversation: { id: conversation.id, checkpoints: { edges: [], pageInfo } } };
+      }
       case "RunledgerRunRecord": {
         const run = runs.get(String(variables.id));
         if (!run) return { run: null };

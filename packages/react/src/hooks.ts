@@ -4,8 +4,10 @@
 // unmount, or a switch to another conversation): every subscription it held
 // ends, and nothing it still receives reaches the view.
 import { useCallback, useMemo, useState, useSyncExternalStore } from "react";
-import { createConversationList } from "@runledger/client";
+import { createCheckpointList, createConversationList } from "@runledger/client";
 import type {
+  CheckpointListSnapshot,
+  CheckpointListStore,
   ConnectionState,
   ConversationListSnapshot,
   ConversationListStore,
@@ -16,12 +18,27 @@ import type {
 } from "@runledger/client";
 import { useRunledgerClient } from "./context.js";
 
-/** The connection's state: `connecting`, `connected`, `reconnecting`, `unauthorized` or `offline`, with its transport and reconnects. */
+/**
+ * What useConnection() shows on the server and in the render that hydrates
+ * its markup: the same on both (the server's connection and the page's are
+ * not the same one, and the page's may be up before it hydrates), so
+ * hydration matches. `transport` is empty: not known yet.
+ */
+export const serverConnection: ConnectionState = Object.freeze({ status: "connecting", transport: "", reconnects: 0 });
+
+const readServerConnection = (): ConnectionState => serverConnection;
+
+/**
+ * The connection's state: `connecting`, `connected`, `reconnecting`,
+ * `unauthorized` or `offline`, with its transport and reconnects. On the
+ * server and while hydrating it is `serverConnection` (`connecting`); the
+ * live state follows at once after hydration.
+ */
 export function useConnection(): ConnectionState {
   const { connection } = useRunledgerClient();
   const subscribe = useCallback((listener: () => void) => connection.subscribe(listener), [connection]);
   const read = useCallback(() => connection.getSnapshot(), [connection]);
-  return useSyncExternalStore(subscribe, read, read);
+  return useSyncExternalStore(subscribe, read, readServerConnection);
 }
 
 /** What a conversation view can do; each is the store's own method, bound, and the same function for as long as the store is. */
@@ -41,6 +58,8 @@ export interface ConversationActions {
   respondAll: ConversationStore["respondAll"];
   /** Continues the pending step. */
   resume: ConversationStore["resume"];
+  /** Shows older stored messages, a page at a time (with `pageSize`); resolves with how many it added. */
+  loadOlder: ConversationStore["loadOlder"];
   /** A new conversation from a checkpoint (the view shows it unless `open: false`, until the conversationId given changes). */
   fork: ConversationStore["fork"];
   /** Writes values at a checkpoint (an EDIT run). */
@@ -62,6 +81,12 @@ export interface UseConversationOptions {
    * Ignored for another conversation.
    */
   initial?: ConversationState | null;
+  /**
+   * Show the thread's newest `pageSize` stored messages at first, and older
+   * ones with loadOlder() (`hasOlder`, `olderCount`). Default: the whole
+   * thread. Read when the hook makes its store (a new conversation).
+   */
+  pageSize?: number;
 }
 
 interface Held<S> {
@@ -81,6 +106,7 @@ function actionsOf(store: ConversationStore): ConversationActions {
     respond: (value, options) => store.respond(value, options),
     respondAll: (responses, idempotencyKey) => store.respondAll(responses, idempotencyKey),
     resume: (idempotencyKey) => store.resume(idempotencyKey),
+    loadOlder: (count) => store.loadOlder(count),
     fork: (checkpointId, message, options) => store.fork(checkpointId, message, options),
     edit: (checkpointId, values, asNode, options) => store.edit(checkpointId, values, asNode, options),
     onEvent: (listener) => store.onEvent(listener),
@@ -116,10 +142,11 @@ function useAttached<T>(store: { subscribe(listener: () => void): () => void; ge
 export function useConversation(conversationId: string | null, options: UseConversationOptions = {}): ConversationView {
   const client = useRunledgerClient();
   const initial = options.initial && options.initial.conversationId === conversationId ? options.initial : undefined;
+  const pageSize = options.pageSize;
   const make = (): Held<ConversationStore> => ({
     client,
     key: conversationId,
-    store: initial ? client.hydrate(initial, { attach: false }) : client.conversation(conversationId, { attach: false }),
+    store: initial ? client.hydrate(initial, { attach: false, pageSize }) : client.conversation(conversationId, { attach: false, pageSize }),
   });
   const [held, setHeld] = useState(make);
   let current = held;
@@ -171,4 +198,39 @@ export function useConversations(options: UseConversationsOptions = {}): Convers
   const { store } = current;
   const snapshot = useAttached(store);
   return useMemo(() => ({ ...snapshot, loadMore: () => store.loadMore(), refresh: () => store.refresh(), store }), [snapshot, store]);
+}
+
+export interface UseCheckpointsOptions {
+  /** Checkpoints per page (default 20, at most 100). */
+  pageSize?: number;
+}
+
+export interface CheckpointListView extends CheckpointListSnapshot {
+  /** Reads the page before the oldest listed; resolves with how many it added. */
+  loadOlder: () => Promise<number>;
+  /** Reads the newest page again. */
+  refresh: () => Promise<void>;
+  store: CheckpointListStore;
+}
+
+/**
+ * A conversation's checkpoints (to fork from, or to edit at), oldest first:
+ * the newest page, older pages with loadOlder(), read again whenever a run of
+ * the conversation starts or ends, or it is edited. null lists nothing
+ * (`phase: "idle"`); another conversationId lists that one.
+ */
+export function useCheckpoints(conversationId: string | null, options: UseCheckpointsOptions = {}): CheckpointListView {
+  const client = useRunledgerClient();
+  const pageSize = options.pageSize ?? 20;
+  const key = `${conversationId ?? ""}:${pageSize}`;
+  const make = (): Held<CheckpointListStore> => ({ client, key, store: createCheckpointList(client, conversationId, { pageSize, attach: false }) });
+  const [held, setHeld] = useState(make);
+  let current = held;
+  if (held.client !== client || held.key !== key) {
+    current = make();
+    setHeld(current);
+  }
+  const { store } = current;
+  const snapshot = useAttached(store);
+  return useMemo(() => ({ ...snapshot, loadOlder: () => store.loadOlder(), refresh: () => store.refresh(), store }), [snapshot, store]);
 }

@@ -5,13 +5,17 @@
 // a row memoized on its message renders only when that message changed.
 export { RunledgerProvider, useRunledgerClient, type RunledgerProviderProps } from "./context.js";
 export {
+  serverConnection,
+  useCheckpoints,
   useConnection,
   useConversation,
   useConversations,
+  type CheckpointListView,
   type ConversationActions,
   type ConversationListView,
   type ConversationView,
   type UseConversationOptions,
+  type UseCheckpointsOptions,
   type UseConversationsOptions,
 } from "./hooks.js";
 // The core's types, so an app that uses the hooks imports them from one place.
@@ -19,6 +23,9 @@ export type {
   ActionError,
   AnswerTo,
   ChatMessage,
+  CheckpointListSnapshot,
+  CheckpointRow,
+  CheckpointSource,
   ConnectionState,
   ConnectionStatus,
   ConversationListSnapshot,
