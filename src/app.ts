@@ -21,6 +21,8 @@ import { threadMessageCounts } from "./runs/message-counts.ts";
 import { RunService } from "./runs/service.ts";
 import { ConversationService } from "./runs/conversations.ts";
 import { announceConversationChange } from "./runs/conversation-notices.ts";
+import { ScheduleService } from "./schedules/service.ts";
+import { ScheduleSweeper } from "./schedules/sweeper.ts";
 import { startHttpServer, type HttpServer } from "./server/http.ts";
 import { createAuthenticator } from "./server/identity/authenticate.ts";
 import { exportRoute } from "./server/routes/export.ts";
@@ -202,9 +204,13 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     metrics.setMcpSource(() => supervisor.status().map(({ agent, server, state }) => ({ agent, server, up: state === "ready" })));
   }
   const conversations = new ConversationService(store, bus, logger);
+  const scheduleStore = timedSeam(storage.schedules, "schedules", metrics.dbOperation);
+  const schedules = new ScheduleService({ store: scheduleStore, runStore: store, agents: agent, validateMessage: (m) => runService.validateMessage(m) });
+  const sweeper = new ScheduleSweeper({ store: scheduleStore, runs: runService, ownerId: ownership.id, pollMs: config.schedulePollMs, logger });
   const services: Services = {
     runs,
     conversations,
+    schedules,
     agent,
     bus,
     store,
@@ -266,10 +272,12 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
   }
   // Runs left queued by a previous start, or by other instances, go as soon as there is room.
   void runs.claimQueued();
+  // Due schedules fire from now on, on every instance (each firing claimed by one).
+  sweeper.start();
 
   let draining: Promise<void> | null = null;
   let closing: Promise<void> | null = null;
-  const drain = () => (draining ??= runs.shutdown(config.shutdownTimeoutMs));
+  const drain = () => (draining ??= sweeper.stop().then(() => runs.shutdown(config.shutdownTimeoutMs)));
   return {
     url: http.url,
     http,

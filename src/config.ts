@@ -159,6 +159,8 @@ export interface Config {
    * one). Its own are claimed at once, and a run ending here looks too.
    */
   queuePollMs: number;
+  /** `SCHEDULE_POLL_MS`, default 1000: how often an instance looks for due schedules (docs/schedules.md). */
+  schedulePollMs: number;
   /** Traces, metrics and LangSmith (docs/observability.md). */
   observability: Observability;
   /**
@@ -411,6 +413,7 @@ export function loadConfig(env: Env = process.env, readFile: (p: string) => stri
     admissionLoopDelayMs: intVar(env, "ADMISSION_LOOP_DELAY_MS", 0, 0, 60_000),
     heapGrowingPercent: intVar(env, "HEAP_GROWING_PERCENT", 20, 0, 1_000),
     queuePollMs: intVar(env, "QUEUE_POLL_MS", 500, 10, 3_600_000),
+    schedulePollMs: intVar(env, "SCHEDULE_POLL_MS", 1000, 10, 3_600_000),
     modelConcurrency: intVar(env, "MODEL_CONCURRENCY", intVar(env, "OLLAMA_NUM_PARALLEL", 4, 1, 10_000), 1, 10_000),
     ollamaHost: urlVar(env, "OLLAMA_HOST", "http://127.0.0.1:11434"),
     ollamaModel: model,

@@ -4,6 +4,7 @@
 import type { AgentRuntime } from "./agent/runtime.ts";
 import type { RunService } from "./runs/service.ts";
 import type { ConversationService } from "./runs/conversations.ts";
+import type { ScheduleService } from "./schedules/service.ts";
 import type { RunStore } from "./storage/run-store/types.ts";
 import type { ConversationList } from "./storage/conversation-list/types.ts";
 import type { CheckpointReads } from "./storage/checkpoint-reads/types.ts";
@@ -16,6 +17,8 @@ import type { Principal } from "./domain/principal.ts";
 export interface Services {
   runs: RunService;
   conversations: ConversationService;
+  /** Cron schedules that start runs (docs/schedules.md). */
+  schedules: ScheduleService;
   agent: AgentRuntime;
   bus: EventBus;
   /** For subscriptions, which look a run up outside any execution; executions read through reads(). */

@@ -20,7 +20,7 @@ beforeAll(async () => {
   // No heartbeat and no look at the queue during the measurements: only the query's own statements are counted.
   app = await startTestApp({
     ollamaUrl: fake.url,
-    env: { RUN_HEARTBEAT_MS: "600000", RUN_LEASE_MS: "1200000", EVENT_GRACE_MS: "0", QUEUE_POLL_MS: "600000" },
+    env: { RUN_HEARTBEAT_MS: "600000", RUN_LEASE_MS: "1200000", EVENT_GRACE_MS: "0", QUEUE_POLL_MS: "600000", SCHEDULE_POLL_MS: "600000" },
   });
   const runs = app.services.runs;
   for (let i = 0; i < 100; i += 1) {

@@ -13,6 +13,7 @@ const LAYERS = [
   ["schema"],
   ["context.ts"],
   ["read"],
+  ["schedules"],
   ["runs"],
   ["agent"],
   ["storage"],
@@ -33,7 +34,7 @@ const SRC = path.join(ROOT, "src");
 const STORAGE_LAYERS = [
   ["index.ts", "open-sqlite.ts", "open-postgres.ts", "migration-status.ts", "wal.ts"],
   ["types.ts"],
-  ["run-store", "conversation-list", "checkpoint-reads", "event-bus", "api-keys", "tool-journal", "run-events"],
+  ["run-store", "conversation-list", "checkpoint-reads", "event-bus", "api-keys", "tool-journal", "run-events", "schedules"],
   ["sqlite", "postgres", "rows.ts", "batch.ts", "page.ts"],
 ];
 const STORAGE = path.join(SRC, "storage");

@@ -24,7 +24,7 @@ export class NotFoundError extends ApiError {
   override name = "NotFoundError";
   readonly code = "NOT_FOUND" as const;
   constructor(
-    readonly entity: "Conversation" | "Run" | "Checkpoint" | "ApiKey",
+    readonly entity: "Conversation" | "Run" | "Checkpoint" | "ApiKey" | "Schedule",
     readonly id: string,
   ) {
     super(`${entity} ${JSON.stringify(id)} does not exist`);

@@ -18,6 +18,7 @@ import "./run.ts";
 import "./checkpoint.ts";
 import "./edit-state.ts";
 import "./events.ts";
+import "./schedule.ts";
 
 builder.queryType({});
 builder.mutationType({});

@@ -5,6 +5,7 @@ import type { Agent as AgentShape } from "../agent/runtime.ts";
 import type { RunEvent } from "../domain/events.ts";
 import type { ApiMessage } from "../read/messages.ts";
 import type { FailedTask } from "../read/scope.ts";
+import type { ScheduleRecord } from "../storage/schedules/types.ts";
 import { builder } from "./builder.ts";
 
 /** A conversation, or the last notice of a deleted one (conversationsChanged), which carries `deleted: true`. */
@@ -21,3 +22,4 @@ export const RunEventInterface = builder.interfaceRef<RunEvent>("RunEvent");
 export const CustomEvent = builder.objectRef<Extract<RunEvent, { type: "custom" }>>("CustomEvent");
 export const Agent = builder.objectRef<AgentShape>("Agent");
 export const Interrupt = builder.objectRef<InterruptRecord>("Interrupt");
+export const Schedule = builder.objectRef<ScheduleRecord>("Schedule");

@@ -9,6 +9,7 @@ import { PostgresCheckpointReads } from "./checkpoint-reads/postgres.ts";
 import { PostgresApiKeyStore } from "./api-keys/postgres.ts";
 import { PostgresToolJournal } from "./tool-journal/postgres.ts";
 import { PostgresRunEventStore } from "./run-events/postgres.ts";
+import { PostgresScheduleStore } from "./schedules/postgres.ts";
 import { connectPostgres } from "./postgres/database.ts";
 import { migratePostgres } from "./postgres/migrate.ts";
 import { RunledgerPostgresSaver } from "./postgres/saver.ts";
@@ -35,6 +36,7 @@ export async function openPostgresStorage(url: string): Promise<PostgresStorage>
       apiKeys: new PostgresApiKeyStore(pool),
       toolJournal: new PostgresToolJournal(pool),
       runEvents: new PostgresRunEventStore(pool),
+      schedules: new PostgresScheduleStore(pool),
       saver,
       migrated: applied,
       waiting: () => pool.waitingCount,

@@ -10,6 +10,7 @@ import { SqliteCheckpointReads } from "./checkpoint-reads/sqlite.ts";
 import { SqliteApiKeyStore } from "./api-keys/sqlite.ts";
 import { SqliteToolJournal } from "./tool-journal/sqlite.ts";
 import { SqliteRunEventStore } from "./run-events/sqlite.ts";
+import { SqliteScheduleStore } from "./schedules/sqlite.ts";
 import { openSqlite } from "./sqlite/database.ts";
 import { migrate } from "./sqlite/migrate.ts";
 import { GatedSqliteSaver } from "./sqlite/saver.ts";
@@ -48,6 +49,7 @@ export async function openSqliteStorage(file: string, options: { onWriteWait?: (
       apiKeys: new SqliteApiKeyStore({ writer, reader, gate }),
       toolJournal: new SqliteToolJournal({ writer, reader, gate }),
       runEvents: new SqliteRunEventStore({ writer, reader, gate }),
+      schedules: new SqliteScheduleStore({ writer, reader, gate }),
       saver,
       migrated: applied,
       waiting: () => gate.queued,

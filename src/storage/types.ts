@@ -7,6 +7,7 @@ import type { CheckpointReads } from "./checkpoint-reads/types.ts";
 import type { ApiKeyStore } from "./api-keys/types.ts";
 import type { ToolJournal } from "./tool-journal/types.ts";
 import type { RunEventStore } from "./run-events/types.ts";
+import type { ScheduleStore } from "./schedules/types.ts";
 
 export interface Storage {
   runs: RunStore;
@@ -18,6 +19,8 @@ export interface Storage {
   toolJournal: ToolJournal;
   /** What runs streamed that their checkpoints do not keep: custom events, each message's node. */
   runEvents: RunEventStore;
+  /** Cron schedules that start runs, and their firings (docs/schedules.md). */
+  schedules: ScheduleStore;
   /** LangGraph's checkpointer on the same database (the thread's history). */
   saver: BaseCheckpointSaver;
   /** Callers waiting for the database now: writes queued at SQLite's write gate, or queries waiting for a PostgreSQL pool connection (metrics). */

@@ -97,6 +97,16 @@ const MUTATIONS: { name: string; query: string; variables: (ids: AliceIds) => Re
     query: `mutation($k: ID!) { forkConversation(input: { checkpointId: $k, message: "a copy" }) { __typename ... on Error { code } } }`,
     variables: (ids) => ({ k: ids.checkpoint }),
   },
+  {
+    name: "createSchedule on the conversation",
+    query: `mutation($c: ID!) { createSchedule(input: { agent: "default", cron: "0 9 * * *", timezone: "UTC", message: "mine", conversationId: $c }) { __typename ... on Error { code } } }`,
+    variables: (ids) => ({ c: ids.conversation }),
+  },
+  ...(["pauseSchedule", "resumeSchedule", "deleteSchedule"] as const).map((name) => ({
+    name: `${name} of its schedule`,
+    query: `mutation($s: ID!) { ${name}(input: { scheduleId: $s }) { __typename ... on Error { code } } }`,
+    variables: (ids: AliceIds) => ({ s: ids.schedule }),
+  })),
 ];
 
 interface AliceIds {
@@ -110,6 +120,8 @@ interface AliceIds {
   queuedRun: string;
   /** A finished run of a custom graph: it stored a custom event and its message's node. */
   graphRun: string;
+  /** A schedule on the finished conversation, once a year (it does not fire during the test). */
+  schedule: string;
 }
 
 /** Every table but the ones that record processes and credentials' use, as JSON: equal dumps, nothing written. */
@@ -216,6 +228,13 @@ export function describeCrossUserConformance(deployment: Deployment) {
         activeRun: active.run.id,
         queuedRun: queued.run.id,
         graphRun: planned.run.id,
+        schedule: (
+          await as(
+            "alice",
+            `mutation($c: ID!) { createSchedule(input: { agent: "default", cron: "0 0 0 1 1 *", timezone: "UTC", message: "Happy new year", conversationId: $c }) { ... on CreateScheduleSuccess { schedule { id } } } }`,
+            { c: done.conversation.id },
+          )
+        ).data.createSchedule.schedule.id,
       };
       // Bob has a conversation of his own; his key has been used once (its last use recorded before the dumps).
       expect((await as("bob", START, { message: "Bob's own question." })).data.startRun.__typename).toBe("StartRunSuccess");
@@ -260,6 +279,13 @@ export function describeCrossUserConformance(deployment: Deployment) {
       expect(own.queued).toMatchObject({ id: ids.queuedRun, queuePosition: 1, queueReason: "BEHIND_ACTIVE_RUN" });
       expect(own.queuedNode).toEqual({ id: ids.queuedRun, queuePosition: 1 });
       expect(look.conversations.totalCount).toBe(1);
+      const schedules = `query($s: ID!) { schedule(id: $s) { id } node(id: $s) { id } schedules(first: 50) { edges { node { owner } } } }`;
+      expect((await as("bob", schedules, { s: ids.schedule })).data).toEqual({ schedule: null, node: null, schedules: { edges: [] } });
+      expect((await as("alice", schedules, { s: ids.schedule })).data).toEqual({
+        schedule: { id: ids.schedule },
+        node: { id: ids.schedule },
+        schedules: { edges: [{ node: { owner: "alice" } }] },
+      });
 
       for (const mutation of MUTATIONS) {
         const result = await as("bob", mutation.query, mutation.variables(ids));
