@@ -154,7 +154,7 @@ describe("token updates, batched", () => {
     expect(afterSubmit).toBeGreaterThanOrEqual(2);
   });
 
-  it("a read that brings nothing new tells nobody: the snapshot stays the same object", async () => {
+  it("a read that brings nothing new tells nobody: only the connection's change is told, and everything else keeps its objects", async () => {
     const transport = createTestTransport();
     const conversationId = transport.addConversation({ title: "Quiet", messages: longThread(50) });
     const store = testClient(transport).conversation(conversationId);
@@ -166,7 +166,14 @@ describe("token updates, batched", () => {
     transport.drop();
     await settled(store, () => reads() > before, "the read after the drop");
     await new Promise((r) => setTimeout(r, 50));
-    expect(seen).toEqual([]);
-    expect(store.getSnapshot()).toBe(ready);
+    // The drop is news, about the connection only (the snapshot's `connection`): each notification told a new
+    // connection state, and every other field is the same object as before the drop; the read after it told nothing.
+    const connections = seen.map((s) => s.snapshot.connection);
+    for (let i = 1; i < connections.length; i++) expect(connections[i]).not.toBe(connections[i - 1]);
+    const now = store.getSnapshot();
+    expect(now.connection).toBe(transport.connection.getSnapshot());
+    expect(now.connection.reconnects).toBeGreaterThan(ready.connection.reconnects);
+    if (seen.length > 0) expect(now).toBe(seen.at(-1)!.snapshot);
+    for (const key of Object.keys(ready) as (keyof ConversationSnapshot)[]) if (key !== "connection") expect(now[key]).toBe(ready[key]);
   });
 });

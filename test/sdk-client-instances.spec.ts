@@ -172,9 +172,11 @@ describe("socket on A, runs started on B (PostgreSQL + Redis)", () => {
       if (clientSide === a) a = restarted;
       else b = restarted;
       proxy.retarget(Number(new URL(restarted.url).port));
-      const done = await ended(store, run.runId, "COMPLETED", 40_000);
-
+      await ended(store, run.runId, "COMPLETED", 40_000);
       const log = await observer.done;
+      // A read may tell the outcome first; the store follows the run until its terminal event.
+      await until(() => ofRun(seen, run.runId).some((e) => e.seq === log.at(-1)!.seq), "the terminal event through the restarted instance");
+      const done = store.getSnapshot();
       expectExactly(ofRun(seen, run.runId), log);
       const afters = aftersOf(transport, run.runId);
       expect(afters.length).toBeGreaterThanOrEqual(2);

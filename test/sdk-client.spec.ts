@@ -14,7 +14,15 @@ import { startTestApp, tempDatabaseUrl, waitForRun } from "../testkit/app.ts";
 import { gqlOk, startRun } from "../testkit/graphql.ts";
 import { RUN } from "../testkit/documents.ts";
 import { until } from "../testkit/streaming.ts";
-import { createWebSocketTransport, memoryStorage, type ConnectionStatus, type RunEvent, type RunledgerClient } from "../packages/client/src/index.ts";
+import {
+  createRunledgerClient,
+  createWebSocketTransport,
+  memoryStorage,
+  syncScheduler,
+  type ConnectionStatus,
+  type RunEvent,
+  type RunledgerClient,
+} from "../packages/client/src/index.ts";
 import { startProxy, type Proxy } from "./sdk/proxy.ts";
 import {
   aftersOf,
@@ -162,7 +170,14 @@ describe("exact resume", () => {
 
   it("(b) a server restart mid-run, with events streamed while the client was away: the gap is detected and refilled from the stored run; the next run streams live", async () => {
     fake.enqueue({ kind: "trickle", tokens: numbered(400), delayMs: 15 });
-    const store = client().conversation();
+    // Told of every change (syncScheduler), so the snapshots below include the one between the gap and its refill.
+    const made = createRunledgerClient({
+      url: proxy.url,
+      transport: createWebSocketTransport({ url: proxy.url, webSocketImpl: WebSocket }),
+      schedule: syncScheduler,
+    });
+    clients.push(made);
+    const store = made.conversation();
     const seen = seenEvents(store);
     // Until a gap is refilled, what it may have cut into is marked incomplete, never shown as whole.
     let gapShown = false;
@@ -192,8 +207,11 @@ describe("exact resume", () => {
     app = await startTestApp({ ollamaUrl: fake.url, databaseUrl: database.url, env: { ...appEnv(), PORT: String(port) } });
     proxy.block(false);
 
-    const done = await ended(store, runId, "INTERRUPTED", 40_000);
+    await ended(store, runId, "INTERRUPTED", 40_000);
     const terminal = log.at(-1)!;
+    // A read may tell the outcome first; the store follows the run until its terminal event, then fills the gap.
+    await until(() => ofRun(seen, runId).some((e) => e.seq === terminal.seq), "the terminal event applied");
+    const done = await settled(store, (s) => s.run?.id === runId && s.run.gaps.length > 0 && s.run.gaps.every((g) => g.refilled), "the gap refilled");
     expect(terminal).toMatchObject({ __typename: "RunStatusEvent", status: "INTERRUPTED" });
     const mine = ofRun(seen, runId);
     // Everything before the drop exactly, then the stored terminal event; what came between is a gap, told and refilled.
@@ -302,17 +320,21 @@ describe("the truth about runs", () => {
     const { runId } = started.value;
     await settled(store, (s) => (s.run?.lastSeq ?? 0) >= 5, "five events");
     store.detach();
-    const at = store.getSnapshot().run!.lastSeq;
+    // The last event applied (the snapshot is told of changes once a frame, so it may show it a turn later).
+    const at = seen.at(-1)!.seq;
     expect(store.getSnapshot().attached).toBe(false);
     await until(() => app.services.bus.stats().runSubscribers === 0 && app.services.bus.stats().changeSubscribers === 0, "the store's subscriptions to end");
     const record = await waitForRun(app.url, runId);
     expect(record.status).toBe("COMPLETED");
-    expect(store.getSnapshot().run).toMatchObject({ status: "RUNNING", lastSeq: at });
     expect(seen.at(-1)!.seq).toBe(at);
+    expect(store.getSnapshot().run).toMatchObject({ status: "RUNNING", lastSeq: at });
 
     store.attach();
     await ended(store, runId, "COMPLETED");
-    expectExactly(ofRun(seen, runId), await serverLog(app.url, runId));
+    const log = await serverLog(app.url, runId);
+    // A read may tell the outcome first; the store follows the run until its terminal event.
+    await until(() => ofRun(seen, runId).some((e) => e.seq === log.at(-1)!.seq), "the terminal event applied");
+    expectExactly(ofRun(seen, runId), log);
   });
 
   it("mirrors QUEUED with its place and reason, then RUNNING and the outcome (ENQUEUE behind the active run)", async () => {

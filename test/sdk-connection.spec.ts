@@ -53,7 +53,7 @@ afterEach(async () => {
   proxy.refuseUpgrades(false);
 });
 
-function client(credentials: CredentialProvider, transport: "websocket" | "sse" | "auto" | Transport = "websocket"): RunledgerClient {
+function client(credentials: CredentialProvider, transport: "ws" | "sse" | "auto" | Transport = "ws"): RunledgerClient {
   const made = createRunledgerClient({ url: proxy.url, credentials, webSocketImpl: WebSocket, storage: memoryStorage(), transport });
   clients.push(made);
   return made;

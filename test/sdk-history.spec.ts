@@ -238,7 +238,7 @@ describe("the checkpoint list", () => {
     const store = made.conversation(source);
     await settled(store, (s) => s.phase === "ready" && s.messages.length === 4, "the source read");
     fake.enqueue({ kind: "trickle", tokens: numbered(30, "k"), delayMs: 10 });
-    const forked = await store.fork(at.id, "A question in the fork");
+    const forked = await store.fork(at.id, { message: "A question in the fork" });
     if (!forked.ok) throw new Error(forked.error.message);
     const { conversationId: fork, runId } = forked.value;
     expect(fork).not.toBe(source);
@@ -279,7 +279,8 @@ describe("the checkpoint list", () => {
 
     const store = made.conversation(conversationId);
     await settled(store, (s) => s.phase === "ready" && s.messages.length === 4, "the thread read");
-    const edited = await store.edit(at.id, { messages: [{ id: typo.id, role: "USER", content: "First question" }] }, "__start__");
+    // `message` replaces the user message the checkpoint added: {messages: [{id, role: "USER", content}]} as __start__.
+    const edited = await store.edit({ checkpointId: at.id, message: "First question" });
     if (!edited.ok) throw new Error(edited.error.message);
     expect(edited.value.run).toMatchObject({ kind: "EDIT", status: "COMPLETED" });
     expect(edited.value.checkpointId).not.toBeNull();

@@ -125,6 +125,8 @@ import {
   useConnection,
   useConversation,
   useConversations,
+  useInterrupts,
+  useRun,
   useRunledgerClient,
   type ChatMessage,
   type CheckpointRow,
@@ -142,14 +144,24 @@ function Chat({ id, initial }: { id: string | null; initial?: ConversationState 
   const chat: ConversationView = useConversation(id, { initial, pageSize: 20 });
   const connection = useConnection();
   const list = useConversations({ pageSize: 10 });
+  const run = useRun(chat.activeRun?.id ?? null);
+  const waiting = useInterrupts(id);
   const history = useCheckpoints(id, { pageSize: 5 });
-  const forkAt = (row: CheckpointRow) => void chat.fork(row.id, "Again");
+  const forkAt = (row: CheckpointRow) => void chat.fork(row.id, { message: "Again" });
   const older = () => void Promise.all([chat.loadOlder(), history.loadOlder()]);
   const client = useRunledgerClient();
   const ask: readonly PendingInterrupt[] = chat.interrupts;
   const send = () => void chat.submit("Hello", { multitask: "ENQUEUE" });
   return (
-    <main data-connection={connection.status} data-client={typeof client.conversation} data-asks={ask.length} onClick={send}>
+    <main
+      data-connection={connection.status}
+      data-client={typeof client.conversation}
+      data-asks={ask.length + waiting.interrupts.length}
+      data-run={run.run?.status ?? ""}
+      data-seq={chat.lastSeq}
+      data-pending={chat.pending.length}
+      onClick={send}
+    >
       <h1>{chat.title}</h1>
       <ol>{chat.messages.map((m) => <Message key={m.id} message={m} />)}</ol>
       <p>{chat.run?.status ?? "no run"}, {list.rows.length} listed</p>

@@ -10,7 +10,13 @@
 // browser, which rejoins the live run after the state's lastSeq, and a page
 // showing the connection's state hydrated once connected, with no mismatch.
 // Also a long thread shown a page at a time (useConversation's pageSize and
-// loadOlder), and useCheckpoints kept current as a run ends.
+// loadOlder), useCheckpoints kept current as a run ends, and the contract's
+// hooks: useRun (a run followed on its own, and one shown from the page's
+// conversation store), useInterrupts (a question listed and answered), and
+// useConversation's activeRun, lastSeq, pending, runs and connection.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
@@ -30,13 +36,25 @@ let site: PageServer;
 let serverRender: Awaited<ReturnType<typeof loadServerRender>>;
 const scripts = new Map<"react" | "preact", string>();
 let open: { context: BrowserContext; pageErrors: string[] } | undefined;
+let agentsFile: string;
 
 beforeAll(async () => {
   database = tempDatabaseUrl("runledger-sdk-react-db-");
   fake = await startFakeOllama();
   site = await startPageServer();
+  // The default agent, and one that asks before it calculates (useInterrupts).
+  agentsFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "runledger-sdk-react-")), "agents.json");
+  fs.writeFileSync(
+    agentsFile,
+    JSON.stringify({
+      agents: {
+        default: { type: "chat" },
+        careful: { type: "chat", description: "Asks before it calculates.", tools: ["calculator"], requireApproval: ["calculator"] },
+      },
+    }),
+  );
   // The page is the app's own, on another origin: the API lets it in.
-  app = await startTestApp({ ollamaUrl: fake.url, databaseUrl: database.url, env: { CORS_ORIGINS: site.origin } });
+  app = await startTestApp({ ollamaUrl: fake.url, databaseUrl: database.url, env: { CORS_ORIGINS: site.origin, RUNLEDGER_CONFIG: agentsFile } });
   const [react, preact, render] = await Promise.all([bundlePage("react"), bundlePage("preact"), loadServerRender()]);
   scripts.set("react", react);
   scripts.set("preact", preact);
@@ -50,6 +68,7 @@ afterAll(async () => {
   await app?.close();
   await fake?.close();
   database?.remove();
+  if (agentsFile) fs.rmSync(path.dirname(agentsFile), { recursive: true, force: true });
 });
 
 afterEach(async () => {
@@ -422,5 +441,59 @@ describe("server rendering", () => {
     expect(all[0]).toMatchObject({ shown: started.conversationId, connection: "connecting" });
     expect(all.at(-1)!.connection).toBe("connected");
     expect((await shownMessages(page)).map((m) => m.text)).toEqual(["Show the connection", "Echo: Show the connection"]);
+  });
+});
+
+describe("the contract's hooks", () => {
+  it("useRun follows a run started elsewhere on its own, and shows the page's own run from its conversation store; useConversation carries activeRun, lastSeq, pending, runs and connection", async () => {
+    fake.enqueue({ kind: "trickle", tokens: numbered(50, "u"), delayMs: 10 });
+    const elsewhere = await startRun(app.url, "Followed by its id");
+    const { page } = await openPage("react", `&run=${elsewhere.runId}`);
+    const run = page.locator("#run");
+    await page.locator(`#run[data-status="COMPLETED"]`).waitFor({ state: "attached" });
+    const log = await serverLog(app.url, elsewhere.runId);
+    expect(await run.getAttribute("data-source")).toBe("own");
+    expect(await run.getAttribute("data-conversation")).toBe(elsewhere.conversationId);
+    await eventually(async () => (await run.getAttribute("data-seq")) === String(log.length), "the run's last seq");
+    // Ended and read from its record: the messages it stored, its input included.
+    expect(await run.textContent()).toBe(`Followed by its id${numbered(50, "u").join("")}`);
+
+    // The page's own run: the run panel shows it from the chat's store, which streams it.
+    await chatIs(page, { phase: "idle", "active-run": "", "last-seq": "0", pending: "0", "snapshot-connection": "connected" });
+    fake.enqueue({ kind: "trickle", tokens: numbered(80, "v"), delayMs: 15 });
+    const sent = (await page.evaluate(() => window.sdkPage.submit("Mine, by its id"))) as { runId: string; conversationId: string };
+    await page.evaluate((id) => window.sdkPage.showRun(id), sent.runId);
+    await chatIs(page, { "active-run": sent.runId });
+    await page.locator(`#run[data-run="${sent.runId}"][data-source="conversation"]`).waitFor({ state: "attached" });
+    await page.locator("#run", { hasText: "v10 " }).waitFor();
+    await settledOn(page, sent.runId, "COMPLETED");
+    const ownLog = await serverLog(app.url, sent.runId);
+    await chatIs(page, { "active-run": "", "last-seq": String(ownLog.length), pending: "0", runs: sent.runId });
+    await page.locator(`#run[data-status="COMPLETED"][data-seq="${ownLog.length}"]`).waitFor({ state: "attached" });
+    expect(await run.getAttribute("data-source")).toBe("conversation");
+    expect(await run.textContent()).toBe(numbered(80, "v").join(""));
+    // Shown from the chat's store: one subscription to the run, the chat's.
+    const seen = await page.evaluate(() => window.sdkPage.events);
+    expect(seen.filter((e) => e.runId === sent.runId).map((e) => e.seq)).toEqual(ownLog.map((e) => e.seq));
+  });
+
+  it("useInterrupts lists what a waiting run asks, and its respond() answers it: the run that continues is followed to its answer", async () => {
+    const { page } = await openPage("react", "&interrupts");
+    await chatIs(page, { phase: "idle" });
+    const sent = (await page.evaluate(() => window.sdkPage.submit("Please calculate 2 + 3", "careful"))) as { runId: string; conversationId: string };
+    await page.evaluate((id) => window.sdkPage.show(id), sent.conversationId);
+    await chatIs(page, { conversation: sent.conversationId, run: sent.runId, status: "WAITING" });
+    const listed = page.locator('#interrupts[data-count="1"] > li');
+    await listed.waitFor({ state: "attached" });
+    expect(await listed.getAttribute("data-kind")).toBe("tool_approval");
+    expect(await listed.getAttribute("data-run")).toBe(sent.runId);
+
+    const answered = (await page.evaluate(() => window.sdkPage.approve())) as { ok: boolean; runId?: string; error?: string };
+    expect(answered).toMatchObject({ ok: true });
+    await settledOn(page, answered.runId!, "COMPLETED");
+    await page.locator('#interrupts[data-count="0"]').waitFor({ state: "attached" });
+    const thread = await serverThread(app.url, sent.conversationId);
+    expect((await shownMessages(page)).map((m) => m.text)).toEqual(thread.messages.map((m) => m.content));
+    expect(thread.messages.at(-1)!.content).toBe("The result is 5.");
   });
 });

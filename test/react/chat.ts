@@ -9,10 +9,14 @@ import {
   useConnection,
   useConversation,
   useConversations,
+  useInterrupts,
+  useRun,
   type ChatMessage,
   type CheckpointListView,
   type ConversationState,
   type ConversationView,
+  type InterruptsView,
+  type RunView,
 } from "@runledger/react";
 
 /** One render of the chat: the conversation asked for, and what the view showed. */
@@ -41,6 +45,11 @@ export const stats = {
   view: null as ConversationView | null,
   /** The checkpoint list's view of the last render. */
   checkpoints: null as CheckpointListView | null,
+  /** Renders of the run panel (useRun) and of the interrupts (useInterrupts), and their last views. */
+  runRenders: 0,
+  run: null as RunView | null,
+  interruptRenders: 0,
+  interrupts: null as InterruptsView | null,
 };
 
 const Row = memo(function Row({ message }: { message: ChatMessage }): ReactNode {
@@ -82,6 +91,13 @@ export function Chat({
       "data-run": view.run?.id ?? "",
       "data-connection": connection.status,
       "data-older": String(view.olderCount),
+      // The contract's fields: the run active now, the last seq applied, messages not stored yet, the connection as the snapshot holds it.
+      "data-active-run": view.activeRun?.id ?? "",
+      "data-last-seq": String(view.lastSeq),
+      "data-pending": String(view.pending.length),
+      "data-runs": view.runs.map((r) => r.id).join(" "),
+      "data-title": view.conversation?.title ?? "",
+      "data-snapshot-connection": view.connection.status,
     },
     // As text: a hydration that rendered another status than the server did is a mismatch React reports.
     h("p", { id: "connection" }, connection.status),
@@ -111,5 +127,37 @@ export function Checkpoints({ conversationId, pageSize }: { conversationId: stri
     "ol",
     { id: "checkpoints", "data-phase": list.phase, "data-has-older": String(list.hasOlder) },
     list.checkpoints.map((c) => h("li", { key: c.id, "data-id": c.id, "data-source": c.source }, c.lastMessage?.content ?? "")),
+  );
+}
+
+/** One run by its id (useRun): its status, last seq, where it is shown from, and the text it streamed. */
+export function RunPanel({ runId }: { runId: string | null }): ReactNode {
+  const view = useRun(runId);
+  stats.runRenders++;
+  stats.run = view;
+  return h(
+    "div",
+    {
+      id: "run",
+      "data-run": view.runId,
+      "data-phase": view.phase,
+      "data-status": view.run?.status ?? "",
+      "data-seq": String(view.run?.lastSeq ?? 0),
+      "data-source": view.source ?? "",
+      "data-conversation": view.conversationId ?? "",
+    },
+    view.messages.map((m) => m.content).join(""),
+  );
+}
+
+/** A conversation's pending interrupts (useInterrupts). */
+export function Interrupts({ conversationId }: { conversationId: string | null }): ReactNode {
+  const view = useInterrupts(conversationId);
+  stats.interruptRenders++;
+  stats.interrupts = view;
+  return h(
+    "ul",
+    { id: "interrupts", "data-phase": view.phase, "data-count": String(view.interrupts.length) },
+    view.interrupts.map((i) => h("li", { key: i.id, "data-id": i.id, "data-kind": i.kind, "data-run": i.runId ?? "" }, i.node)),
   );
 }

@@ -7,7 +7,7 @@ import { createElement as h, useState, type ReactNode } from "react";
 import { createRoot, hydrateRoot } from "react-dom/client";
 import { createRunledgerClient, syncScheduler, type ConversationState, type RunEvent } from "@runledger/client";
 import { RunledgerProvider } from "@runledger/react";
-import { Chat, Checkpoints, ConversationList, stats } from "./chat.ts";
+import { Chat, Checkpoints, ConversationList, Interrupts, RunPanel, stats } from "./chat.ts";
 
 declare global {
   interface Window {
@@ -22,12 +22,16 @@ export interface SdkPage {
   frames: number[];
   /** Shows another conversation (null: a new one). */
   show(conversationId: string | null): void;
-  submit(message: string): Promise<{ ok: boolean; runId?: string; conversationId?: string; error?: string }>;
+  submit(message: string, agent?: string): Promise<{ ok: boolean; runId?: string; conversationId?: string; error?: string }>;
   stop(): Promise<boolean>;
   /** The conversation view's loadOlder(): how many older messages it showed. */
   loadOlder(): Promise<number>;
   /** The checkpoint list's loadOlder() (?checkpoints): how many it added. */
   loadOlderCheckpoints(): Promise<number>;
+  /** Shows another run in the run panel (?run). */
+  showRun(runId: string | null): void;
+  /** Approves every tool call of the first interrupt listed (?interrupts), through useInterrupts' respond(). */
+  approve(): Promise<{ ok: boolean; runId?: string; error?: string }>;
   /** Every run event the shown store applied, in order (seq and run). */
   events: { runId: string; seq: number; type: string }[];
   /** Errors React reported (a hydration mismatch among them). */
@@ -49,6 +53,7 @@ const tick = () => {
 requestAnimationFrame(tick);
 
 let setShown: (id: string | null) => void = () => {};
+let setRun: (id: string | null) => void = () => {};
 const initial = window.__RUNLEDGER_STATE__ ?? null;
 
 // ?pageSize=<n>: the chat shows the newest n stored messages; ?checkpoints[=<n>]: the checkpoint list too, n a page.
@@ -58,12 +63,17 @@ const checkpointPage = params.get("checkpoints") ? Number(params.get("checkpoint
 function App(): ReactNode {
   const [shown, set] = useState<string | null>(initial?.conversationId ?? params.get("c"));
   setShown = set;
+  // ?run[=<id>]: the run panel (useRun); ?interrupts: the shown conversation's interrupts (useInterrupts).
+  const [run, setRunShown] = useState<string | null>(params.get("run") || null);
+  setRun = setRunShown;
   return h(
     RunledgerProvider,
     { client },
     h(Chat, { conversationId: shown, initial, pageSize }),
     params.has("list") ? h(ConversationList, null) : null,
     params.has("checkpoints") ? h(Checkpoints, { conversationId: shown, pageSize: checkpointPage }) : null,
+    params.has("run") ? h(RunPanel, { runId: run }) : null,
+    params.has("interrupts") ? h(Interrupts, { conversationId: shown }) : null,
   );
 }
 
@@ -94,8 +104,8 @@ window.sdkPage = {
   stats,
   frames,
   show: (id) => setShown(id),
-  async submit(message) {
-    const sent = await stats.view!.submit(message);
+  async submit(message, agent) {
+    const sent = await stats.view!.submit(message, agent ? { agent } : {});
     return sent.ok ? { ok: true, ...sent.value } : { ok: false, error: `${sent.error.code}: ${sent.error.message}` };
   },
   async stop() {
@@ -103,6 +113,17 @@ window.sdkPage = {
   },
   loadOlder: () => stats.view!.loadOlder(),
   loadOlderCheckpoints: () => stats.checkpoints!.loadOlder(),
+  showRun: (id) => setRun(id),
+  async approve() {
+    const view = stats.interrupts!;
+    const first = view.interrupts[0];
+    if (!first || first.kind !== "tool_approval") return { ok: false, error: "no tool approval waits" };
+    const answered = await view.respond(
+      { toolCalls: first.value.toolCalls.map((c) => ({ id: c.id, decision: "approve" as const })) },
+      { interruptId: first.id },
+    );
+    return answered.ok ? { ok: true, runId: answered.value.id } : { ok: false, error: answered.error.message };
+  },
   events,
   errors,
 };

@@ -17,8 +17,8 @@ import { RUN_EVENTS } from "../../packages/client/src/documents.ts";
 import { collect, gql, wsClient } from "../../testkit/graphql.ts";
 import { until } from "../../testkit/streaming.ts";
 
-export function sdkClient(url: string, options: { storage?: ResumeStorage; transport?: Transport | "websocket" | "sse" } = {}): RunledgerClient {
-  return createRunledgerClient({ url, webSocketImpl: WebSocket, storage: options.storage, transport: options.transport ?? "websocket" });
+export function sdkClient(url: string, options: { storage?: ResumeStorage; transport?: Transport | "ws" | "sse" } = {}): RunledgerClient {
+  return createRunledgerClient({ url, webSocketImpl: WebSocket, storage: options.storage, transport: options.transport ?? "ws" });
 }
 
 /** Waits until the store's snapshot satisfies `probe`. */

@@ -44,10 +44,10 @@ export function Chat({ conversationId, initial, onOpened }: ChatProps) {
     async (message: ChatMessage, text: string) => {
       if (!shown) return;
       setProblem(null);
-      // Written at the checkpoint that added the message, as the graph's input: the thread goes back there, and resume() answers it again.
+      // Written at the checkpoint that added the message, replacing it as the graph's input: the thread goes back there, and resume() answers it again.
       const at = await checkpointAdding(client, shown, message.id);
       if (!at) return setProblem("The checkpoint that added this message is not listed any more.");
-      const edited = await edit(at, { messages: [{ id: message.id, role: message.role, content: text }] }, "__start__");
+      const edited = await edit({ checkpointId: at, message: text });
       if (!edited.ok) return setProblem(`Could not edit: ${edited.error.message}`);
       if (edited.value.run.status !== "COMPLETED") return setProblem(`The edit failed: ${edited.value.run.errorMessage ?? edited.value.run.status}`);
       setEditing(null);

@@ -23,7 +23,7 @@ export function tokenProvider(endpoint = "/token"): CredentialProvider {
       const life = token.expiresAt === null ? Infinity : token.expiresAt - fetchedAt;
       held = { ...token, renewAt: fetchedAt + Math.max(life - Math.min(30_000, life / 4), 0) };
     }
-    return held.token ?? undefined;
+    return held.token;
   };
 }
 

@@ -25,7 +25,7 @@ export async function startExampleServer(options: ExampleServerOptions): Promise
   const { api, publicDir } = options;
   const ssr = options.ssr ?? true;
   const token = options.token ?? (() => ({ token: null, expiresAt: null }));
-  const credentials = async () => (await token()).token ?? undefined;
+  const credentials = async (): Promise<string | null> => (await token()).token;
 
   async function page(conversationId: string | null): Promise<string> {
     const data: PageData = { api, conversationId, rendered: ssr, state: null };

@@ -6,7 +6,8 @@
 // from it): the newest page, joined to what is listed by the checkpoints
 // between them, so a run that ends adds its checkpoints, and ones a ROLLBACK
 // dropped leave the list.
-import { coreOf, type RunledgerClient } from "./client.js";
+import type { RunledgerClient } from "./client.js";
+import { coreOf } from "./core.js";
 import type { ActionError, ClientCore } from "./core.js";
 import { CHECKPOINTS } from "./documents.js";
 import type { RunledgerCheckpointFragment, RunledgerConversationsChangedSubscription } from "./generated.js";

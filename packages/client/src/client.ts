@@ -1,7 +1,8 @@
 // createRunledgerClient: one connection per client, and a store per
 // conversation on top of it.
 import { ConversationStore, type ConversationOptions, type ConversationState } from "./conversation.js";
-import { ClientCore } from "./core.js";
+import { ConversationListStore, type ConversationListOptions } from "./conversation-list.js";
+import { ClientCore, coreOf as coreOfClient, registerCore } from "./core.js";
 import { createAutoTransport } from "./fallback.js";
 import type { Readable } from "./observable.js";
 import { defaultStorage, type ResumeStorage } from "./resume.js";
@@ -15,7 +16,8 @@ export interface RunledgerClientOptions {
   url?: string;
   /**
    * Answers the credential to send (an API key, API_TOKEN or a JWT), or
-   * undefined for none. Asked on every connection and request, and again
+   * null for none (`() => Promise<string | null>`; a plain string or
+   * undefined is taken too). Asked on every connection and request, and again
    * after the server refuses one (WebSocket close 4401, HTTP 401), so it can
    * hand out a refreshed token. Default: no credential.
    */
@@ -25,10 +27,10 @@ export interface RunledgerClientOptions {
   /**
    * - `"auto"` (the default): one WebSocket, with Server-Sent Events instead
    *   when there is no WebSocket or it cannot be made while HTTP works;
-   * - `"websocket"` or `"sse"`: that one only;
+   * - `"ws"` or `"sse"`: that one only (`"websocket"` is the same as `"ws"`);
    * - a Transport: your own, such as the test transport of `@runledger/client/testing`.
    */
-  transport?: "auto" | "websocket" | "sse" | Transport;
+  transport?: "auto" | "ws" | "websocket" | "sse" | Transport;
   /** The WebSocket class where there is no global one (Node 20: the `ws` package's default export). */
   webSocketImpl?: unknown;
   /** The fetch for queries, mutations and SSE; the global one by default. */
@@ -60,6 +62,12 @@ export interface RunledgerClient {
    * `{attach: false}`: it sends nothing until attach() (what a view does once mounted).
    */
   conversation(conversationId?: string | null, options?: ConversationOptions): ConversationStore;
+  /**
+   * The caller's conversations, newest first, kept live (a store of its own
+   * per call; close() it when done). `filter`: `owner` (an admin's list of
+   * one owner's), `pageSize` (default 30), `attach` (default true).
+   */
+  conversations(filter?: ConversationListOptions): ConversationListStore;
   /** A store starting from a state a server render read (loadConversation): it shows the same, and rejoins the live run after its lastSeq. */
   hydrate(state: ConversationState, options?: Omit<ConversationOptions, "initial">): ConversationStore;
   /** Connects again at once: after `unauthorized`, once the credential provider has a new credential. */
@@ -79,18 +87,14 @@ function transportFrom(options: RunledgerClientOptions): Transport {
     webSocketImpl: options.webSocketImpl,
     keepAliveMs: options.keepAliveMs,
   };
-  if (choice === "websocket") return createWebSocketTransport(settings);
+  if (choice === "ws" || choice === "websocket") return createWebSocketTransport(settings);
   if (choice === "sse") return createSseTransport(settings);
   return createAutoTransport(settings);
 }
 
-/** Each client's core, for what is made on a client outside it (createConversationList), so that an app that does not use it does not bundle it. */
-const cores = new WeakMap<RunledgerClient, ClientCore>();
-
+/** The client's core (for what is made on a client outside it). */
 export function coreOf(client: RunledgerClient): ClientCore {
-  const core = cores.get(client);
-  if (!core) throw new Error("not a client made by createRunledgerClient");
-  return core;
+  return coreOfClient(client);
 }
 
 export function createRunledgerClient(options: RunledgerClientOptions): RunledgerClient {
@@ -114,6 +118,7 @@ export function createRunledgerClient(options: RunledgerClientOptions): Runledge
     connection: transport.connection,
     transport,
     conversation: (conversationId = null, conversationOptions) => new ConversationStore(core, conversationId, conversationOptions),
+    conversations: (filter) => new ConversationListStore(core, filter),
     hydrate: (state, conversationOptions) => new ConversationStore(core, state.conversationId, { ...conversationOptions, initial: state }),
     reconnect: () => transport.reconnect(),
     async dispose() {
@@ -121,6 +126,6 @@ export function createRunledgerClient(options: RunledgerClientOptions): Runledge
       await core.dispose();
     },
   };
-  cores.set(client, core);
+  registerCore(client, core);
   return client;
 }

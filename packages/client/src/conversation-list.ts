@@ -4,7 +4,8 @@
 // upserts its row and sorts it into place; a deletion drops it for good. The
 // server scopes both to the caller: a user lists and hears of their own
 // conversations only, an admin of everyone's (or of one owner's, with `owner`).
-import { coreOf, type RunledgerClient } from "./client.js";
+import type { RunledgerClient } from "./client.js";
+import { coreOf } from "./core.js";
 import type { ActionError, ClientCore } from "./core.js";
 import { CONVERSATIONS } from "./documents.js";
 import type { RunledgerConversationRowFragment, RunledgerConversationsChangedSubscription } from "./generated.js";

@@ -7,7 +7,7 @@
 //
 // The store is a subscribe/getSnapshot pair: every change makes a new
 // immutable snapshot, ready for React's useSyncExternalStore.
-import { CANCEL_RUN, CONVERSATION, EDIT_STATE, FORK_CONVERSATION, RESUME_RUN, RUN_EVENTS, RUN_RECORD, START_RUN } from "./documents.js";
+import { CANCEL_RUN, CHECKPOINT_MESSAGE, CONVERSATION, EDIT_STATE, FORK_CONVERSATION, RESUME_RUN, RUN_EVENTS, RUN_RECORD, START_RUN } from "./documents.js";
 import type { JsonValue, Multitask, RunledgerConversationsChangedSubscription, RunledgerRunFragment } from "./generated.js";
 import type { InterruptAnswer } from "./interrupts.js";
 import { Value, type Readable } from "./observable.js";
@@ -24,7 +24,7 @@ import {
 } from "./snapshot.js";
 import { keepSubscribed } from "./stream.js";
 
-export type { ConversationSnapshot, ConversationState } from "./snapshot.js";
+export type { ConversationInfo, ConversationSnapshot, ConversationState } from "./snapshot.js";
 import type { ActionError, ClientCore, Result } from "./core.js";
 
 type Notice = RunledgerConversationsChangedSubscription["conversationsChanged"];
@@ -41,6 +41,35 @@ export interface SubmitOptions {
 export interface RespondOptions {
   /** The interrupt answered; may be left out when exactly one waits. */
   interruptId?: string;
+  /** Default: a new random key, reused by the retries of this call. */
+  idempotencyKey?: string;
+}
+
+/** fork()'s options. */
+export interface ForkOptions {
+  /** A user message: a run starts on the fork at once. */
+  message?: string;
+  /** Show the fork in this store (default true). */
+  open?: boolean;
+  /** Default: a new random key, reused by the retries of this call. */
+  idempotencyKey?: string;
+}
+
+/** edit()'s input: what to write at which checkpoint. */
+export interface EditInput {
+  /** The checkpoint edited: the new checkpoint's parent (a past one branches the thread there). */
+  checkpointId: string;
+  /** Channel values by name, applied through each channel's reducer (a message with an existing id replaces it). */
+  values?: { [channel: string]: JsonValue };
+  /**
+   * Replaces the user message the checkpoint added (its last message, which
+   * must be a USER one) with this text, as the graph's input: values
+   * `{messages: [{id, role: "USER", content: message}]}` as node `__start__`.
+   * resume() then answers it again.
+   */
+  message?: string;
+  /** Write the values as this node did (`__start__`: as the graph's input). Default: LangGraph's choice; `__start__` with `message`. */
+  asNode?: string;
   /** Default: a new random key, reused by the retries of this call. */
   idempotencyKey?: string;
 }
@@ -83,6 +112,9 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
   #phase: ConversationSnapshot["phase"] = "idle";
   #base: { data: ConversationData; tick: number } | null = null;
   #runs = new Map<string, Tracked>();
+  /** Runs let go once a read showed their outcome: their final state, for `runs`. */
+  #past = new Map<string, { run: RunState; order: number }>();
+  #unconnection: (() => void) | null = null;
   #outgoing: Outgoing[] = [];
   #error: ActionError | null = null;
   #tick = 0;
@@ -145,7 +177,7 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
     this.#teardown();
     this.#reset(conversationId);
     if (conversationId) this.#attach();
-    else this.#attached = true;
+    else this.#attachEmpty();
     this.#publish();
   }
 
@@ -155,6 +187,7 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
     this.#base = null;
     this.#hidden = null;
     this.#runs = new Map();
+    this.#past = new Map();
     this.#outgoing = [];
     this.#error = null;
     this.#loadResume();
@@ -176,6 +209,7 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
     this.#hidden = null;
     if (state.read) this.#fitWindow(state.read.messages.length);
     this.#runs = new Map();
+    this.#past = new Map();
     for (const { live, ended } of state.runs) {
       const tracked = this.#newTracked(live);
       tracked.endTick = ended === "reflected" ? 0 : ended === "after-read" ? 1 : null;
@@ -221,7 +255,7 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
   attach(): void {
     if (this.#closed || this.#attached) return;
     if (this.#id) this.#attach();
-    else this.#attached = true;
+    else this.#attachEmpty();
     this.#publish();
   }
 
@@ -407,11 +441,20 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
    * Forks the thread at a checkpoint into a new conversation (with a message,
    * a run starts on it at once). By default the store then shows the fork.
    */
+  fork(checkpointId: string, options?: ForkOptions): Promise<Result<{ conversationId: string; runId: string | null }>>;
+  /** @deprecated fork(checkpointId, {message, open, idempotencyKey}). */
+  fork(
+    checkpointId: string,
+    message: string | undefined,
+    options?: Omit<ForkOptions, "message">,
+  ): Promise<Result<{ conversationId: string; runId: string | null }>>;
   async fork(
     checkpointId: string,
-    message?: string,
-    options: { open?: boolean; idempotencyKey?: string } = {},
+    second?: ForkOptions | string,
+    third: Omit<ForkOptions, "message"> = {},
   ): Promise<Result<{ conversationId: string; runId: string | null }>> {
+    const options: ForkOptions = typeof second === "object" && second !== null ? second : { ...third, message: second };
+    const message = options.message;
     const input = { checkpointId, idempotencyKey: options.idempotencyKey ?? newKey(), ...(message !== undefined ? { message } : {}) };
     const outcome = await this.#core.mutate(FORK_CONVERSATION, { input }, "forkConversation");
     if (!outcome.ok) return outcome;
@@ -425,18 +468,35 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
   }
 
   /**
-   * Writes `values` into the thread at a checkpoint (editState), as node
-   * `asNode` would have (`__start__`: as the graph's input): an EDIT run. A
+   * Writes into the thread at a checkpoint (editState): `values`, as node
+   * `asNode` would have (`__start__`: as the graph's input), or `message`,
+   * which replaces the user message the checkpoint added. An EDIT run: a
    * past checkpoint branches the thread there; resume() runs on from the edit.
    */
-  async edit(
+  edit(input: EditInput): Promise<Result<{ run: RunState; checkpointId: string | null }>>;
+  /** @deprecated edit({checkpointId, values, asNode, idempotencyKey}). */
+  edit(
     checkpointId: string,
     values: { [channel: string]: JsonValue },
     asNode?: string,
+    options?: { idempotencyKey?: string },
+  ): Promise<Result<{ run: RunState; checkpointId: string | null }>>;
+  async edit(
+    first: EditInput | string,
+    values?: { [channel: string]: JsonValue },
+    asNode?: string,
     options: { idempotencyKey?: string } = {},
   ): Promise<Result<{ run: RunState; checkpointId: string | null }>> {
-    const input = { checkpointId, values, idempotencyKey: options.idempotencyKey ?? newKey(), ...(asNode !== undefined ? { asNode } : {}) };
+    const edit: EditInput = typeof first === "string" ? { checkpointId: first, values, asNode, idempotencyKey: options.idempotencyKey } : first;
     const gen = this.#gen;
+    const written = await this.#editValues(edit);
+    if (!written.ok) return written;
+    const input = {
+      checkpointId: edit.checkpointId,
+      values: written.value.values,
+      idempotencyKey: edit.idempotencyKey ?? newKey(),
+      ...(written.value.asNode !== undefined ? { asNode: written.value.asNode } : {}),
+    };
     const outcome = await this.#core.mutate(EDIT_STATE, { input }, "editState");
     if (!outcome.ok) return outcome;
     const { run, checkpoint } = outcome.value;
@@ -444,6 +504,36 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
     const tracked = this.#record(run);
     this.#follow(tracked);
     return { ok: true, value: { run: tracked.live.run, checkpointId: checkpoint?.id ?? null } };
+  }
+
+  /** The run as this store follows it (what it streamed so far, its state), with the conversation; null when it does not hold it. */
+  knownRun(runId: string): { live: LiveRun; conversationId: string | null } | null {
+    const tracked = this.#runs.get(runId);
+    return tracked ? { live: tracked.live, conversationId: this.#id } : null;
+  }
+
+  /** What edit() writes: its values, or for `message` the checkpoint's user message replaced (read to learn its id). */
+  async #editValues(edit: EditInput): Promise<Result<{ values: { [channel: string]: JsonValue }; asNode: string | undefined }>> {
+    if ((edit.values === undefined) === (edit.message === undefined)) {
+      return { ok: false, error: { code: "VALIDATION", message: "edit: give either `values` or `message`" } };
+    }
+    if (edit.values !== undefined) return { ok: true, value: { values: edit.values, asNode: edit.asNode } };
+    let data;
+    try {
+      data = await this.#core.query(CHECKPOINT_MESSAGE, { id: edit.checkpointId });
+    } catch (error) {
+      return { ok: false, error: { code: "NETWORK", message: `could not read the checkpoint: ${(error as Error).message}` } };
+    }
+    const node = data.node && "lastMessage" in data.node ? data.node : null;
+    if (!node) return { ok: false, error: { code: "NOT_FOUND", message: `no checkpoint ${edit.checkpointId}` } };
+    const last = node.lastMessage;
+    if (!last || last.role !== "USER") {
+      return {
+        ok: false,
+        error: { code: "VALIDATION", message: "edit({message}): the checkpoint's last message is not a user message (edit at the checkpoint that added it)" },
+      };
+    }
+    return { ok: true, value: { values: { messages: [{ id: last.id, role: "USER", content: edit.message! }] }, asNode: edit.asNode ?? "__start__" } };
   }
 
   /** Writes the resume point now rather than at the next pause (a page about to unload). */
@@ -459,9 +549,23 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
 
   // ---- following ----
 
+  /** Attached with no conversation yet: only the connection is followed (the first submit attaches the rest). */
+  #attachEmpty(): void {
+    this.#attached = true;
+    this.#followConnection();
+  }
+
+  /** A change of the client's connection makes a new snapshot (told at the next scheduled turn). */
+  #followConnection(): void {
+    if (this.#unconnection) return;
+    const gen = this.#gen;
+    this.#unconnection = this.#core.transport.connection.subscribe(() => gen === this.#gen && this.#publishSoon());
+  }
+
   #attach(): void {
     const gen = this.#gen;
     this.#attached = true;
+    this.#followConnection();
     this.#core.adopt(this);
     this.#unnotice = this.#core.notices({
       notice: (row) => gen === this.#gen && this.#notice(row),
@@ -480,6 +584,8 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
     this.#core.forget(this);
     this.#unnotice?.();
     this.#unnotice = null;
+    this.#unconnection?.();
+    this.#unconnection = null;
     this.#reads = { busy: false, again: false };
     for (const tracked of this.#runs.values()) {
       tracked.stop?.();
@@ -704,7 +810,10 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
     const newest = this.#sorted().at(-1);
     for (const t of reflected) {
       this.#outgoing = this.#outgoing.filter((o) => o.runId !== t.live.run.id);
-      if (t !== newest && t.live.run.id !== data.latestRun?.id) this.#runs.delete(t.live.run.id);
+      if (t !== newest && t.live.run.id !== data.latestRun?.id) {
+        this.#runs.delete(t.live.run.id);
+        this.#past.set(t.live.run.id, { run: t.live.run, order: t.order });
+      }
     }
     return waited;
   }
@@ -738,7 +847,9 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
       phase: this.#phase,
       base: this.#base,
       runs: this.#runs,
+      past: this.#past,
       outgoing: this.#outgoing,
+      connection: this.#core.transport.connection.getSnapshot(),
       attached: this.#attached,
       error: this.#error,
       hidden: this.#hidden ?? 0,

@@ -5,6 +5,7 @@ import { CONVERSATIONS_CHANGED, type Document } from "./documents.js";
 import type { RunledgerConversationsChangedSubscription, RunledgerRefusalFragment } from "./generated.js";
 import { backoff } from "./network.js";
 import type { ResumeStorage } from "./resume.js";
+import type { LiveRun } from "./run-log.js";
 import type { Scheduler } from "./schedule.js";
 import { keepSubscribed } from "./stream.js";
 import { TransportError, type GraphQLResult, type Transport } from "./transport.js";
@@ -35,6 +36,14 @@ export interface NoticeListener {
   restarted(): void;
 }
 
+/** What the core holds while it is attached: a store to write before a page unloads and to close with the client; a conversation store also answers for the runs it follows. */
+export interface HeldStore {
+  flush(): void;
+  close(): void;
+  /** A conversation store: the run as it follows it, with its conversation, if it does. */
+  knownRun?(runId: string): { live: LiveRun; conversationId: string | null } | null;
+}
+
 export interface CoreOptions {
   transport: Transport;
   storage: ResumeStorage;
@@ -52,7 +61,7 @@ export class ClientCore {
   readonly schedule: Scheduler;
   readonly #retries: number;
   readonly #noticeListeners = new Set<NoticeListener>();
-  readonly #stores = new Set<{ flush(): void; close(): void }>();
+  readonly #stores = new Set<HeldStore>();
   #stopNotices: (() => void) | null = null;
   #disposed = false;
 
@@ -134,12 +143,18 @@ export class ClientCore {
     };
   }
 
-  adopt(store: { flush(): void; close(): void }): void {
+  adopt(store: HeldStore): void {
     this.#stores.add(store);
   }
 
   forget(store: object): void {
-    this.#stores.delete(store as { flush(): void; close(): void });
+    this.#stores.delete(store as HeldStore);
+  }
+
+  /** An attached store of this client that follows the run (the one that learned of it first), or null. */
+  storeOf(runId: string): HeldStore | null {
+    for (const store of this.#stores) if (store.knownRun?.(runId)) return store;
+    return null;
   }
 
   flushAll(): void {
@@ -153,4 +168,17 @@ export class ClientCore {
     this.#stopNotices = null;
     await this.transport.dispose();
   }
+}
+
+/** Each client's core, for what is made on a client outside it (createCheckpointList, createRunStore), so that an app that does not use it does not bundle it. */
+const cores = new WeakMap<object, ClientCore>();
+
+export function registerCore(client: object, core: ClientCore): void {
+  cores.set(client, core);
+}
+
+export function coreOf(client: object): ClientCore {
+  const core = cores.get(client);
+  if (!core) throw new Error("not a client made by createRunledgerClient");
+  return core;
 }

@@ -101,6 +101,13 @@ export const CHECKPOINTS: Document<Types.RunledgerCheckpointsQuery, Types.Runled
   ${MESSAGE}
 `;
 
+/** The message a checkpoint ends on: what edit({message}) replaces. */
+export const CHECKPOINT_MESSAGE: Document<Types.RunledgerCheckpointMessageQuery, Types.RunledgerCheckpointMessageQueryVariables> = /* GraphQL */ `
+  query RunledgerCheckpointMessage($id: ID!) {
+    node(id: $id) { ... on Checkpoint { id lastMessage { id role } } }
+  }
+`;
+
 const CONVERSATION_ROW = /* GraphQL */ `
   fragment RunledgerConversationRow on Conversation {
     id title agentName owner createdAt updatedAt messageCount

@@ -361,6 +361,14 @@ export type RunledgerCheckpointsQuery = {
   } | null;
 };
 
+export type RunledgerCheckpointMessageQueryVariables = Exact<{
+  id: string | number;
+}>;
+
+export type RunledgerCheckpointMessageQuery = {
+  node: { id: string; lastMessage: { id: string; role: MessageRole } | null } | Record<PropertyKey, never> | null;
+};
+
 export type RunledgerConversationRowFragment = {
   id: string;
   title: string;

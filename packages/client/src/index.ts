@@ -2,7 +2,10 @@
 export { createRunledgerClient, type RunledgerClient, type RunledgerClientOptions } from "./client.js";
 export {
   ConversationStore,
+  type ConversationInfo,
   type ConversationOptions,
+  type EditInput,
+  type ForkOptions,
   type ConversationSnapshot,
   type ConversationState,
   type RespondOptions,
@@ -16,6 +19,7 @@ export {
   type ConversationRow,
 } from "./conversation-list.js";
 export { createCheckpointList, CheckpointListStore, type CheckpointListOptions, type CheckpointListSnapshot, type CheckpointRow } from "./checkpoint-list.js";
+export { createRunStore, RunStore, type RunSnapshot, type RunStoreOptions } from "./run-store.js";
 export { loadConversation, type ConversationSource, type LoadOptions } from "./ssr.js";
 export { frameScheduler, microtaskScheduler, syncScheduler, type Scheduler } from "./schedule.js";
 export type { ActionError, Result } from "./core.js";

@@ -7,10 +7,21 @@ import type { ActionError } from "./core.js";
 import type { SubmitOptions } from "./conversation.js";
 import { toPendingInterrupt, type PendingInterrupt } from "./interrupts.js";
 import { isTerminal, storedMessage, type ChatMessage, type LiveRun, type RunState, type ToolCall } from "./run-log.js";
+import type { ConnectionState } from "./transport.js";
 
 export type ConversationData = NonNullable<RunledgerConversationQuery["conversation"]>;
 
+/** The conversation as last read. */
+export interface ConversationInfo {
+  id: string;
+  title: string | null;
+  /** The agent its runs use. */
+  agentName: string;
+}
+
 export interface ConversationSnapshot {
+  /** The conversation as last read (`{id, title, agentName}`); null until the first read, for a new one, and for a missing one. */
+  conversation: ConversationInfo | null;
   /** The conversation shown; null for a new one until its first submit() creates it. */
   conversationId: string | null;
   /**
@@ -35,7 +46,17 @@ export interface ConversationSnapshot {
   loadingOlder: boolean;
   /** The newest run: streaming, waiting its turn, or the last to end, with its status as the server reports it. */
   run: RunState | null;
-  /** A run is queued or running: stop() cancels it. */
+  /** The run QUEUED or RUNNING now (a RUNNING one before any queued behind it, else the oldest queued); null when none is. */
+  activeRun: RunState | null;
+  /**
+   * The runs of this conversation the store has learned of since it opened it
+   * (from reads, notices, its own actions), oldest first: those it follows or
+   * last read, and the ones that ended before, as they ended.
+   */
+  runs: readonly RunState[];
+  /** The last seq applied of `activeRun`, else of `run` (0 when there is none): where a rejoin starts. */
+  lastSeq: number;
+  /** A run is queued or running (`activeRun` is set): stop() cancels it. */
   busy: boolean;
   /** What the thread waits for (a WAITING run's questions): answer with respond(). */
   interrupts: readonly PendingInterrupt[];
@@ -43,6 +64,10 @@ export interface ConversationSnapshot {
   next: readonly string[];
   /** A pending step and nothing running or waiting for an answer: resume() continues it. */
   resumable: boolean;
+  /** The messages sent from this store that the thread does not hold yet (`sending`, or `unsent` with their error), as `messages` shows them. */
+  pending: readonly ChatMessage[];
+  /** The client's connection (the same object as `client.connection.getSnapshot()`): a new snapshot when it changes. */
+  connection: ConnectionState;
   /** Listening for changes; false after detach(). */
   attached: boolean;
   /** The last read that failed (null once one succeeds), or why following a run stopped. */
@@ -106,7 +131,10 @@ export interface StoreState {
   /** The last read, and the store's tick when it started. */
   base: { data: ConversationData; tick: number } | null;
   runs: ReadonlyMap<string, Tracked>;
+  /** Runs that ended and were let go once a read showed their outcome: only their final state is kept. */
+  past: ReadonlyMap<string, { run: RunState; order: number }>;
   outgoing: readonly Outgoing[];
+  connection: ConnectionState;
   attached: boolean;
   error: ActionError | null;
   /** How many of the read's oldest messages are not shown. */
@@ -194,6 +222,7 @@ interface ReadView {
  */
 export class SnapshotBuilder {
   #read: ReadView | null = null;
+  #info: ConversationInfo | null = null;
   #previous: ConversationSnapshot | null = null;
   /** A streamed message shown as `partial` (its run stopped early). */
   readonly #partial = new WeakMap<ChatMessage, ChatMessage>();
@@ -242,6 +271,10 @@ export class SnapshotBuilder {
     return shown;
   }
 
+  #allRuns(state: StoreState): RunState[] {
+    return allRunsOf(state);
+  }
+
   build(state: StoreState): ConversationSnapshot {
     const read = state.base ? this.#readView(state.base.data) : null;
     if (!state.base) this.#read = null;
@@ -254,6 +287,7 @@ export class SnapshotBuilder {
     const overlay = runs.filter((t) => !(t.endTick !== null && t.endTick < baseTick) || (t === newest && stoppedEarly(t)));
 
     const hidden = read ? Math.min(state.hidden, read.messages.length) : 0;
+    const pending: ChatMessage[] = [];
     const messages: ChatMessage[] = read ? read.messages.slice(hidden) : [];
     const inThread = (m: ChatMessage) =>
       !!read &&
@@ -274,17 +308,38 @@ export class SnapshotBuilder {
           outgoing.storedAfter !== null &&
           read.messages.slice(outgoing.storedAfter).some((m) => m.role === "USER" && m.content === outgoing.content));
       if (outgoing) shownOutgoing.add(outgoing);
-      if (outgoing && !userStored) messages.push(this.#outgoing(outgoing));
+      if (outgoing && !userStored) {
+        const shown = this.#outgoing(outgoing);
+        messages.push(shown);
+        pending.push(shown);
+      }
       const stopped = stoppedEarly(t);
       for (const m of t.live.messages) {
         if (inThread(m)) continue;
         messages.push(stopped && m.state === "streaming" ? this.#partialOf(m) : m);
       }
     }
-    for (const o of state.outgoing) if (!shownOutgoing.has(o) && (o.runId === null || !state.runs.has(o.runId))) messages.push(this.#outgoing(o));
+    for (const o of state.outgoing) {
+      if (shownOutgoing.has(o) || (o.runId !== null && state.runs.has(o.runId))) continue;
+      const shown = this.#outgoing(o);
+      messages.push(shown);
+      pending.push(shown);
+    }
 
     const run = newest?.live.run ?? null;
     const busy = overlay.some((t) => !isTerminal(t.live.run.status));
+    const live = runs.filter((t) => !isTerminal(t.live.run.status)).map((t) => t.live.run);
+    const activeRun = live.find((r) => r.status === "RUNNING") ?? live[0] ?? null;
+    const allRuns = state.past.size === 0 ? runs.map((t) => t.live.run) : this.#allRuns(state);
+    let conversation: ConversationInfo | null = null;
+    if (data) {
+      const known = this.#info;
+      conversation =
+        known && known.id === data.id && known.title === data.title && known.agentName === data.agentName
+          ? known
+          : { id: data.id, title: data.title ?? null, agentName: data.agentName };
+    }
+    this.#info = conversation ?? this.#info;
     let interrupts: readonly PendingInterrupt[] = EMPTY;
     if (!busy) {
       const fromRuns: PendingInterrupt[] = [];
@@ -297,6 +352,7 @@ export class SnapshotBuilder {
     }
     const previous = this.#previous;
     const next: ConversationSnapshot = {
+      conversation,
       conversationId: state.conversationId,
       phase: state.phase,
       title: data?.title ?? null,
@@ -305,10 +361,15 @@ export class SnapshotBuilder {
       olderCount: hidden,
       loadingOlder: state.loadingOlder,
       run,
+      activeRun,
+      runs: previous && sameItems(previous.runs, allRuns) ? previous.runs : allRuns,
+      lastSeq: (activeRun ?? run)?.lastSeq ?? 0,
       busy,
       interrupts: previous && sameItems(previous.interrupts, interrupts) ? previous.interrupts : interrupts,
       next: previous && sameItems(previous.next, data?.next ?? EMPTY) ? previous.next : (data?.next ?? EMPTY),
       resumable: !busy && (data?.resumable ?? false),
+      pending: previous && sameItems(previous.pending, pending) ? previous.pending : pending.length ? pending : EMPTY,
+      connection: state.connection,
       attached: state.attached,
       error: state.error,
     };
@@ -316,6 +377,19 @@ export class SnapshotBuilder {
     this.#previous = next;
     return next;
   }
+}
+
+/** Every run known, oldest first: those let go (their final state) and those held. */
+function allRunsOf(state: StoreState): RunState[] {
+  const entries: { run: RunState; order: number }[] = [...state.past.values()].filter((p) => !state.runs.has(p.run.id));
+  for (const t of state.runs.values()) entries.push({ run: t.live.run, order: t.order });
+  return entries
+    .sort((a, b) => {
+      const x = a.run.startedAt ?? "\uffff";
+      const y = b.run.startedAt ?? "\uffff";
+      return x < y ? -1 : x > y ? 1 : a.order - b.order;
+    })
+    .map((e) => e.run);
 }
 
 /** A snapshot of `state` made afresh (no sharing with an earlier one). */

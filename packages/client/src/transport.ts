@@ -88,11 +88,11 @@ export class TransportError extends Error {
 }
 
 /**
- * Answers the credential to send (an API key, API_TOKEN or a JWT), or undefined
- * for none. Asked on every connection, every HTTP request, and again after the
- * server refused one, so it can hand out a refreshed token.
+ * Answers the credential to send (an API key, API_TOKEN or a JWT), or null
+ * (or undefined) for none. Asked on every connection, every HTTP request, and
+ * again after the server refused one, so it can hand out a refreshed token.
  */
-export type CredentialProvider = () => Promise<string | undefined> | string | undefined;
+export type CredentialProvider = () => Promise<string | null | undefined> | string | null | undefined;
 
 /** runledger's GraphQL endpoint from its base URL (http://127.0.0.1:4000) or the endpoint itself. */
 export function graphqlEndpoint(url: string): string {

@@ -4,7 +4,7 @@
 // unmount, or a switch to another conversation): every subscription it held
 // ends, and nothing it still receives reaches the view.
 import { useCallback, useMemo, useState, useSyncExternalStore } from "react";
-import { createCheckpointList, createConversationList } from "@runledger/client";
+import { createCheckpointList, createRunStore } from "@runledger/client";
 import type {
   CheckpointListSnapshot,
   CheckpointListStore,
@@ -14,7 +14,10 @@ import type {
   ConversationSnapshot,
   ConversationState,
   ConversationStore,
+  PendingInterrupt,
   RunledgerClient,
+  RunSnapshot,
+  RunStore,
 } from "@runledger/client";
 import { useRunledgerClient } from "./context.js";
 
@@ -60,9 +63,9 @@ export interface ConversationActions {
   resume: ConversationStore["resume"];
   /** Shows older stored messages, a page at a time (with `pageSize`); resolves with how many it added. */
   loadOlder: ConversationStore["loadOlder"];
-  /** A new conversation from a checkpoint (the view shows it unless `open: false`, until the conversationId given changes). */
+  /** fork(checkpointId, {message?, open?, idempotencyKey?}): a new conversation from a checkpoint (the view shows it unless `open: false`, until the conversationId given changes). */
   fork: ConversationStore["fork"];
-  /** Writes values at a checkpoint (an EDIT run). */
+  /** edit({checkpointId, values | message, asNode?, idempotencyKey?}): writes at a checkpoint (an EDIT run); `message` replaces the user message it added. */
   edit: ConversationStore["edit"];
   /** Calls the listener with each run event as it is applied, in seq order, at most once. */
   onEvent: ConversationStore["onEvent"];
@@ -107,8 +110,8 @@ function actionsOf(store: ConversationStore): ConversationActions {
     respondAll: (responses, idempotencyKey) => store.respondAll(responses, idempotencyKey),
     resume: (idempotencyKey) => store.resume(idempotencyKey),
     loadOlder: (count) => store.loadOlder(count),
-    fork: (checkpointId, message, options) => store.fork(checkpointId, message, options),
-    edit: (checkpointId, values, asNode, options) => store.edit(checkpointId, values, asNode, options),
+    fork: store.fork.bind(store),
+    edit: store.edit.bind(store),
     onEvent: (listener) => store.onEvent(listener),
   };
 }
@@ -163,6 +166,7 @@ export function useConversation(conversationId: string | null, options: UseConve
   return useMemo(() => ({ ...snapshot, ...actions, store }), [snapshot, actions, store]);
 }
 
+/** useConversations' filter (what client.conversations(filter) takes). */
 export interface UseConversationsOptions {
   /** Rows per page (default 30). */
   pageSize?: number;
@@ -183,12 +187,13 @@ export interface ConversationListView extends ConversationListSnapshot {
  * deleted, or whose run starts or ends anywhere moves into place as the server
  * tells it (conversationsChanged, which sends each caller only what it may see).
  */
-export function useConversations(options: UseConversationsOptions = {}): ConversationListView {
+export function useConversations(filter: UseConversationsOptions = {}): ConversationListView {
+  const options = filter;
   const client = useRunledgerClient();
   const owner = options.owner ?? null;
   const pageSize = options.pageSize ?? 30;
   const key = `${pageSize}:${owner ?? ""}`;
-  const make = (): Held<ConversationListStore> => ({ client, key, store: createConversationList(client, { owner, pageSize, attach: false }) });
+  const make = (): Held<ConversationListStore> => ({ client, key, store: client.conversations({ owner, pageSize, attach: false }) });
   const [held, setHeld] = useState(make);
   let current = held;
   if (held.client !== client || held.key !== key) {
@@ -233,4 +238,100 @@ export function useCheckpoints(conversationId: string | null, options: UseCheckp
   const { store } = current;
   const snapshot = useAttached(store);
   return useMemo(() => ({ ...snapshot, loadOlder: () => store.loadOlder(), refresh: () => store.refresh(), store }), [snapshot, store]);
+}
+
+export interface RunView extends RunSnapshot {
+  /** The store behind the view; null for useRun(null). */
+  store: RunStore | null;
+}
+
+/**
+ * One run by its id (null: none, `phase: "missing"`): its state as the server reports it (`run`:
+ * status, error, queue place, lastSeq, gaps), what it streamed, what it asks,
+ * its conversation. Shown as an attached conversation store of the client
+ * follows it (a useConversation of its conversation: nothing more is sent,
+ * `source: "conversation"`), else read with the run query and followed by
+ * its events from its last seq (`source: "own"`).
+ */
+export function useRun(runId: string | null): RunView {
+  const client = useRunledgerClient();
+  const make = (): Held<RunStore | null> => ({ client, key: runId, store: runId ? createRunStore(client, runId, { attach: false }) : null });
+  const [held, setHeld] = useState(make);
+  let current = held;
+  if (held.client !== client || held.key !== runId) {
+    current = make();
+    setHeld(current);
+  }
+  const store = current.store;
+  const snapshot = useAttached(store ?? idleRunStore);
+  return useMemo(() => ({ ...snapshot, store }), [snapshot, store]);
+}
+
+const idleRun: RunSnapshot = Object.freeze({
+  runId: "",
+  phase: "missing",
+  run: null,
+  conversationId: null,
+  messages: [],
+  interrupts: [],
+  source: null,
+  attached: false,
+  error: null,
+}) as RunSnapshot;
+
+/** What useRun(null) reads: nothing, and nothing to attach. */
+const idleRunStore = {
+  getSnapshot: () => idleRun,
+  subscribe: () => () => {},
+  attach: () => {},
+  detach: () => {},
+};
+
+export interface InterruptsView {
+  /** What the conversation's WAITING thread asks (typed for tool approvals and tools in doubt); empty while a run is active or nothing waits. */
+  interrupts: readonly PendingInterrupt[];
+  /** Answers one (`interruptId` may be left out when one waits); the run that continues is followed. */
+  respond: ConversationStore["respond"];
+  /** Answers several at once. */
+  respondAll: ConversationStore["respondAll"];
+  /** `loading` until the conversation is read (see ConversationSnapshot.phase). */
+  phase: ConversationSnapshot["phase"];
+  store: ConversationStore;
+}
+
+/**
+ * A conversation's pending interrupts and respond(): a store of its own on the
+ * conversation (as useConversation makes), whose view renders only when what
+ * waits changes, not as runs stream. In a component that has
+ * useConversation(id) already, its `interrupts` and `respond` are the same.
+ */
+export function useInterrupts(conversationId: string | null): InterruptsView {
+  const client = useRunledgerClient();
+  const make = (): Held<ConversationStore> => ({ client, key: conversationId, store: client.conversation(conversationId, { attach: false }) });
+  const [held, setHeld] = useState(make);
+  let current = held;
+  if (held.client !== client || held.key !== conversationId) {
+    current = make();
+    setHeld(current);
+  }
+  const { store } = current;
+  const subscribe = useCallback(
+    (listener: () => void) => {
+      const off = store.subscribe(listener);
+      store.attach();
+      return () => {
+        off();
+        store.detach();
+      };
+    },
+    [store],
+  );
+  const readInterrupts = useCallback(() => store.getSnapshot().interrupts, [store]);
+  const readPhase = useCallback(() => store.getSnapshot().phase, [store]);
+  const interrupts = useSyncExternalStore(subscribe, readInterrupts, readInterrupts);
+  const phase = useSyncExternalStore(subscribe, readPhase, readPhase);
+  return useMemo(
+    () => ({ interrupts, phase, respond: store.respond.bind(store), respondAll: store.respondAll.bind(store), store }),
+    [interrupts, phase, store],
+  );
 }
