@@ -283,8 +283,12 @@ export class SnapshotBuilder {
     const runs = sortedRuns(state.runs);
     const newest = runs.at(-1);
     const stoppedEarly = (t: Tracked) => ["FAILED", "CANCELLED", "INTERRUPTED"].includes(t.live.run.status);
-    // Runs the last read does not show the outcome of; and the newest, if it stopped early: what it streamed is not in the thread.
-    const overlay = runs.filter((t) => !(t.endTick !== null && t.endTick < baseTick) || (t === newest && stoppedEarly(t)));
+    // The conversation's latest run as the last read names it, else the newest known: only its text, if it
+    // stopped early, is shown beyond the thread. A run whose start time is not known yet sorts last, and an
+    // older run that stopped early must never be shown below the answers that came after it.
+    const latest = (data?.latestRun && runs.find((t) => t.live.run.id === data.latestRun!.id)) || newest;
+    // Runs the last read does not show the outcome of; and the latest, if it stopped early: what it streamed is not in the thread.
+    const overlay = runs.filter((t) => !(t.endTick !== null && t.endTick < baseTick) || (t === latest && stoppedEarly(t)));
 
     const hidden = read ? Math.min(state.hidden, read.messages.length) : 0;
     const pending: ChatMessage[] = [];
