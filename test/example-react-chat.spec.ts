@@ -374,8 +374,9 @@ describe("examples/react-chat in Chromium", () => {
       .slice(0, subscriptions[1]!.received)
       .filter((e) => e.runId === runId)
       .map((e) => e.seq);
+    // What the page itself held up to the stored seq is proven by its first paint below (texts[0]): the frames
+    // noted here through the browser's protocol may miss the last ones before the reload.
     expect(before).toEqual(log.slice(0, before.length).map((e) => e.seq));
-    expect(before.length).toBeGreaterThanOrEqual(rejoinedAfter);
     expect(seqsOf(tab, runId, subscriptions[1]!.received)).toEqual(log.filter((e) => e.seq > rejoinedAfter).map((e) => e.seq));
     // The reloaded page showed the text streamed up to the stored seq at once, and it only ever grew to the whole answer.
     const texts = await page.evaluate(() => (window as unknown as { __texts: string[] }).__texts);

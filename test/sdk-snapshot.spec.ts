@@ -70,6 +70,17 @@ describe("a run that stopped early", () => {
     ]);
   });
 
+  it("is not shown once a read names a later run the latest, even when the store applied its end after that read began", () => {
+    // As a clean run saw it: the read (tick 3) was under way when the run's end was applied (tick 4).
+    const started = { ...interrupted, startedAt: "2026-12-03T08:59:59.000Z" };
+    const shown = new SnapshotBuilder().build(state([tracked(started, 1, 4, [partial]), tracked(completed, 2, 2)], data, 3));
+    expect(shown.messages.map((m) => [m.content, m.state])).toEqual([
+      ["First", "stored"],
+      ["Next", "stored"],
+      ["Echo: Next", "stored"],
+    ]);
+  });
+
   it("is never shown below the answers of a later run, even when its start time is not known (it would sort last)", () => {
     // startedAt null: known only from its events, as after a restart where no read named it again.
     const shown = new SnapshotBuilder().build(state([tracked(interrupted, 1, 5, [partial]), tracked(completed, 2, 8)], data, 10));

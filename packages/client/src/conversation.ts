@@ -747,8 +747,9 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
     }
     for (const run of [row.activeRun, row.latestRun]) {
       // A run started anywhere else: followed from its first event, even one that ended before
-      // the notice was read (its events are replayed); before the first read, one already ended is history.
-      if (!run || this.#runs.has(run.id) || (isTerminal(run.status) && this.#phase !== "ready")) continue;
+      // the notice was read (its events are replayed); before the first read, one already ended is history,
+      // and so is one the store let go once a read showed its outcome (a notice read before that arrives late).
+      if (!run || this.#runs.has(run.id) || this.#past.has(run.id) || (isTerminal(run.status) && this.#phase !== "ready")) continue;
       this.#follow(this.#track(run.id));
     }
     this.#read();

@@ -287,8 +287,11 @@ export class SnapshotBuilder {
     // stopped early, is shown beyond the thread. A run whose start time is not known yet sorts last, and an
     // older run that stopped early must never be shown below the answers that came after it.
     const latest = (data?.latestRun && runs.find((t) => t.live.run.id === data.latestRun!.id)) || newest;
+    // A run that stopped early before the read's latest run: the read shows the thread after it, so what it
+    // streamed (never in the thread) is not shown, whatever the order its end and that read reached the store.
+    const superseded = (t: Tracked) => !!latest && t !== latest && stoppedEarly(t) && runs.indexOf(t) < runs.indexOf(latest);
     // Runs the last read does not show the outcome of; and the latest, if it stopped early: what it streamed is not in the thread.
-    const overlay = runs.filter((t) => !(t.endTick !== null && t.endTick < baseTick) || (t === latest && stoppedEarly(t)));
+    const overlay = runs.filter((t) => (!(t.endTick !== null && t.endTick < baseTick) || (t === latest && stoppedEarly(t))) && !superseded(t));
 
     const hidden = read ? Math.min(state.hidden, read.messages.length) : 0;
     const pending: ChatMessage[] = [];
