@@ -23,6 +23,10 @@ import { ConversationService } from "./runs/conversations.ts";
 import { announceConversationChange } from "./runs/conversation-notices.ts";
 import { ScheduleService } from "./schedules/service.ts";
 import { ScheduleSweeper } from "./schedules/sweeper.ts";
+import { WebhookDeliverer } from "./webhooks/deliverer.ts";
+import { requireWebhook, type WebhookPolicy } from "./webhooks/url-guard.ts";
+import type { WebhookTarget } from "./domain/records.ts";
+import { ValidationError } from "./domain/errors.ts";
 import { startHttpServer, type HttpServer } from "./server/http.ts";
 import { createAuthenticator } from "./server/identity/authenticate.ts";
 import { exportRoute } from "./server/routes/export.ts";
@@ -111,6 +115,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
       : loadAgentDefinitions(config.agentsFile, agentDefaultsFrom(config));
   const graphs = await loadAgentGraphs(definitions);
   const trustedOperations = config.trustedOperationsFile === undefined ? undefined : loadTrustedManifest(config.trustedOperationsFile);
+  const webhooks = { policy: webhookPolicy(config), deployment: deploymentWebhook(config) };
   // Redis before the database: an unreachable one stops start-up before anything is migrated.
   const metrics = new Metrics();
   const bus = await openEventBus(config, logger, metrics, overrides.clusterBus);
@@ -184,6 +189,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     maxForkCheckpoints: config.maxForkCheckpoints,
     maxClockSkewMs: config.maxClockSkewMs,
     quotas: config.quotas.activeRuns || config.quotas.runsPerMinute ? config.quotas : undefined,
+    webhooks,
     telemetry: new RunTelemetry(metrics),
     admission: {
       maxActiveRuns: config.maxActiveRuns,
@@ -205,7 +211,30 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
   }
   const conversations = new ConversationService(store, bus, logger);
   const scheduleStore = timedSeam(storage.schedules, "schedules", metrics.dbOperation);
-  const schedules = new ScheduleService({ store: scheduleStore, runStore: store, agents: agent, validateMessage: (m) => runService.validateMessage(m) });
+  const schedules = new ScheduleService({
+    store: scheduleStore,
+    runStore: store,
+    agents: agent,
+    validateMessage: (m) => runService.validateMessage(m),
+    webhookPolicy: webhooks.policy,
+  });
+  const webhookStore = timedSeam(storage.webhooks, "webhooks", metrics.dbOperation);
+  const deliverer = config.webhooks.secret
+    ? new WebhookDeliverer({
+        store: webhookStore,
+        ownerId: ownership.id,
+        secret: config.webhooks.secret,
+        allowPrivate: config.webhooks.allowPrivate,
+        pollMs: config.webhooks.pollMs,
+        retryMs: config.webhooks.retryMs,
+        retryWindowMs: config.webhooks.retryWindowMs,
+        timeoutMs: config.webhooks.timeoutMs,
+        userAgent: "runledger",
+        logger,
+        onAttempt: (delivery, attempt) =>
+          metrics.webhookAttempts.inc({ event: delivery.event, outcome: attempt.status === "pending" ? "retry" : attempt.status }),
+      })
+    : undefined;
   const sweeper = new ScheduleSweeper({ store: scheduleStore, runs: runService, ownerId: ownership.id, pollMs: config.schedulePollMs, logger });
   const services: Services = {
     runs,
@@ -218,6 +247,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     checkpointReads,
     toolJournal,
     runEvents,
+    webhooks: webhookStore,
   };
 
   const reads = {
@@ -227,6 +257,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     toolJournal,
     runEvents,
     states: agent,
+    webhooks: webhookStore,
   };
   const authenticator = createAuthenticator({
     config,
@@ -274,6 +305,8 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
   void runs.claimQueued();
   // Due schedules fire from now on, on every instance (each firing claimed by one).
   sweeper.start();
+  // Webhook deliveries due, this instance's and those others left, are sent from now on.
+  deliverer?.start();
 
   let draining: Promise<void> | null = null;
   let closing: Promise<void> | null = null;
@@ -290,6 +323,8 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     close() {
       closing ??= (async () => {
         await drain();
+        // Deliveries under way are cut off unrecorded; their leases run out and they are sent again.
+        await deliverer?.stop();
         // The last runs' LangSmith traces are sent before the process goes.
         if (config.observability.langsmith) await flushLangSmith(logger);
         await mcp?.close();
@@ -327,4 +362,19 @@ export function modelProbe(config: Pick<Config, "ollamaHost" | "ollamaModel">, a
     ollamaModel: config.ollamaModel,
     agentModels: agent.agents().map((a) => ({ agent: a.definition.name, model: a.definition.model })),
   };
+}
+
+function webhookPolicy(config: Config): WebhookPolicy {
+  return { allowPrivate: config.webhooks.allowPrivate, canSign: config.webhooks.secret !== undefined };
+}
+
+/** WEBHOOK_URL, held to the same guard as a run's own webhook: a private target without WEBHOOK_ALLOW_PRIVATE stops start-up. */
+function deploymentWebhook(config: Config): WebhookTarget | undefined {
+  if (!config.webhooks.url) return undefined;
+  try {
+    return requireWebhook({ url: config.webhooks.url }, webhookPolicy(config));
+  } catch (error) {
+    if (error instanceof ValidationError) throw new ConfigError(`WEBHOOK_URL: ${error.message}`);
+    throw error;
+  }
 }

@@ -171,6 +171,25 @@ export interface Config {
    * 1 is one process, no primary.
    */
   workers: number;
+  /** Calls when runs end or wait (docs/webhooks.md). */
+  webhooks: WebhookConfig;
+}
+
+export interface WebhookConfig {
+  /** `WEBHOOK_URL`: every run's end and wait are told here too, besides a run's own webhook. */
+  url: string | undefined;
+  /** `WEBHOOK_SECRET` (`whsec_` and base64 of 24 to 64 bytes): signs every delivery (Standard Webhooks). Unset: no webhook is accepted. */
+  secret: string | undefined;
+  /** `WEBHOOK_ALLOW_PRIVATE` (true/false, default false): allows private, loopback and link-local targets. */
+  allowPrivate: boolean;
+  /** `WEBHOOK_POLL_MS`, default 1000: how often an instance looks for deliveries due. */
+  pollMs: number;
+  /** `WEBHOOK_RETRY_MS`, default 5000: the wait after a first failed attempt; it doubles each time, to at most an hour. */
+  retryMs: number;
+  /** `WEBHOOK_RETRY_WINDOW_MS`, default 86400000 (24 h): no attempt starts later than this after the run ended; then the delivery is failed. */
+  retryWindowMs: number;
+  /** `WEBHOOK_TIMEOUT_MS`, default 10000: one attempt, connect to answer. */
+  timeoutMs: number;
 }
 
 export interface Observability {
@@ -454,6 +473,38 @@ export function loadConfig(env: Env = process.env, readFile: (p: string) => stri
     auth: authConfig(env),
     observability: observabilityConfig(env),
     workers: intVar(env, "WORKERS", os.availableParallelism(), 1, 256),
+    webhooks: webhookConfig(env),
+  };
+}
+
+function webhookConfig(env: Env): WebhookConfig {
+  const url = (env.WEBHOOK_URL ?? "").trim() || undefined;
+  const secret = (env.WEBHOOK_SECRET ?? "").trim() || undefined;
+  if (secret !== undefined) {
+    const key = /^whsec_([A-Za-z0-9+/]+={0,2})$/.exec(secret)?.[1];
+    const bytes = key ? Buffer.from(key, "base64").length : 0;
+    if (bytes < 24 || bytes > 64)
+      throw new ConfigError("WEBHOOK_SECRET must be whsec_ followed by the base64 of 24 to 64 random bytes : whsec_$(openssl rand -base64 32) makes one");
+  }
+  if (url !== undefined) {
+    if (secret === undefined) throw new ConfigError("WEBHOOK_URL is set but WEBHOOK_SECRET is not: every delivery is signed with it");
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(url);
+    } catch {
+      // refused below
+    }
+    if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:"))
+      throw new ConfigError(`WEBHOOK_URL must be an http or https URL, not ${JSON.stringify(url)}`);
+  }
+  return {
+    url,
+    secret,
+    allowPrivate: booleanVar(env, "WEBHOOK_ALLOW_PRIVATE"),
+    pollMs: intVar(env, "WEBHOOK_POLL_MS", 1_000, 10, 3_600_000),
+    retryMs: intVar(env, "WEBHOOK_RETRY_MS", 5_000, 10, 3_600_000),
+    retryWindowMs: intVar(env, "WEBHOOK_RETRY_WINDOW_MS", 86_400_000, 0, 7 * 86_400_000),
+    timeoutMs: intVar(env, "WEBHOOK_TIMEOUT_MS", 10_000, 100, 600_000),
   };
 }
 

@@ -10,6 +10,7 @@ import type { ConversationList } from "./storage/conversation-list/types.ts";
 import type { CheckpointReads } from "./storage/checkpoint-reads/types.ts";
 import type { ToolJournal } from "./storage/tool-journal/types.ts";
 import type { RunEventStore } from "./storage/run-events/types.ts";
+import type { WebhookStore } from "./storage/webhooks/types.ts";
 import type { EventBus } from "./storage/event-bus/types.ts";
 import { readScopes, type ReadScope } from "./read/scope.ts";
 import type { Principal } from "./domain/principal.ts";
@@ -27,6 +28,8 @@ export interface Services {
   checkpointReads: CheckpointReads;
   toolJournal: ToolJournal;
   runEvents: RunEventStore;
+  /** The webhook outbox, for Run.webhookDeliveries. */
+  webhooks: WebhookStore;
 }
 
 export interface Context extends Services {
@@ -47,6 +50,7 @@ export function createContext(services: Services, principal: Principal): Context
         checkpointReads: services.checkpointReads,
         toolJournal: services.toolJournal,
         runEvents: services.runEvents,
+        webhooks: services.webhooks,
         states: services.agent,
       },
       principal,

@@ -15,6 +15,7 @@ const LAYERS = [
   ["read"],
   ["schedules"],
   ["runs"],
+  ["webhooks"],
   ["agent"],
   ["storage"],
   ["correlation"],
@@ -34,8 +35,8 @@ const SRC = path.join(ROOT, "src");
 const STORAGE_LAYERS = [
   ["index.ts", "open-sqlite.ts", "open-postgres.ts", "migration-status.ts", "wal.ts"],
   ["types.ts"],
-  ["run-store", "conversation-list", "checkpoint-reads", "event-bus", "api-keys", "tool-journal", "run-events", "schedules"],
-  ["sqlite", "postgres", "rows.ts", "batch.ts", "page.ts"],
+  ["run-store", "conversation-list", "checkpoint-reads", "event-bus", "api-keys", "tool-journal", "run-events", "schedules", "webhooks"],
+  ["sqlite", "postgres", "outbox", "rows.ts", "batch.ts", "page.ts"],
 ];
 const STORAGE = path.join(SRC, "storage");
 

@@ -71,6 +71,7 @@ describe("schema.graphql", () => {
       Interrupt: "LangGraph's interrupt id, which resumeRun's responses name",
       Principal: "the caller's own id, which conversations record as their owner",
       GraphNode: "a graph node's name (never a UUID); two agents' nodes of one name hold the same fields, the name alone",
+      WebhookDelivery: "the Standard Webhooks webhook-id (msg_…), a delivery's own; never a Node's",
     };
     const offenders: string[] = [];
     for (const type of Object.values(schema.getTypeMap())) {

@@ -136,6 +136,14 @@ export interface OwnerRecord {
   heartbeatAt: Date;
 }
 
+export type WebhookEventValue = "RUN_ENDED" | "RUN_WAITING";
+
+/** Where one run's events are told (docs/webhooks.md, src/domain/webhooks.ts), and which of them. */
+export interface WebhookTarget {
+  url: string;
+  events: readonly WebhookEventValue[];
+}
+
 /** What starting a run writes. */
 export interface NewRun {
   id: string;
@@ -172,6 +180,10 @@ export interface NewRun {
   edit?: StateEdit | null;
   /** The caller's idempotency key, recorded with the run in its transaction (IdempotencyKeyTakenError when another call recorded it first). */
   idempotency?: NewIdempotencyKey;
+  /** Where its end and wait are told (docs/webhooks.md), recorded with it. */
+  webhooks?: readonly WebhookTarget[];
+  /** The schedule firing that starts it: linked to the run in the run's own transaction, so no run of a firing goes unlinked. */
+  firing?: { scheduleId: string; fireAt: Date };
 }
 
 /** A client's idempotency key and what its first call created; kept 24 hours. */

@@ -13,6 +13,8 @@
 // two reads agree without a shared transaction: a checkpoint is written after
 // the row of the run that writes it (whose start mark precedes it), and a run's
 // window only ever closes, after its last checkpoint.
+import type { WebhookDeliveryRecord } from "../domain/webhooks.ts";
+import type { WebhookStore } from "../storage/webhooks/types.ts";
 import DataLoader from "dataloader";
 import type { BaseMessage } from "@langchain/core/messages";
 import type { CheckpointRecord, CheckpointWriteRecord, ConversationRecord, InterruptRecord, RunRecord, Usage } from "../domain/records.ts";
@@ -49,6 +51,8 @@ export interface ReadSources {
   toolJournal: ToolJournal;
   runEvents: RunEventStore;
   states: ThreadStateReader;
+  /** The webhook outbox; without it runs show no deliveries. */
+  webhooks?: WebhookStore;
 }
 
 /**
@@ -152,6 +156,7 @@ export class ReadScope {
   readonly #usage: DataLoader<string, Usage>;
   readonly #interrupts: DataLoader<string, InterruptRecord[]>;
   readonly #toolCalls: DataLoader<string, ToolCallRecord[]>;
+  readonly #webhookDeliveries: DataLoader<string, WebhookDeliveryRecord[]>;
   readonly #storedEvents: DataLoader<string, StoredRunEvent[]>;
   readonly #runPages = new Map<string, DataLoader<string, RunRecord[]>>();
   readonly #threadStates: DataLoader<string, ThreadState>;
@@ -181,6 +186,7 @@ export class ReadScope {
     this.#usage = new DataLoader(async (ids) => byKey(ids, await runs.usageOf(ids), { inputTokens: 0, outputTokens: 0, modelCalls: 0, modelDurationMs: 0 }));
     this.#interrupts = new DataLoader(async (ids) => byKey(ids, await runs.interruptsOf(ids), []));
     this.#toolCalls = new DataLoader(async (ids) => byKey(ids, await sources.toolJournal.byRuns(ids), []));
+    this.#webhookDeliveries = new DataLoader(async (ids) => byKey(ids, (await sources.webhooks?.deliveriesOf(ids)) ?? new Map(), []));
     this.#storedEvents = new DataLoader(async (ids) => byKey(ids, await sources.runEvents.byRuns(ids), []));
     this.#threadStates = new DataLoader(async (ids) => Promise.all(ids.map(async (id) => sources.states.readThread(id, await this.#agentOf(id)))));
     this.#threads = new DataLoader(async (ids) => {
@@ -305,6 +311,12 @@ export class ReadScope {
     if (!(await this.conversation(run.conversationId))) return [];
     const calls = await this.#toolCalls.load(run.id);
     return run.status === "running" ? calls : calls.map((c) => (c.state === "started" ? { ...c, state: "in_doubt" } : c));
+  }
+
+  /** The webhook deliveries of the run's end or wait, oldest first. */
+  async webhookDeliveriesOf(run: RunRecord): Promise<WebhookDeliveryRecord[]> {
+    if (!(await this.conversation(run.conversationId))) return [];
+    return this.#webhookDeliveries.load(run.id);
   }
 
   /** The custom events the run published, in seq order, as its event stream carried them. */

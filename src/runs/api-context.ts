@@ -4,10 +4,11 @@
 import { randomUUID } from "node:crypto";
 import type { RunInput } from "../agent/runtime.ts";
 import type { ConversationChange } from "../domain/events.ts";
-import type { ConversationRecord, NewRun, RunQuota, RunRecord } from "../domain/records.ts";
+import type { ConversationRecord, NewRun, RunQuota, RunRecord, WebhookTarget } from "../domain/records.ts";
 import { NotFoundError, ShuttingDownError, ValidationError } from "../domain/errors.ts";
 import { canSee, type Principal } from "../domain/principal.ts";
 import type { RunTelemetry } from "../telemetry/run-telemetry.ts";
+import { requireWebhook, type WebhookInput } from "../webhooks/url-guard.ts";
 import { endpointOf } from "./admission.ts";
 import { announceConversationChange } from "./conversation-notices.ts";
 import type { RunExecution } from "./execution-seam.ts";
@@ -16,7 +17,18 @@ import type { RunServiceOptions } from "./options.ts";
 /** What recording runs needs of the run service's options. */
 export type ApiOptions = Pick<
   RunServiceOptions,
-  "store" | "checkpointReads" | "bus" | "agent" | "ownerId" | "maxMessageChars" | "maxForkCheckpoints" | "maxClockSkewMs" | "logger" | "quotas" | "admission"
+  | "store"
+  | "checkpointReads"
+  | "bus"
+  | "agent"
+  | "ownerId"
+  | "maxMessageChars"
+  | "maxForkCheckpoints"
+  | "maxClockSkewMs"
+  | "logger"
+  | "quotas"
+  | "admission"
+  | "webhooks"
 >;
 
 export interface ApiContext {
@@ -89,6 +101,7 @@ export function newRun(
   startCheckpointId: string | null,
   principal: Principal,
   agent: string,
+  webhook?: WebhookTarget | null,
 ): NewRun {
   const { options } = ctx;
   const quota = quotaOf(ctx, principal);
@@ -106,7 +119,25 @@ export function newRun(
     endpoint: options.admission ? endpointOf(options.agent.agent(agent)!.definition, options.admission.ollamaHost) : null,
     traceParent: ctx.telemetry.traceParent(),
     quota,
+    webhooks: runWebhooks(ctx, webhook),
   };
+}
+
+/** A caller's webhook, checked (ValidationError on `webhook`, before anything is written); null for none. */
+export function checkWebhook(ctx: ApiContext, input: WebhookInput | null | undefined): WebhookTarget | null {
+  if (input == null) return null;
+  return requireWebhook(input, ctx.options.webhooks?.policy ?? { allowPrivate: false, canSign: false });
+}
+
+/** Where a run's end and wait are told: its own webhook, and the deployment's (one target per URL, their events joined). */
+function runWebhooks(ctx: ApiContext, own: WebhookTarget | null | undefined): WebhookTarget[] {
+  const targets = new Map<string, WebhookTarget>();
+  for (const t of [own, ctx.options.webhooks?.deployment]) {
+    if (!t) continue;
+    const known = targets.get(t.url);
+    targets.set(t.url, { url: t.url, events: [...new Set([...(known?.events ?? []), ...t.events])] });
+  }
+  return [...targets.values()];
 }
 
 /** A run just recorded goes to the execution side, with where the request that recorded it hangs its span. Answers the run as it stands. */

@@ -9,6 +9,8 @@ import type { RunEventStore } from "../storage/run-events/types.ts";
 import type { EventBus } from "../storage/event-bus/types.ts";
 import type { Logger } from "../logger.ts";
 import type { RunTelemetry } from "../telemetry/run-telemetry.ts";
+import type { WebhookTarget } from "../domain/records.ts";
+import type { WebhookPolicy } from "../webhooks/url-guard.ts";
 import type { AdmissionSettings } from "./admission.ts";
 
 export interface RunServiceOptions {
@@ -40,5 +42,7 @@ export interface RunServiceOptions {
     /** How often the queue is looked at for runs other instances queued or capacity they freed; default 500 ms. */
     pollMs?: number;
   };
+  /** Webhooks (docs/webhooks.md): what a run's own is checked against, and the deployment's (WEBHOOK_URL), which every run gets. None: no webhook is accepted. */
+  webhooks?: { policy: WebhookPolicy; deployment?: WebhookTarget };
   now?: () => Date;
 }

@@ -4,11 +4,12 @@
 import type { PendingInterrupt } from "../agent/runtime.ts";
 import { approvalAnswerProblem, isToolApprovalRequest } from "../agent/chat-graph.ts";
 import { inDoubtAnswerProblem, isToolInDoubtRequest } from "../agent/tool-journal.ts";
-import type { NewIdempotencyKey, NewRun, RunRecord } from "../domain/records.ts";
+import type { NewIdempotencyKey, NewRun, RunRecord, WebhookTarget } from "../domain/records.ts";
 import { InterruptMismatchError, NothingToResumeError, NotFoundError, RunInProgressError, ValidationError, requireUuid } from "../domain/errors.ts";
 import type { Principal } from "../domain/principal.ts";
 import { IdempotencyKeyTakenError } from "../storage/run-store/types.ts";
-import { handOver, newRun, requireAccepting, requireAgent, visibleConversation, type ApiContext } from "./api-context.ts";
+import type { WebhookInput } from "../webhooks/url-guard.ts";
+import { checkWebhook, handOver, newRun, requireAccepting, requireAgent, visibleConversation, type ApiContext } from "./api-context.ts";
 import { callKey, replay } from "./idempotent-replay.ts";
 import { startPoint } from "./start-point.ts";
 
@@ -27,11 +28,18 @@ export interface InterruptResponse {
  */
 export async function resumeRun(
   ctx: ApiContext,
-  input: { conversationId: string; responses?: InterruptResponse[] | null; idempotencyKey?: string | null },
+  input: { conversationId: string; responses?: InterruptResponse[] | null; idempotencyKey?: string | null; webhook?: WebhookInput | null },
   principal: Principal,
 ): Promise<RunRecord> {
   requireUuid(input.conversationId, "conversationId");
-  const key = callKey(ctx, input.idempotencyKey, "resumeRun", { conversationId: input.conversationId, responses: input.responses ?? [] }, principal);
+  const webhook = checkWebhook(ctx, input.webhook);
+  const key = callKey(
+    ctx,
+    input.idempotencyKey,
+    "resumeRun",
+    { conversationId: input.conversationId, responses: input.responses ?? [], ...(webhook ? { webhook } : {}) },
+    principal,
+  );
   const missing = () => new NotFoundError("Conversation", input.conversationId);
   if (key) {
     const replayed = await replay(ctx, key, principal, missing);
@@ -39,7 +47,7 @@ export async function resumeRun(
   }
   requireAccepting(ctx);
   try {
-    return await recordResume(ctx, input, principal, key);
+    return await recordResume(ctx, { ...input, webhook }, principal, key);
   } catch (error) {
     if (!(error instanceof IdempotencyKeyTakenError) || !key) throw error;
     const replayed = await replay(ctx, key, principal, missing);
@@ -50,7 +58,7 @@ export async function resumeRun(
 
 async function recordResume(
   ctx: ApiContext,
-  input: { conversationId: string; responses?: InterruptResponse[] | null },
+  input: { conversationId: string; responses?: InterruptResponse[] | null; webhook: WebhookTarget | null },
   principal: Principal,
   key: NewIdempotencyKey | null,
 ): Promise<RunRecord> {
@@ -65,7 +73,7 @@ async function recordResume(
   if (!answers && thread.next.length === 0 && thread.interrupts.length === 0) throw new NothingToResumeError(conversation.id);
   const [startMark] = await startPoint(ctx.options, conversation.id);
   const run: NewRun = {
-    ...newRun(ctx, conversation.id, "resume", null, startMark, thread.checkpointId, principal, agent),
+    ...newRun(ctx, conversation.id, "resume", null, startMark, thread.checkpointId, principal, agent, input.webhook),
     answers: responses.length ? responses : undefined,
     idempotency: key ?? undefined,
   };

@@ -19,7 +19,8 @@ import { RunExecutor } from "./execution/run-executor.ts";
 import { forkConversation } from "./fork-conversation.ts";
 import type { RunServiceOptions } from "./options.ts";
 import { resumeRun, type InterruptResponse } from "./resume-run.ts";
-import { startRun, type Multitask } from "./start-run.ts";
+import { startRun, type StartRunRequest } from "./start-run.ts";
+import type { WebhookInput } from "../webhooks/url-guard.ts";
 
 export type { RunServiceOptions } from "./options.ts";
 export type { InterruptResponse } from "./resume-run.ts";
@@ -61,15 +62,12 @@ export class RunService {
     return validateMessage(this.#api, message);
   }
 
-  startRun(
-    input: { conversationId?: string | null; message: string; agent?: string | null; multitask?: Multitask | null; idempotencyKey?: string | null },
-    principal: Principal,
-  ): Promise<{ run: RunRecord; conversation: ConversationRecord }> {
+  startRun(input: StartRunRequest, principal: Principal): Promise<{ run: RunRecord; conversation: ConversationRecord }> {
     return startRun(this.#api, input, principal);
   }
 
   resumeRun(
-    input: { conversationId: string; responses?: InterruptResponse[] | null; idempotencyKey?: string | null },
+    input: { conversationId: string; responses?: InterruptResponse[] | null; idempotencyKey?: string | null; webhook?: WebhookInput | null },
     principal: Principal,
   ): Promise<RunRecord> {
     return resumeRun(this.#api, input, principal);

@@ -4,12 +4,13 @@
 // what happens to the conversation's active run.
 import { randomUUID } from "node:crypto";
 import { DEFAULT_AGENT } from "../agent/definitions.ts";
-import type { ConversationRecord, NewIdempotencyKey, RunRecord } from "../domain/records.ts";
+import type { ConversationRecord, NewIdempotencyKey, RunRecord, WebhookTarget } from "../domain/records.ts";
 import { NotFoundError, RunNotActiveError, requireUuid } from "../domain/errors.ts";
 import type { Principal } from "../domain/principal.ts";
 import { mintMark } from "../correlation/index.ts";
 import { IdempotencyKeyTakenError } from "../storage/run-store/types.ts";
-import { handOver, newRun, requireAccepting, requireAgent, validateMessage, visibleConversation, type ApiContext } from "./api-context.ts";
+import type { WebhookInput } from "../webhooks/url-guard.ts";
+import { checkWebhook, handOver, newRun, requireAccepting, requireAgent, validateMessage, visibleConversation, type ApiContext } from "./api-context.ts";
 import { cancelActiveRun } from "./cancel-run.ts";
 import { callKey, replay } from "./idempotent-replay.ts";
 import { startPoint } from "./start-point.ts";
@@ -26,19 +27,29 @@ export function titleFromMessage(message: string): string {
   return chars.length > TITLE_MAX_CHARS ? chars.slice(0, TITLE_MAX_CHARS).join("") + "..." : firstLine;
 }
 
-export async function startRun(
-  ctx: ApiContext,
-  input: { conversationId?: string | null; message: string; agent?: string | null; multitask?: Multitask | null; idempotencyKey?: string | null },
-  principal: Principal,
-): Promise<{ run: RunRecord; conversation: ConversationRecord }> {
+/** What startRun takes: the API's StartRunInput, and for a schedule's firing, which firing it is. */
+export interface StartRunRequest {
+  conversationId?: string | null;
+  message: string;
+  agent?: string | null;
+  multitask?: Multitask | null;
+  idempotencyKey?: string | null;
+  webhook?: WebhookInput | null;
+  /** A schedule's firing: linked to the run in the run's own transaction. */
+  firing?: { scheduleId: string; fireAt: Date } | null;
+}
+
+export async function startRun(ctx: ApiContext, input: StartRunRequest, principal: Principal): Promise<{ run: RunRecord; conversation: ConversationRecord }> {
   const message = validateMessage(ctx, input.message);
   if (input.conversationId != null) requireUuid(input.conversationId, "conversationId");
+  const webhook = checkWebhook(ctx, input.webhook);
   const multitask = input.multitask ?? "reject";
   const key = callKey(
     ctx,
     input.idempotencyKey,
     "startRun",
-    { conversationId: input.conversationId ?? null, message, agent: input.agent ?? null, multitask },
+    // A webhook is part of the call only when given: keys recorded before webhooks still match.
+    { conversationId: input.conversationId ?? null, message, agent: input.agent ?? null, multitask, ...(webhook ? { webhook } : {}) },
     principal,
   );
   // A replay of what the caller cannot see now answers as that id would: missing.
@@ -50,7 +61,7 @@ export async function startRun(
   requireAccepting(ctx);
   try {
     if (input.conversationId != null && (multitask === "interrupt" || multitask === "rollback")) await makeWay(ctx, input.conversationId, multitask, principal);
-    return await recordStart(ctx, input, message, principal, key, multitask === "enqueue");
+    return await recordStart(ctx, { ...input, webhook }, message, principal, key, multitask === "enqueue");
   } catch (error) {
     if (!(error instanceof IdempotencyKeyTakenError) || !key) throw error;
     // A retry racing the first call (on any instance): answer what the first one did.
@@ -115,7 +126,7 @@ async function waitUntilStopped(ctx: ApiContext, runId: string): Promise<void> {
 /** Records the run (and a new conversation, without one) and hands it to the execution side. */
 async function recordStart(
   ctx: ApiContext,
-  input: { conversationId?: string | null; agent?: string | null },
+  input: { conversationId?: string | null; agent?: string | null; webhook: WebhookTarget | null; firing?: StartRunRequest["firing"] },
   message: string,
   principal: Principal,
   key: NewIdempotencyKey | null,
@@ -127,7 +138,7 @@ async function recordStart(
     const agent = requireAgent(ctx, input.agent ?? DEFAULT_AGENT);
     const conversationId = randomUUID();
     const result = await store.startRun(
-      { ...newRun(ctx, conversationId, "start", message, mintMark(), null, principal, agent), idempotency },
+      { ...newRun(ctx, conversationId, "start", message, mintMark(), null, principal, agent, input.webhook), idempotency, firing: input.firing ?? undefined },
       {
         title: titleFromMessage(message),
         agent,
@@ -140,8 +151,9 @@ async function recordStart(
   const agent = requireAgent(ctx, input.agent ?? conversation.agent, conversation);
   const [startMark, head] = await startPoint(ctx.options, conversation.id);
   const result = await store.startRun({
-    ...newRun(ctx, conversation.id, "start", message, startMark, head, principal, agent),
+    ...newRun(ctx, conversation.id, "start", message, startMark, head, principal, agent, input.webhook),
     idempotency,
+    firing: input.firing ?? undefined,
     behind: behind && ctx.options.admission !== undefined,
   });
   return { ...result, run: await handOver(ctx, result.run, agent, { kind: "message", text: message }, "updated", principal) };

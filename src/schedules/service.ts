@@ -8,6 +8,7 @@ import { canSee, isAdmin, type Principal } from "../domain/principal.ts";
 import type { PageQuery } from "../storage/page.ts";
 import type { RunStore } from "../storage/run-store/types.ts";
 import type { MissedPolicy, ScheduleRecord, ScheduleStore } from "../storage/schedules/types.ts";
+import { requireWebhook, type WebhookInput, type WebhookPolicy } from "../webhooks/url-guard.ts";
 import { nextFiring, validateCron } from "./cron.ts";
 
 export interface CreateScheduleInput {
@@ -17,6 +18,8 @@ export interface CreateScheduleInput {
   message: string;
   conversationId?: string | null;
   missedPolicy?: MissedPolicy | null;
+  /** The webhook each firing's run gets. */
+  webhook?: WebhookInput | null;
 }
 
 export interface ScheduleServiceOptions {
@@ -27,6 +30,8 @@ export interface ScheduleServiceOptions {
   agents: { agent(name: string): unknown };
   /** The run service's check of a message (blank, too long, NUL). */
   validateMessage(message: string): string;
+  /** What a schedule's webhook is checked against; none: no webhook is accepted. */
+  webhookPolicy?: WebhookPolicy;
   now?: () => Date;
 }
 
@@ -43,6 +48,7 @@ export class ScheduleService {
     const now = this.#now();
     const message = this.#options.validateMessage(input.message);
     const nextRunAt = validateCron(input.cron, input.timezone, now);
+    const webhook = input.webhook ? requireWebhook(input.webhook, this.#options.webhookPolicy ?? { allowPrivate: false, canSign: false }) : null;
     let conversationId: string | null = null;
     if (input.conversationId != null) {
       requireUuid(input.conversationId, "conversationId");
@@ -69,6 +75,7 @@ export class ScheduleService {
       missedPolicy: input.missedPolicy ?? "SKIP",
       nextRunAt,
       createdAt: now,
+      webhook,
     });
   }
 

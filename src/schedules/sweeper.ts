@@ -6,17 +6,14 @@
 import { queuedRunPrincipal } from "../domain/principal.ts";
 import type { ConversationRecord, RunRecord } from "../domain/records.ts";
 import type { Logger } from "../logger.ts";
-import type { Multitask } from "../runs/start-run.ts";
+import type { StartRunRequest } from "../runs/start-run.ts";
 import type { ClaimedFiring, ScheduleStore } from "../storage/schedules/types.ts";
 import type { Principal } from "../domain/principal.ts";
 import { decideFiring } from "./cron.ts";
 
 /** The run service's start, as the sweeper uses it. */
 export interface RunStarter {
-  startRun(
-    input: { conversationId?: string | null; message: string; agent?: string | null; multitask?: Multitask | null },
-    principal: Principal,
-  ): Promise<{ run: RunRecord; conversation: ConversationRecord }>;
+  startRun(input: StartRunRequest, principal: Principal): Promise<{ run: RunRecord; conversation: ConversationRecord }>;
 }
 
 export interface ScheduleSweeperOptions {
@@ -93,6 +90,9 @@ export class ScheduleSweeper {
           // A conversation keeps its agent; a new one takes the schedule's.
           agent: schedule.conversationId ? null : schedule.agent,
           multitask: schedule.conversationId ? "enqueue" : null,
+          webhook: schedule.webhook,
+          // Linked in the run's own transaction: a crash cannot leave the run without its firing.
+          firing: { scheduleId: schedule.id, fireAt },
         },
         queuedRunPrincipal(schedule.owner, schedule.ownerRole),
       );
@@ -101,10 +101,13 @@ export class ScheduleSweeper {
       outcome = { error: (error as Error).message ?? String(error) };
       this.#options.logger.warn("a schedule's firing started no run", { scheduleId: schedule.id, fireAt: fireAt.toISOString(), error });
     }
-    try {
-      await this.#options.store.recordFiring(schedule.id, fireAt, outcome);
-    } catch (error) {
-      this.#options.logger.warn("a schedule's firing was not recorded", { scheduleId: schedule.id, error });
+    // A started run was linked to its firing in its own transaction; what is left to record is why none started.
+    if ("error" in outcome) {
+      try {
+        await this.#options.store.recordFiring(schedule.id, fireAt, outcome);
+      } catch (error) {
+        this.#options.logger.warn("a schedule's firing was not recorded", { scheduleId: schedule.id, error });
+      }
     }
     this.#options.onFired?.(firing, outcome);
   }

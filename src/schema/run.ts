@@ -20,6 +20,7 @@ import { Checkpoint, Conversation, CustomEvent, Interrupt, Message, Node, Run, T
 import { RunUsage } from "./usage.ts";
 import { ToolCallRecord } from "./tool-call.ts";
 import { MessageNode } from "./message-node.ts";
+import { WebhookInput } from "./webhook.ts";
 
 Run.implement({
   description: "One attempt to advance a conversation's thread: started when, ended how.",
@@ -131,6 +132,7 @@ const StartRunInput = builder.inputType("StartRunInput", {
       description:
         "A key the client chooses (at most 255 characters): a retry with the same key and input within 24 hours answers the first call's result and does nothing again.",
     }),
+    webhook: t.field({ type: WebhookInput, description: "Where to POST when this run ends or waits (besides WEBHOOK_URL, which every run gets)." }),
   }),
 });
 
@@ -159,6 +161,7 @@ builder.mutationField("startRun", (t) =>
           agent: input.agent,
           multitask: input.multitask,
           idempotencyKey: input.idempotencyKey,
+          webhook: input.webhook,
         },
         ctx.principal,
       ),
@@ -187,6 +190,7 @@ const ResumeRunInput = builder.inputType("ResumeRunInput", {
       description:
         "A key the client chooses (at most 255 characters): a retry with the same key and input within 24 hours answers the first call's result and does nothing again.",
     }),
+    webhook: t.field({ type: WebhookInput, description: "Where to POST when this run ends or waits (besides WEBHOOK_URL, which every run gets)." }),
   }),
 });
 
@@ -211,6 +215,7 @@ builder.mutationField("resumeRun", (t) =>
           conversationId: String(input.conversationId),
           responses: input.responses?.map((r) => ({ interruptId: String(r.interruptId), value: r.value ?? null })),
           idempotencyKey: input.idempotencyKey,
+          webhook: input.webhook,
         },
         ctx.principal,
       ),

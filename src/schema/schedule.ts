@@ -3,6 +3,7 @@
 // Run.schedule, the schedule whose firing started a run.
 import type { ScheduleRecord } from "../storage/schedules/types.ts";
 import { NotFoundError, ValidationError } from "../domain/errors.ts";
+import { WebhookInput } from "./webhook.ts";
 import { builder } from "./builder.ts";
 import { Conversation, Node, Run, Schedule } from "./refs.ts";
 import { pageQuery, toConnection } from "./connection.ts";
@@ -92,6 +93,7 @@ const CreateScheduleInput = builder.inputType("CreateScheduleInput", {
       description: "Each firing is a new run on this conversation of the caller's (ENQUEUE behind a busy one); omit for a new conversation each time.",
     }),
     missedPolicy: t.field({ type: MissedPolicy, description: "Default SKIP." }),
+    webhook: t.field({ type: WebhookInput, description: "Where to POST when each firing's run ends or waits." }),
   }),
 });
 
@@ -123,6 +125,7 @@ builder.mutationField("createSchedule", (t) =>
           message: input.message,
           conversationId: input.conversationId == null ? null : String(input.conversationId),
           missedPolicy: input.missedPolicy,
+          webhook: input.webhook,
         },
         ctx.principal,
       ),

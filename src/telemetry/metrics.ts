@@ -114,6 +114,12 @@ export class Metrics {
     help: "Subscriptions ended with SUBSCRIBER_TOO_SLOW because their client read too slowly.",
     registers: [this.registry],
   });
+  readonly webhookAttempts = new Counter({
+    name: "runledger_webhook_attempts_total",
+    help: "Webhook delivery attempts this instance made, by event and outcome: delivered, retry (to be tried again) or failed (given up).",
+    labelNames: ["event", "outcome"] as const,
+    registers: [this.registry],
+  });
   readonly graphqlOperations = new Counter({
     name: "runledger_graphql_operations_total",
     help: "GraphQL operations executed, by type, root field and outcome (ok, error).",

@@ -68,9 +68,12 @@ export function describeScheduleStoreConformance(backend: StorageBackend) {
       const { conversationId } = await conversationWithRun();
       const schedule = newSchedule({ conversationId, missedPolicy: "RUN_ONCE", ownerRole: "admin", message: "Ünïcode — 質問?" });
       const created = await store.create(schedule);
-      expect(created).toEqual({ ...schedule, paused: false, lastRunId: null });
+      expect(created).toEqual({ ...schedule, paused: false, lastRunId: null, webhook: null });
       expect(await store.get(schedule.id)).toEqual(created);
       expect(await store.get(randomUUID())).toBeNull();
+      const hooked = newSchedule({ webhook: { url: "https://hooks.example/s", events: ["RUN_ENDED"] } });
+      expect((await store.create(hooked)).webhook).toEqual({ url: "https://hooks.example/s", events: ["RUN_ENDED"] });
+      expect((await store.get(hooked.id))!.webhook).toEqual({ url: "https://hooks.example/s", events: ["RUN_ENDED"] });
       await expect(store.create(newSchedule({ id: schedule.id }))).rejects.toThrow();
       await expect(store.create(newSchedule({ missedPolicy: "LATER" as never }))).rejects.toThrow();
       await expect(store.create(newSchedule({ conversationId: randomUUID() }))).rejects.toThrow();

@@ -86,6 +86,8 @@ export type ResumeRunInput = {
   idempotencyKey?: string | null | undefined;
   /** Answers to every pending interrupt of a WAITING conversation; omit to continue a pending step. */
   responses?: Array<InterruptResponseInput> | null | undefined;
+  /** Where to POST when this run ends or waits (besides WEBHOOK_URL, which every run gets). */
+  webhook?: WebhookInput | null | undefined;
 };
 
 export type RunErrorCode =
@@ -135,6 +137,22 @@ export type StartRunInput = {
   message: string;
   /** When the conversation has an active run: REJECT (default), ENQUEUE behind it, INTERRUPT or ROLLBACK it. */
   multitask?: Multitask | null | undefined;
+  /** Where to POST when this run ends or waits (besides WEBHOOK_URL, which every run gets). */
+  webhook?: WebhookInput | null | undefined;
+};
+
+export type WebhookEvent =
+  /** The run ended: COMPLETED, FAILED, CANCELLED or INTERRUPTED, with its error code and usage. */
+  | "RUN_ENDED"
+  /** The run waits on interrupts (WAITING), which the payload lists. */
+  | "RUN_WAITING";
+
+/** Where to POST when the run ends or waits, signed by the Standard Webhooks scheme with WEBHOOK_SECRET. Private, loopback and link-local targets are refused unless WEBHOOK_ALLOW_PRIVATE is set. */
+export type WebhookInput = {
+  /** Default: both. */
+  events?: Array<WebhookEvent> | null | undefined;
+  /** An http or https URL, at most 2048 characters. */
+  url: string;
 };
 
 export type RunledgerMessageFragment = {

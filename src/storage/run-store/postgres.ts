@@ -39,6 +39,7 @@ import { QUOTA_WINDOW_MS, quotaRefusal } from "./quota.ts";
 import { noUsage, toUsage } from "./usage.ts";
 import type { UsageRow } from "./usage.ts";
 import { IDEMPOTENCY_TTL_MS, IdempotencyKeyTakenError, type ClaimRequest, type EndedElsewhereFacts, type RunStore } from "./types.ts";
+import { recordWebhookEnd, recordWebhookTargets } from "../outbox/postgres.ts";
 import { CLAIM_SCAN, chooseClaims } from "./queue.ts";
 
 const R = RUN_COLUMNS.replace(/(\w+)/g, "r.$1");
@@ -128,6 +129,7 @@ const SQL = {
       start_mark = CASE WHEN status = 'queued' AND owner_id IS NULL THEN COALESCE($6, start_mark) ELSE start_mark END
     WHERE id = $8 AND status IN ('queued', 'running') RETURNING ${RUN_COLUMNS}`,
   insertInterrupt: `INSERT INTO interrupts (run_id, id, conversation_id, node, value, created_at) VALUES ($1, $2, $3, $4, $5::jsonb, $6)`,
+  linkFiring: `UPDATE schedule_firings SET run_id = $1 WHERE schedule_id = $2 AND fire_at = $3`,
   answerInterrupt: `UPDATE interrupts SET answered_by_run_id = $1, answer = $2::jsonb, answered_at = $3 WHERE conversation_id = $4 AND id = $5 AND answered_by_run_id IS NULL`,
   interruptsOf: `SELECT ${INTERRUPT_COLUMNS} FROM interrupts WHERE conversation_id = ANY($1) ORDER BY conversation_id, created_at, position`,
   getRun: `SELECT ${RUN_COLUMNS} FROM runs WHERE id = $1`,
@@ -243,6 +245,8 @@ export class PostgresRunStore implements RunStore {
         for (const { interruptId, value } of run.answers ?? []) {
           await this.#query(client, "answerInterrupt", [run.id, JSON.stringify(value ?? null), run.startedAt, run.conversationId, interruptId]);
         }
+        await recordWebhookTargets(client, run.id, run.webhooks);
+        if (run.firing) await this.#query(client, "linkFiring", [run.id, run.firing.scheduleId, run.firing.fireAt]);
         const [conversation] = await this.#query<ConversationRow>(client, "getConversation", [run.conversationId]);
         return { run: toRunRecord(row!), conversation: toConversationRecord(conversation!) };
       });
@@ -370,7 +374,9 @@ export class PostgresRunStore implements RunStore {
       for (const i of outcome.interrupts)
         await this.#query(client, "insertInterrupt", [runId, i.id, row.conversation_id, i.node, JSON.stringify(i.value ?? null), finishedAt]);
       await this.#query(client, "finishConversation", [finishedAt, outcome.messageCount, row.conversation_id]);
-      return toRunRecord(row);
+      const run = toRunRecord(row);
+      await recordWebhookEnd(client, run, outcome.interrupts, finishedAt);
+      return run;
     });
   }
 
@@ -502,7 +508,9 @@ export class PostgresRunStore implements RunStore {
         await this.#query(client, "finishConversation", [at, messageCounts.get(conversationId) ?? null, conversationId]);
       }
       if (goneOwnerIds.length) await this.#query(client, "deleteOwners", [goneOwnerIds]);
-      return rows.map(toRunRecord);
+      const recovered = rows.map(toRunRecord);
+      for (const run of recovered) await recordWebhookEnd(client, run, [], at);
+      return recovered;
     });
   }
 

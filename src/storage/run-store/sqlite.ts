@@ -43,6 +43,7 @@ import { QUOTA_WINDOW_MS, quotaRefusal } from "./quota.ts";
 import { noUsage, toUsage } from "./usage.ts";
 import { IDEMPOTENCY_TTL_MS, IdempotencyKeyTakenError, type ClaimRequest, type EndedElsewhereFacts, type RunStore } from "./types.ts";
 import { CLAIM_SCAN, chooseClaims } from "./queue.ts";
+import { sqliteOutbox, type SqliteOutbox } from "../outbox/sqlite.ts";
 
 /** The one-running-run-per-conversation index (or a primary key) refused the row. */
 function isUniqueViolation(error: unknown): boolean {
@@ -151,6 +152,7 @@ function writeStatements(db: SqliteDatabase) {
     insertInterrupt: db.prepare<[string, string, string, string, string, string]>(
       `INSERT INTO interrupts (run_id, id, conversation_id, node, value, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
     ),
+    linkFiring: db.prepare<[string, string, string]>(`UPDATE schedule_firings SET run_id = ? WHERE schedule_id = ? AND fire_at = ?`),
     answerInterrupt: db.prepare<[string, string, string, string, string]>(
       `UPDATE interrupts SET answered_by_run_id = ?, answer = ?, answered_at = ? WHERE conversation_id = ? AND id = ? AND answered_by_run_id IS NULL`,
     ),
@@ -257,6 +259,7 @@ export class SqliteRunStore implements RunStore {
   readonly #writer: SqliteDatabase;
   readonly #gate: WriteGate;
   readonly #w: ReturnType<typeof writeStatements>;
+  readonly #outbox: SqliteOutbox;
   readonly #r: ReturnType<typeof readStatements>;
   readonly #deleteThread: (threadId: string) => void;
   readonly #dropCheckpointsAfter: (threadId: string, keepThrough: string | null) => void;
@@ -278,6 +281,7 @@ export class SqliteRunStore implements RunStore {
     this.#gate = options.gate;
     this.#deleteThread = options.deleteThread;
     this.#w = writeStatements(options.writer);
+    this.#outbox = sqliteOutbox(options.writer);
     this.#r = readStatements(options.reader);
   }
 
@@ -336,6 +340,8 @@ export class SqliteRunStore implements RunStore {
         });
         for (const { interruptId, value } of run.answers ?? [])
           w.answerInterrupt.run(run.id, JSON.stringify(value ?? null), startedAt, run.conversationId, interruptId);
+        this.#outbox.recordTargets(run.id, run.webhooks);
+        if (run.firing) w.linkFiring.run(run.id, run.firing.scheduleId, formatSqliteDate(run.firing.fireAt));
         return { run: toRunRecord(w.getRun.get(run.id)!), conversation: toConversationRecord(w.getConversation.get(run.conversationId)!) };
       });
     } catch (error) {
@@ -357,6 +363,7 @@ export class SqliteRunStore implements RunStore {
       const run = toRunRecord(w.getRun.get(runId)!);
       for (const i of outcome.interrupts) w.insertInterrupt.run(runId, i.id, run.conversationId, i.node, JSON.stringify(i.value ?? null), finishedAt);
       w.finishConversation.run(finishedAt, outcome.messageCount, run.conversationId);
+      this.#outbox.recordEnd(run, outcome.interrupts, outcome.finishedAt);
       return run;
     });
   }
@@ -540,7 +547,9 @@ export class SqliteRunStore implements RunStore {
       for (const conversationId of new Set(orphans.map((r) => r.conversation_id)))
         w.finishConversation.run(finishedAt, messageCounts.get(conversationId) ?? null, conversationId);
       if (goneOwnerIds.length) w.deleteOwners.run(gone);
-      return orphans.length ? w.runsByIds.all(JSON.stringify(orphans.map((r) => r.id))).map(toRunRecord) : [];
+      const recovered = orphans.length ? w.runsByIds.all(JSON.stringify(orphans.map((r) => r.id))).map(toRunRecord) : [];
+      for (const run of recovered) this.#outbox.recordEnd(run, [], at);
+      return recovered;
     });
   }
 

@@ -2,6 +2,7 @@
 // transaction that locks the due rows FOR UPDATE SKIP LOCKED, so instances
 // polling together each take different schedules, and a firing's row is
 // inserted beside the advanced next time.
+import { encodeWebhookEvents } from "../../domain/webhooks.ts";
 import { inTransaction, type PostgresPool } from "../postgres/database.ts";
 import type { PageQuery } from "../page.ts";
 import { FIRING_COLUMNS, SCHEDULE_COLUMNS, toFiringRecord, toScheduleRecord, type FiringRow, type ScheduleRow } from "./rows.ts";
@@ -11,8 +12,8 @@ type Row = ScheduleRow<Date>;
 const toRecord = (row: Row) => toScheduleRecord(row, (d) => d);
 
 const SQL = {
-  insert: `INSERT INTO schedules (id, agent, cron, timezone, message, conversation_id, owner, owner_role, paused, missed_policy, next_run_at, created_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, false, $9, $10, $11)`,
+  insert: `INSERT INTO schedules (id, agent, cron, timezone, message, conversation_id, owner, owner_role, paused, missed_policy, next_run_at, created_at, webhook_url, webhook_events)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, false, $9, $10, $11, $12, $13)`,
   get: `SELECT ${SCHEDULE_COLUMNS} FROM schedules s WHERE s.id = $1`,
   pause: `UPDATE schedules SET paused = true WHERE id = $1`,
   resume: `UPDATE schedules SET paused = false, next_run_at = $2 WHERE id = $1`,
@@ -39,7 +40,21 @@ export class PostgresScheduleStore implements ScheduleStore {
     await this.#pool.query({
       name: "runledger_schedules_insert",
       text: SQL.insert,
-      values: [s.id, s.agent, s.cron, s.timezone, s.message, s.conversationId, s.owner, s.ownerRole, s.missedPolicy, s.nextRunAt, s.createdAt],
+      values: [
+        s.id,
+        s.agent,
+        s.cron,
+        s.timezone,
+        s.message,
+        s.conversationId,
+        s.owner,
+        s.ownerRole,
+        s.missedPolicy,
+        s.nextRunAt,
+        s.createdAt,
+        s.webhook?.url ?? null,
+        s.webhook ? encodeWebhookEvents(s.webhook.events) : null,
+      ],
     });
     return (await this.get(s.id))!;
   }

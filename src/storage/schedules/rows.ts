@@ -1,9 +1,10 @@
 // Schedule rows as both backends read them, and their conversion to records.
 import type { PrincipalRole } from "../../domain/principal.ts";
+import { decodeWebhookEvents } from "../../domain/webhooks.ts";
 import type { MissedPolicy, ScheduleFiringRecord, ScheduleRecord } from "./types.ts";
 
 /** The columns of a schedule, with its latest firing's run (`s` is the schedules table). */
-export const SCHEDULE_COLUMNS = `s.id, s.agent, s.cron, s.timezone, s.message, s.conversation_id, s.owner, s.owner_role, s.paused, s.missed_policy, s.next_run_at, s.created_at,
+export const SCHEDULE_COLUMNS = `s.id, s.agent, s.cron, s.timezone, s.message, s.conversation_id, s.owner, s.owner_role, s.paused, s.missed_policy, s.next_run_at, s.created_at, s.webhook_url, s.webhook_events,
   (SELECT f.run_id FROM schedule_firings f WHERE f.schedule_id = s.id AND f.run_id IS NOT NULL ORDER BY f.fire_at DESC LIMIT 1) AS last_run_id`;
 
 export const FIRING_COLUMNS = `schedule_id, fire_at, run_id, error, claimed_at, claimed_by`;
@@ -22,6 +23,8 @@ export interface ScheduleRow<D> {
   next_run_at: D | null;
   created_at: D;
   last_run_id: string | null;
+  webhook_url: string | null;
+  webhook_events: string | null;
 }
 
 export interface FiringRow<D> {
@@ -48,6 +51,7 @@ export function toScheduleRecord<D>(row: ScheduleRow<D>, date: (value: D) => Dat
     nextRunAt: row.next_run_at == null ? null : date(row.next_run_at),
     createdAt: date(row.created_at),
     lastRunId: row.last_run_id,
+    webhook: row.webhook_url ? { url: row.webhook_url, events: decodeWebhookEvents(row.webhook_events ?? "") } : null,
   };
 }
 

@@ -3,6 +3,7 @@
 // compare-and-swap updates (`next_run_at = ? WHERE id = ? AND next_run_at = ?`),
 // so another process on the same file that read the same due row claims nothing
 // (and BEGIN IMMEDIATE takes the write lock before the due rows are read).
+import { encodeWebhookEvents } from "../../domain/webhooks.ts";
 import type { SqliteDatabase } from "../sqlite/database.ts";
 import { formatSqliteDate, parseSqliteDate } from "../sqlite/rows.ts";
 import type { WriteGate } from "../sqlite/write-gate.ts";
@@ -28,8 +29,8 @@ export class SqliteScheduleStore implements ScheduleStore {
     this.#reader = reader;
     this.#w = {
       insert: writer.prepare(
-        `INSERT INTO schedules (id, agent, cron, timezone, message, conversation_id, owner, owner_role, paused, missed_policy, next_run_at, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)`,
+        `INSERT INTO schedules (id, agent, cron, timezone, message, conversation_id, owner, owner_role, paused, missed_policy, next_run_at, created_at, webhook_url, webhook_events)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)`,
       ),
       get: writer.prepare<[string], Row>(`SELECT ${SCHEDULE_COLUMNS} FROM schedules s WHERE s.id = ?`),
       pause: writer.prepare<[number, string]>(`UPDATE schedules SET paused = ? WHERE id = ?`),
@@ -71,6 +72,8 @@ export class SqliteScheduleStore implements ScheduleStore {
         schedule.missedPolicy,
         date(schedule.nextRunAt),
         formatSqliteDate(schedule.createdAt),
+        schedule.webhook?.url ?? null,
+        schedule.webhook ? encodeWebhookEvents(schedule.webhook.events) : null,
       );
       return toRecord(this.#w.get.get(schedule.id)!);
     });

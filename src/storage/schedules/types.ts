@@ -5,6 +5,7 @@
 // a claim only compares and swaps times in one transaction.
 import type { PageQuery } from "../page.ts";
 import type { PrincipalRole } from "../../domain/principal.ts";
+import type { WebhookTarget } from "../../domain/records.ts";
 
 export type MissedPolicy = "SKIP" | "RUN_ONCE";
 
@@ -31,9 +32,11 @@ export interface ScheduleRecord {
   createdAt: Date;
   /** The run the latest firing that started one started; null before any. */
   lastRunId: string | null;
+  /** The webhook each firing's run gets (docs/webhooks.md); null for none. */
+  webhook: WebhookTarget | null;
 }
 
-export type NewSchedule = Omit<ScheduleRecord, "lastRunId" | "paused">;
+export type NewSchedule = Omit<ScheduleRecord, "lastRunId" | "paused" | "webhook"> & { webhook?: WebhookTarget | null };
 
 /** What a claim does with one due schedule, decided by the caller from the schedule and the time now. */
 export interface FiringDecision {
