@@ -248,6 +248,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     toolJournal,
     runEvents,
     webhooks: webhookStore,
+    scheduleStore,
   };
 
   const reads = {
@@ -258,6 +259,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     runEvents,
     states: agent,
     webhooks: webhookStore,
+    schedules: scheduleStore,
   };
   const authenticator = createAuthenticator({
     config,

@@ -11,6 +11,7 @@ import type { CheckpointReads } from "./storage/checkpoint-reads/types.ts";
 import type { ToolJournal } from "./storage/tool-journal/types.ts";
 import type { RunEventStore } from "./storage/run-events/types.ts";
 import type { WebhookStore } from "./storage/webhooks/types.ts";
+import type { ScheduleStore } from "./storage/schedules/types.ts";
 import type { EventBus } from "./storage/event-bus/types.ts";
 import { readScopes, type ReadScope } from "./read/scope.ts";
 import type { Principal } from "./domain/principal.ts";
@@ -28,6 +29,8 @@ export interface Services {
   checkpointReads: CheckpointReads;
   toolJournal: ToolJournal;
   runEvents: RunEventStore;
+  /** The schedules seam, for Run.schedule read in batches. */
+  scheduleStore: ScheduleStore;
   /** The webhook outbox, for Run.webhookDeliveries. */
   webhooks: WebhookStore;
 }
@@ -51,6 +54,7 @@ export function createContext(services: Services, principal: Principal): Context
         toolJournal: services.toolJournal,
         runEvents: services.runEvents,
         webhooks: services.webhooks,
+        schedules: services.scheduleStore,
         states: services.agent,
       },
       principal,

@@ -15,6 +15,7 @@
 // window only ever closes, after its last checkpoint.
 import type { WebhookDeliveryRecord } from "../domain/webhooks.ts";
 import type { WebhookStore } from "../storage/webhooks/types.ts";
+import type { ScheduleRecord, ScheduleStore } from "../storage/schedules/types.ts";
 import DataLoader from "dataloader";
 import type { BaseMessage } from "@langchain/core/messages";
 import type { CheckpointRecord, CheckpointWriteRecord, ConversationRecord, InterruptRecord, RunRecord, Usage } from "../domain/records.ts";
@@ -53,6 +54,8 @@ export interface ReadSources {
   states: ThreadStateReader;
   /** The webhook outbox; without it runs show no deliveries. */
   webhooks?: WebhookStore;
+  /** Schedules, for the one that started a run; without them no run shows one. */
+  schedules?: Pick<ScheduleStore, "schedulesOfRuns">;
 }
 
 /**
@@ -157,6 +160,7 @@ export class ReadScope {
   readonly #interrupts: DataLoader<string, InterruptRecord[]>;
   readonly #toolCalls: DataLoader<string, ToolCallRecord[]>;
   readonly #webhookDeliveries: DataLoader<string, WebhookDeliveryRecord[]>;
+  readonly #schedulesOfRuns: DataLoader<string, ScheduleRecord | null>;
   readonly #storedEvents: DataLoader<string, StoredRunEvent[]>;
   readonly #runPages = new Map<string, DataLoader<string, RunRecord[]>>();
   readonly #threadStates: DataLoader<string, ThreadState>;
@@ -186,6 +190,7 @@ export class ReadScope {
     this.#usage = new DataLoader(async (ids) => byKey(ids, await runs.usageOf(ids), { inputTokens: 0, outputTokens: 0, modelCalls: 0, modelDurationMs: 0 }));
     this.#interrupts = new DataLoader(async (ids) => byKey(ids, await runs.interruptsOf(ids), []));
     this.#toolCalls = new DataLoader(async (ids) => byKey(ids, await sources.toolJournal.byRuns(ids), []));
+    this.#schedulesOfRuns = new DataLoader(async (ids) => byKey(ids, (await sources.schedules?.schedulesOfRuns(ids)) ?? new Map(), null));
     this.#webhookDeliveries = new DataLoader(async (ids) => byKey(ids, (await sources.webhooks?.deliveriesOf(ids)) ?? new Map(), []));
     this.#storedEvents = new DataLoader(async (ids) => byKey(ids, await sources.runEvents.byRuns(ids), []));
     this.#threadStates = new DataLoader(async (ids) => Promise.all(ids.map(async (id) => sources.states.readThread(id, await this.#agentOf(id)))));
@@ -311,6 +316,12 @@ export class ReadScope {
     if (!(await this.conversation(run.conversationId))) return [];
     const calls = await this.#toolCalls.load(run.id);
     return run.status === "running" ? calls : calls.map((c) => (c.state === "started" ? { ...c, state: "in_doubt" } : c));
+  }
+
+  /** The schedule whose firing started the run, when this principal may see it. */
+  async scheduleOf(run: RunRecord): Promise<ScheduleRecord | null> {
+    const schedule = await this.#schedulesOfRuns.load(run.id);
+    return schedule && canSee(this.principal, schedule) ? schedule : null;
   }
 
   /** The webhook deliveries of the run's end or wait, oldest first. */

@@ -120,10 +120,4 @@ export class ScheduleService {
   list(query: PageQuery, principal: Principal): Promise<ScheduleRecord[]> {
     return this.#options.store.list(query, isAdmin(principal) ? null : principal.id);
   }
-
-  /** The schedule that started the run, when the principal may see it. */
-  async ofRun(runId: string, principal: Principal): Promise<ScheduleRecord | null> {
-    const schedule = await this.#options.store.scheduleOfRun(runId);
-    return schedule && canSee(principal, schedule) ? schedule : null;
-  }
 }

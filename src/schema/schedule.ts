@@ -55,7 +55,7 @@ builder.objectField(Run, "schedule", (t) =>
     type: Schedule,
     nullable: true,
     description: "The schedule whose firing started this run; null for a run no schedule started (or once the schedule is deleted).",
-    resolve: (run, _a, ctx) => ctx.schedules.ofRun(run.id, ctx.principal),
+    resolve: (run, _a, ctx, info) => ctx.reads(info.rootValue).scheduleOf(run),
   }),
 );
 

@@ -146,6 +146,10 @@ export function describeScheduleStoreConformance(backend: StorageBackend) {
       expect((await store.get(first.id))!.lastRunId).toBe(runId);
       expect((await store.scheduleOfRun(runId))!.id).toBe(first.id);
       expect(await store.scheduleOfRun(randomUUID())).toBeNull();
+      const batch = await store.schedulesOfRuns([runId, randomUUID()]);
+      expect([...batch.keys()]).toEqual([runId]);
+      expect(batch.get(runId)!.id).toBe(first.id);
+      expect(await store.schedulesOfRuns([])).toEqual(new Map());
       // The next firing, at its own time, is claimed once more.
       const next = await store.claimDue(at(2035, 0), 100, "owner-y", () => ({ fireAt: at(2035, 0), next: null }));
       expect(next.map((c) => c.schedule.id).sort()).toEqual(schedules.map((s) => s.id).sort());

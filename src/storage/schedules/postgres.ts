@@ -26,6 +26,7 @@ const SQL = {
   recordRun: `UPDATE schedule_firings SET run_id = $3 WHERE schedule_id = $1 AND fire_at = $2`,
   recordError: `UPDATE schedule_firings SET error = $3 WHERE schedule_id = $1 AND fire_at = $2`,
   ofRun: `SELECT ${SCHEDULE_COLUMNS} FROM schedule_firings r JOIN schedules s ON s.id = r.schedule_id WHERE r.run_id = $1 LIMIT 1`,
+  ofRuns: `SELECT r.run_id AS for_run, ${SCHEDULE_COLUMNS} FROM schedule_firings r JOIN schedules s ON s.id = r.schedule_id WHERE r.run_id = ANY($1)`,
   firings: `SELECT ${FIRING_COLUMNS} FROM schedule_firings WHERE schedule_id = $1 ORDER BY fire_at`,
 };
 
@@ -123,6 +124,12 @@ export class PostgresScheduleStore implements ScheduleStore {
   async recordFiring(scheduleId: string, fireAt: Date, outcome: { runId: string } | { error: string }): Promise<void> {
     if ("runId" in outcome) await this.#pool.query({ name: "runledger_schedules_recordRun", text: SQL.recordRun, values: [scheduleId, fireAt, outcome.runId] });
     else await this.#pool.query({ name: "runledger_schedules_recordError", text: SQL.recordError, values: [scheduleId, fireAt, outcome.error] });
+  }
+
+  async schedulesOfRuns(runIds: readonly string[]): Promise<Map<string, ScheduleRecord>> {
+    if (!runIds.length) return new Map();
+    const { rows } = await this.#pool.query<Row & { for_run: string }>({ name: "runledger_schedules_ofRuns", text: SQL.ofRuns, values: [runIds] });
+    return new Map(rows.map((row) => [row.for_run, toRecord(row)]));
   }
 
   async scheduleOfRun(runId: string): Promise<ScheduleRecord | null> {

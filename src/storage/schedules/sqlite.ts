@@ -54,6 +54,9 @@ export class SqliteScheduleStore implements ScheduleStore {
       ofRun: reader.prepare<[string], Row>(
         `SELECT ${SCHEDULE_COLUMNS} FROM schedule_firings r JOIN schedules s ON s.id = r.schedule_id WHERE r.run_id = ? LIMIT 1`,
       ),
+      ofRuns: reader.prepare<[string], Row & { for_run: string }>(
+        `SELECT r.run_id AS for_run, ${SCHEDULE_COLUMNS} FROM schedule_firings r JOIN schedules s ON s.id = r.schedule_id WHERE r.run_id IN (SELECT value FROM json_each(?))`,
+      ),
       firings: reader.prepare<[string], FiringRow<string>>(`SELECT ${FIRING_COLUMNS} FROM schedule_firings WHERE schedule_id = ? ORDER BY fire_at`),
     };
   }
@@ -153,6 +156,11 @@ export class SqliteScheduleStore implements ScheduleStore {
   async scheduleOfRun(runId: string): Promise<ScheduleRecord | null> {
     const row = this.#r.ofRun.get(runId);
     return row ? toRecord(row) : null;
+  }
+
+  async schedulesOfRuns(runIds: readonly string[]): Promise<Map<string, ScheduleRecord>> {
+    if (!runIds.length) return new Map();
+    return new Map(this.#r.ofRuns.all(JSON.stringify(runIds)).map((row) => [row.for_run, toRecord(row)]));
   }
 
   async firings(scheduleId: string): Promise<ScheduleFiringRecord[]> {

@@ -88,6 +88,8 @@ export interface ScheduleStore {
   recordFiring(scheduleId: string, fireAt: Date, outcome: { runId: string } | { error: string }): Promise<void>;
   /** The schedule whose firing started this run; null for a run no schedule started (or a deleted schedule's). */
   scheduleOfRun(runId: string): Promise<ScheduleRecord | null>;
+  /** The same for many runs at once (Run.schedule in a list); runs no schedule started are left out. */
+  schedulesOfRuns(runIds: readonly string[]): Promise<Map<string, ScheduleRecord>>;
   /** A schedule's firings, oldest first. */
   firings(scheduleId: string): Promise<ScheduleFiringRecord[]>;
 }
