@@ -23,6 +23,7 @@ import { isTerminalEvent, type ConversationChange, type RunEvent, type RunEventB
 import type { BusMessage, BusPort, FollowAnswer, Request } from "./cluster-protocol.ts";
 import { MemoryEventBus } from "./memory.ts";
 import { createSubscriber, SubscriberOverflowError, type Subscriber } from "./subscriber.ts";
+import { deliver, joinReplay, type Cursor, type Joiner } from "./feed.ts";
 import { RunLogLostError, type BusStats, type EventBus, type EventBusOptions, type RunPublisher } from "./types.ts";
 
 export interface ClusterEventBusOptions extends EventBusOptions {
@@ -32,17 +33,6 @@ export interface ClusterEventBusOptions extends EventBusOptions {
   onDelivered?: (lagMs: number) => void;
   /** How long ping() waits for the relay (default 2000 ms). */
   pingTimeoutMs?: number;
-}
-
-/** A follower's position in a run: the seq it expects next. */
-interface Cursor {
-  next: number;
-}
-
-/** A subscribeRun call waiting for its answer; it keeps what the feed delivers meanwhile. */
-interface Joiner {
-  buffer: RunEvent[];
-  overflowed: boolean;
 }
 
 /** One run of another worker followed here, shared by all its subscribers here. */
@@ -72,6 +62,7 @@ export class ClusterEventBus implements EventBus {
   readonly #port: BusPort;
   readonly #local: MemoryEventBus;
   readonly #options: ClusterEventBusOptions;
+  readonly #now = () => this.#options.now?.() ?? new Date();
   readonly #stopListening: () => void;
   #nextId = 1;
   readonly #pending = new Map<number, Pending>();
@@ -156,19 +147,9 @@ export class ClusterEventBus implements EventBus {
       this.#dropFeedIfIdle(feed);
       return null;
     }
-    // The answer covers seqs up to its last; the feed delivered everything after
-    // that into the buffer: together they leave no gap, and the cursor drops
-    // what both hold.
-    const initial: RunEvent[] = [];
-    const cursor: Cursor = { next: after + 1 };
-    let ended = false;
-    for (const event of [...found.events, ...joiner.buffer]) {
-      if (ended) break;
-      this.#advance(cursor, event, initial);
-      if (isTerminalEvent(event)) ended = true;
-    }
-    ended ||= found.finished;
-    const sub = this.#follow(feed, initial, cursor.next, ended);
+    // The answer covers seqs up to its last; the feed delivered everything after that into the buffer.
+    const { initial, next, ended } = joinReplay(found.events, joiner, after, found.finished, this.#now);
+    const sub = this.#follow(feed, initial, next, ended);
     if (joiner.overflowed) sub.fail(new SubscriberOverflowError(this.#options.subscriberQueueLimit));
     return sub;
   }
@@ -190,25 +171,6 @@ export class ClusterEventBus implements EventBus {
     return sub;
   }
 
-  /** Adds `event` for a follower at `cursor`: nothing when it has it already, a replayGap first when seqs it expects are no longer retained. */
-  #advance(cursor: Cursor, event: RunEvent, into: { push(event: RunEvent): unknown }) {
-    if (event.seq < cursor.next) return;
-    if (event.seq > cursor.next) {
-      const toSeq = event.seq - 1;
-      into.push({
-        type: "replayGap",
-        fromSeq: cursor.next,
-        toSeq,
-        seq: toSeq,
-        runId: event.runId,
-        conversationId: event.conversationId,
-        at: this.#options.now?.() ?? new Date(),
-      });
-    }
-    into.push(event);
-    cursor.next = event.seq + 1;
-  }
-
   #onFeedEvent(feedId: number, event: RunEvent) {
     const feed = this.#feedsById.get(feedId);
     if (!feed || feed.ended) return;
@@ -217,12 +179,7 @@ export class ClusterEventBus implements EventBus {
       const published = event.at.getTime();
       if (published >= feed.since) this.#options.onDelivered(Math.max(0, Date.now() - published));
     }
-    const limit = this.#options.subscriberQueueLimit;
-    for (const joiner of feed.joiners) {
-      if (joiner.buffer.length >= limit) joiner.overflowed = true;
-      else joiner.buffer.push(event);
-    }
-    for (const [sub, cursor] of feed.live) this.#advance(cursor, event, sub);
+    deliver(event, feed.joiners, feed.live, this.#options.subscriberQueueLimit, this.#now);
     if (isTerminalEvent(event)) {
       feed.ended = true;
       feed.tapping = false;

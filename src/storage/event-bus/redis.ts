@@ -17,7 +17,8 @@
 //   feed (one cursor, each event parsed once) and each has its own bounded queue.
 //
 // Beside this file: redis-pipeline.ts (the per-tick command batches),
-// redis-streams.ts (the XREAD loop) and codec.ts (events as text).
+// redis-streams.ts (the XREAD loop), feed.ts (joining and following a run, as
+// the cluster's bus does too) and codec.ts (events as text).
 import { randomUUID } from "node:crypto";
 import { Redis, type RedisOptions } from "ioredis";
 import type { ConversationChange, RunEvent, RunEventBody } from "../../domain/events.ts";
@@ -26,6 +27,7 @@ import { decodeChange, decodeEvent, encodeChange, encodeEvent } from "./codec.ts
 import { CommandPipeline, type Command, type OnReplies, type Reply } from "./redis-pipeline.ts";
 import { decodeEntry, StreamReader, type FollowedStream, type StreamEntry } from "./redis-streams.ts";
 import { createSubscriber, SubscriberOverflowError, type Subscriber } from "./subscriber.ts";
+import { deliver, joinReplay, type Cursor, type Joiner } from "./feed.ts";
 import { RunLogLostError, type BusStats, type EventBus, type EventBusOptions, type RunPublisher } from "./types.ts";
 
 export { RunLogLostError };
@@ -64,17 +66,6 @@ const MIN_OPEN_TTL_MS = 30_000;
  * still find its last events (the terminal one above all) when they read next.
  */
 const MIN_FINISHED_TTL_MS = 1000;
-
-/** A follower's position in a run: the seq it expects next. */
-interface Cursor {
-  next: number;
-}
-
-/** A subscribeRun call waiting for its replay read; it keeps what the feed delivers meanwhile. */
-interface Joiner {
-  buffer: RunEvent[];
-  overflowed: boolean;
-}
 
 /** One run followed by this instance, shared by all its subscribers here. */
 interface Feed extends FollowedStream {
@@ -320,22 +311,13 @@ export class RedisEventBus implements EventBus {
       return null;
     }
     // The replay covers seqs up to the snapshot's last; the feed delivered
-    // everything after its cursor, which was at most that, into the buffer:
-    // together they leave no gap, and the cursor drops what both hold.
-    const initial: RunEvent[] = [];
-    const cursor: Cursor = { next: after + 1 };
-    let ended = false;
-    for (const event of [...snapshot.entries, ...joiner.buffer]) {
-      if (ended) break;
-      this.#advance(cursor, event, initial);
-      if (isTerminalEvent(event)) ended = true;
-    }
-    ended ||= snapshot.finished;
+    // everything after its cursor, which was at most that, into the buffer.
+    const { initial, next, ended } = joinReplay(snapshot.entries, joiner, after, snapshot.finished, this.#options.now);
     if (feed.cursor === null && !ended) {
       feed.cursor = snapshot.lastSeq;
       this.#attach(feed);
     }
-    const sub = this.#follow(feed, initial, cursor.next, ended);
+    const sub = this.#follow(feed, initial, next, ended);
     if (joiner.overflowed) sub.fail(new SubscriberOverflowError(this.#options.subscriberQueueLimit));
     return sub;
   }
@@ -355,28 +337,6 @@ export class RedisEventBus implements EventBus {
     else feed.live.set(sub, { next });
     this.#dropFeedIfIdle(feed);
     return sub;
-  }
-
-  /**
-   * Adds `event` for a follower at `cursor`: nothing when it has it already, and
-   * a replayGap first when seqs it expects were trimmed before it could read them.
-   */
-  #advance(cursor: Cursor, event: RunEvent, into: { push(event: RunEvent): unknown }) {
-    if (event.seq < cursor.next) return;
-    if (event.seq > cursor.next) {
-      const toSeq = event.seq - 1;
-      into.push({
-        type: "replayGap",
-        fromSeq: cursor.next,
-        toSeq,
-        seq: toSeq,
-        runId: event.runId,
-        conversationId: event.conversationId,
-        at: this.#options.now(),
-      });
-    }
-    into.push(event);
-    cursor.next = event.seq + 1;
   }
 
   async #snapshot(key: string, after: number): Promise<Snapshot> {
@@ -426,12 +386,7 @@ export class RedisEventBus implements EventBus {
         const published = event.at.getTime();
         if (published >= feed.since) this.#options.onDelivered(Math.max(0, Date.now() - published));
       }
-      const limit = this.#options.subscriberQueueLimit;
-      for (const joiner of feed.joiners) {
-        if (joiner.buffer.length >= limit) joiner.overflowed = true;
-        else joiner.buffer.push(event);
-      }
-      for (const [sub, cursor] of feed.live) this.#advance(cursor, event, sub);
+      deliver(event, feed.joiners, feed.live, this.#options.subscriberQueueLimit, this.#options.now);
       if (isTerminalEvent(event)) {
         feed.ended = true;
         for (const sub of feed.live.keys()) sub.end();
