@@ -307,8 +307,10 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
   void runs.claimQueued();
   // Due schedules fire from now on, on every instance (each firing claimed by one).
   sweeper.start();
-  // Webhook deliveries due, this instance's and those others left, are sent from now on.
+  // Webhook deliveries due, this instance's and those others left, are sent from now on,
+  // looked for whenever a conversation changes anywhere (a run ended or began waiting).
   deliverer?.start();
+  const nudges = deliverer ? await followChanges(bus, () => deliverer.nudge(), logger) : undefined;
 
   let draining: Promise<void> | null = null;
   let closing: Promise<void> | null = null;
@@ -326,6 +328,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
       closing ??= (async () => {
         await drain();
         // Deliveries under way are cut off unrecorded; their leases run out and they are sent again.
+        await nudges?.return?.();
         await deliverer?.stop();
         // The last runs' LangSmith traces are sent before the process goes.
         if (config.observability.langsmith) await flushLangSmith(logger);
@@ -379,4 +382,18 @@ function deploymentWebhook(config: Config): WebhookTarget | undefined {
     if (error instanceof ValidationError) throw new ConfigError(`WEBHOOK_URL: ${error.message}`);
     throw error;
   }
+}
+
+/** Calls `onChange` on every conversation change the bus carries, until the subscription is closed. */
+async function followChanges(bus: EventBus, onChange: () => void, logger: Logger): Promise<AsyncIterator<unknown>> {
+  const changes = await bus.subscribeConversationChanges();
+  void (async () => {
+    try {
+      for await (const _change of changes) onChange();
+    } catch (error) {
+      // Too many changes unread (the queue overflowed): polling still finds what is due.
+      logger.warn("webhook deliveries no longer follow conversation changes; WEBHOOK_POLL_MS still finds them", { error });
+    }
+  })();
+  return changes;
 }

@@ -182,7 +182,7 @@ export interface WebhookConfig {
   secret: string | undefined;
   /** `WEBHOOK_ALLOW_PRIVATE` (true/false, default false): allows private, loopback and link-local targets. */
   allowPrivate: boolean;
-  /** `WEBHOOK_POLL_MS`, default 1000: how often an instance looks for deliveries due. */
+  /** `WEBHOOK_POLL_MS`, default 5000: how often an instance looks for deliveries due besides when a run ends (retries, and what a stopped instance left). */
   pollMs: number;
   /** `WEBHOOK_RETRY_MS`, default 5000: the wait after a first failed attempt; it doubles each time, to at most an hour. */
   retryMs: number;
@@ -501,7 +501,7 @@ function webhookConfig(env: Env): WebhookConfig {
     url,
     secret,
     allowPrivate: booleanVar(env, "WEBHOOK_ALLOW_PRIVATE"),
-    pollMs: intVar(env, "WEBHOOK_POLL_MS", 1_000, 10, 3_600_000),
+    pollMs: intVar(env, "WEBHOOK_POLL_MS", 5_000, 10, 3_600_000),
     retryMs: intVar(env, "WEBHOOK_RETRY_MS", 5_000, 10, 3_600_000),
     retryWindowMs: intVar(env, "WEBHOOK_RETRY_WINDOW_MS", 86_400_000, 0, 7 * 86_400_000),
     timeoutMs: intVar(env, "WEBHOOK_TIMEOUT_MS", 10_000, 100, 600_000),

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
 import { ROOT, startTestApp } from "../testkit/app.ts";
 import { gql } from "../testkit/graphql.ts";
-import { until } from "../testkit/streaming.ts";
+import { sleep, until } from "../testkit/streaming.ts";
 import { startWebhookReceiver, webhookSecret, type WebhookReceiver } from "../testkit/webhook-receiver.ts";
 import { createApiKey } from "../src/server/identity/api-keys.ts";
 import { loadConfig } from "../src/config.ts";
@@ -146,7 +146,7 @@ describe("webhook settings", () => {
     expect(() => loadConfig({ WEBHOOK_SECRET: "whsec_c2hvcnQ=" })).toThrow(/24 to 64/);
     expect(() => loadConfig({ WEBHOOK_SECRET: webhookSecret(), WEBHOOK_URL: "mailto:ops@example.com" })).toThrow(/WEBHOOK_URL must be an http/);
     const config = loadConfig({ WEBHOOK_SECRET: webhookSecret(), WEBHOOK_URL: "https://example.com/hook" });
-    expect(config.webhooks).toMatchObject({ url: "https://example.com/hook", allowPrivate: false, pollMs: 1000, retryMs: 5000, retryWindowMs: 86_400_000 });
+    expect(config.webhooks).toMatchObject({ url: "https://example.com/hook", allowPrivate: false, pollMs: 5000, retryMs: 5000, retryWindowMs: 86_400_000 });
   });
 });
 
@@ -336,6 +336,21 @@ for (const deployment of deployments) {
     });
 
     if (deployment === deployments[0]) {
+      it("looks for deliveries when a run ends, not only every WEBHOOK_POLL_MS", async () => {
+        const idle = await startTestApp({
+          ollamaUrl: fake.url,
+          env: { WEBHOOK_SECRET: secret, WEBHOOK_ALLOW_PRIVATE: "true", WEBHOOK_URL: at("/nudged"), WEBHOOK_POLL_MS: "3600000" },
+        });
+        try {
+          await sleep(200); // its first look, at start, is over
+          const { startRun } = (await gql(idle.url, START, { input: { message: "quick" } })).data;
+          const got = await until(() => receiver.received.find((g) => g.path === "/nudged" && g.body.data.runId === startRun.run.id), "the delivery", 10_000);
+          expect(got.body.data.status).toBe("COMPLETED");
+        } finally {
+          await idle.close();
+        }
+      });
+
       it("without WEBHOOK_ALLOW_PRIVATE refuses private and loopback targets at input, and a private WEBHOOK_URL stops start-up", async () => {
         strict = await startTestApp({ ollamaUrl: fake.url, env: { WEBHOOK_SECRET: secret } });
         for (const url of [at("/x"), "http://10.1.2.3/hook", "http://[::1]/hook", "http://169.254.169.254/latest/meta-data", "http://localhost:8080/"]) {

@@ -1,6 +1,8 @@
-// The deliverer: on every instance, every WEBHOOK_POLL_MS, leases the due
-// deliveries from the outbox (each to one instance at a time), sends each once
-// and records what came of it. A failed attempt is tried again after an
+// The deliverer: on every instance, leases the due deliveries from the outbox
+// (each to one instance at a time), sends each once and records what came of
+// it. It looks when nudged (a run ended or began waiting, on any instance:
+// src/app.ts nudges on conversation changes) and every WEBHOOK_POLL_MS besides,
+// for retries that came due and deliveries a stopped instance left. A failed attempt is tried again after an
 // exponential backoff (WEBHOOK_RETRY_MS, doubling, at most an hour apart, with
 // jitter) until WEBHOOK_RETRY_WINDOW_MS after the run's end; then it is failed.
 // Delivery is at least once: an instance that dies mid-send leaves its lease to
@@ -14,6 +16,8 @@ import { sendWebhook, webhookSigner, type SendResult } from "./sender.ts";
 const MAX_BACKOFF_MS = 60 * 60 * 1000;
 /** Deliveries one look leases, at most; they are sent together. */
 const BATCH = 20;
+/** A nudge looks this much later, so a burst of run ends makes one look. */
+const NUDGE_DELAY_MS = 20;
 
 export interface WebhookDelivererOptions {
   store: WebhookStore;
@@ -52,6 +56,8 @@ export class WebhookDeliverer {
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | null = null;
   #stopped = true;
+  /** A look is due at NUDGE_DELAY_MS, or right after the one under way. */
+  #nudged = false;
 
   constructor(options: WebhookDelivererOptions) {
     this.#options = options;
@@ -76,15 +82,25 @@ export class WebhookDeliverer {
     await this.#running;
   }
 
+  /** Looks soon: something may have come due (a run ended somewhere). Nudges in a burst make one look. */
+  nudge(): void {
+    if (this.#stopped || this.#nudged) return;
+    this.#nudged = true;
+    if (this.#running) return; // the look under way is followed by another at once
+    clearTimeout(this.#timer);
+    this.#schedule(NUDGE_DELAY_MS);
+  }
+
   #schedule(delay: number): void {
     if (this.#stopped) return;
     this.#timer = setTimeout(() => {
+      this.#nudged = false;
       this.#running = this.deliverDue()
         .then(() => undefined)
         .catch((error: unknown) => this.#options.logger.warn("webhook delivery look failed", { error }))
         .finally(() => {
           this.#running = null;
-          this.#schedule(this.#options.pollMs);
+          this.#schedule(this.#nudged ? 0 : this.#options.pollMs);
         });
     }, delay);
     this.#timer.unref?.();
