@@ -10,6 +10,7 @@ import { PostgresApiKeyStore } from "./api-keys/postgres.ts";
 import { PostgresToolJournal } from "./tool-journal/postgres.ts";
 import { PostgresRunEventStore } from "./run-events/postgres.ts";
 import { PostgresScheduleStore } from "./schedules/postgres.ts";
+import { PostgresRetentionStore } from "./retention/postgres.ts";
 import { connectPostgres } from "./postgres/database.ts";
 import { migratePostgres } from "./postgres/migrate.ts";
 import { RunledgerPostgresSaver } from "./postgres/saver.ts";
@@ -37,6 +38,7 @@ export async function openPostgresStorage(url: string): Promise<PostgresStorage>
       toolJournal: new PostgresToolJournal(pool),
       runEvents: new PostgresRunEventStore(pool),
       schedules: new PostgresScheduleStore(pool),
+      retention: new PostgresRetentionStore(pool),
       saver,
       migrated: applied,
       waiting: () => pool.waitingCount,

@@ -11,6 +11,7 @@ import { SqliteApiKeyStore } from "./api-keys/sqlite.ts";
 import { SqliteToolJournal } from "./tool-journal/sqlite.ts";
 import { SqliteRunEventStore } from "./run-events/sqlite.ts";
 import { SqliteScheduleStore } from "./schedules/sqlite.ts";
+import { SqliteRetentionStore } from "./retention/sqlite.ts";
 import { openSqlite } from "./sqlite/database.ts";
 import { migrate } from "./sqlite/migrate.ts";
 import { GatedSqliteSaver } from "./sqlite/saver.ts";
@@ -50,6 +51,7 @@ export async function openSqliteStorage(file: string, options: { onWriteWait?: (
       toolJournal: new SqliteToolJournal({ writer, reader, gate }),
       runEvents: new SqliteRunEventStore({ writer, reader, gate }),
       schedules: new SqliteScheduleStore({ writer, reader, gate }),
+      retention: new SqliteRetentionStore({ writer, reader, gate }),
       saver,
       migrated: applied,
       waiting: () => gate.queued,

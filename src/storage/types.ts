@@ -8,6 +8,7 @@ import type { ApiKeyStore } from "./api-keys/types.ts";
 import type { ToolJournal } from "./tool-journal/types.ts";
 import type { RunEventStore } from "./run-events/types.ts";
 import type { ScheduleStore } from "./schedules/types.ts";
+import type { RetentionStore } from "./retention/types.ts";
 
 export interface Storage {
   runs: RunStore;
@@ -21,6 +22,8 @@ export interface Storage {
   runEvents: RunEventStore;
   /** Cron schedules that start runs, and their firings (docs/schedules.md). */
   schedules: ScheduleStore;
+  /** What the retention sweeper finds and prunes, and its lease (docs/retention.md). */
+  retention: RetentionStore;
   /** LangGraph's checkpointer on the same database (the thread's history). */
   saver: BaseCheckpointSaver;
   /** Callers waiting for the database now: writes queued at SQLite's write gate, or queries waiting for a PostgreSQL pool connection (metrics). */
