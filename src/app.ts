@@ -23,6 +23,9 @@ import { ConversationService } from "./runs/conversations.ts";
 import { announceConversationChange } from "./runs/conversation-notices.ts";
 import { ScheduleService } from "./schedules/service.ts";
 import { ScheduleSweeper } from "./schedules/sweeper.ts";
+import { RetentionSweeper } from "./retention/sweeper.ts";
+import { ConversationExpiry } from "./retention/expiry.ts";
+import { expiryPolicy } from "./retention/policy.ts";
 import { startHttpServer, type HttpServer } from "./server/http.ts";
 import { createAuthenticator } from "./server/identity/authenticate.ts";
 import { exportRoute } from "./server/routes/export.ts";
@@ -207,10 +210,26 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
   const scheduleStore = timedSeam(storage.schedules, "schedules", metrics.dbOperation);
   const schedules = new ScheduleService({ store: scheduleStore, runStore: store, agents: agent, validateMessage: (m) => runService.validateMessage(m) });
   const sweeper = new ScheduleSweeper({ store: scheduleStore, runs: runService, ownerId: ownership.id, pollMs: config.schedulePollMs, logger });
+  const retentionStore = timedSeam(storage.retention, "retention", metrics.dbOperation);
+  const retentionPolicy = expiryPolicy(config.retention, definitions);
+  const retention = new RetentionSweeper({
+    store: retentionStore,
+    runs: store,
+    config: config.retention,
+    policy: retentionPolicy,
+    holder: ownership.id,
+    logger,
+    onDeleted: (table, rows) => metrics.retentionDeleted.inc({ table }, rows),
+    onSweep: (outcome) => metrics.retentionSweeps.inc({ outcome }),
+    onConversationDeleted: (snapshot) =>
+      announceConversationChange(bus, logger, { conversationId: snapshot.id, kind: "deleted", at: new Date(), snapshot }),
+  });
   const services: Services = {
     runs,
     conversations,
     schedules,
+    expiry: new ConversationExpiry(store, retentionStore),
+    retentionPolicy,
     agent,
     bus,
     store,
@@ -239,7 +258,13 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     config,
     services,
     logger,
-    readiness: { database: () => storage.ping(), events: () => bus.ping(), mcpServers: () => mcp?.status() ?? [], ...modelProbe(config, agent) },
+    readiness: {
+      database: () => storage.ping(),
+      events: () => bus.ping(),
+      mcpServers: () => mcp?.status() ?? [],
+      retention: () => retention.status(),
+      ...modelProbe(config, agent),
+    },
     metrics,
     // Beside the API unless METRICS_PORT serves it apart.
     routes: [
@@ -274,10 +299,12 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
   void runs.claimQueued();
   // Due schedules fire from now on, on every instance (each firing claimed by one).
   sweeper.start();
+  // Every instance tries; the one holding the retention lease sweeps.
+  retention.start();
 
   let draining: Promise<void> | null = null;
   let closing: Promise<void> | null = null;
-  const drain = () => (draining ??= sweeper.stop().then(() => runs.shutdown(config.shutdownTimeoutMs)));
+  const drain = () => (draining ??= Promise.all([sweeper.stop(), retention.stop()]).then(() => runs.shutdown(config.shutdownTimeoutMs)));
   return {
     url: http.url,
     http,

@@ -13,14 +13,14 @@ const LAYERS = [
   ["schema"],
   ["context.ts"],
   ["read"],
-  ["schedules"],
+  ["schedules", "retention"],
   ["runs"],
   ["agent"],
   ["storage"],
   ["correlation"],
   ["telemetry"],
   ["domain"],
-  ["config.ts", "logger.ts", "turns.ts"],
+  ["config.ts", "config", "logger.ts", "turns.ts"],
 ];
 
 const SRC = path.join(ROOT, "src");
@@ -34,7 +34,7 @@ const SRC = path.join(ROOT, "src");
 const STORAGE_LAYERS = [
   ["index.ts", "open-sqlite.ts", "open-postgres.ts", "migration-status.ts", "wal.ts"],
   ["types.ts"],
-  ["run-store", "conversation-list", "checkpoint-reads", "event-bus", "api-keys", "tool-journal", "run-events", "schedules"],
+  ["run-store", "conversation-list", "checkpoint-reads", "event-bus", "api-keys", "tool-journal", "run-events", "schedules", "retention"],
   ["sqlite", "postgres", "rows.ts", "batch.ts", "page.ts"],
 ];
 const STORAGE = path.join(SRC, "storage");

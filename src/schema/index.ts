@@ -19,6 +19,7 @@ import "./checkpoint.ts";
 import "./edit-state.ts";
 import "./events.ts";
 import "./schedule.ts";
+import "./retention.ts";
 
 builder.queryType({});
 builder.mutationType({});
