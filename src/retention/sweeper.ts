@@ -28,7 +28,7 @@ export interface RetentionSweeperOptions {
   holder: string;
   logger: Logger;
   now?: () => Date;
-  /** Rows deleted per transaction, at most (default 500). */
+  /** Rows deleted per transaction, at most (default 200: on SQLite a batch then holds the write lock a few ms, docs/retention.md). */
   batch?: number;
   /** Told of every batch deleted, by table (metrics). */
   onDeleted?: (table: string, rows: number) => void;
@@ -66,7 +66,7 @@ export class RetentionSweeper {
   constructor(options: RetentionSweeperOptions) {
     this.#o = options;
     this.#now = options.now ?? (() => new Date());
-    this.#batch = options.batch ?? 500;
+    this.#batch = options.batch ?? 200;
     this.#status = { state: "standby", lastSweepAt: null, lastError: null };
   }
 
