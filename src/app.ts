@@ -221,8 +221,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     logger,
     onDeleted: (table, rows) => metrics.retentionDeleted.inc({ table }, rows),
     onSweep: (outcome) => metrics.retentionSweeps.inc({ outcome }),
-    onConversationDeleted: (snapshot) =>
-      announceConversationChange(bus, logger, { conversationId: snapshot.id, kind: "deleted", at: new Date(), snapshot }),
+    onConversationDeleted: (snapshot) => announceConversationChange(bus, logger, { conversationId: snapshot.id, kind: "deleted", at: new Date(), snapshot }),
   });
   const services: Services = {
     runs,

@@ -261,9 +261,7 @@ export interface AuthConfig {
 
 export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
 
-
 const DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant. Use the calculator tool for arithmetic and the current_time tool for the date or time.";
-
 
 function urlVar(env: Env, name: string, fallback: string): string {
   const raw = (env[name] ?? "").trim() || fallback;

@@ -68,7 +68,10 @@ describe("/ready", () => {
       env: { DATABASE_URL: database.url, REDIS_URL: `redis://127.0.0.1:${proxy.port}`, REDIS_KEY_PREFIX: `${uniqueName("ready")}:` },
     });
     try {
-      expect(await ready(app)).toEqual({ status: 200, body: { ready: true, database: "ok", model: "ok", events: "ok", retention: { state: "standby", lastSweepAt: null, lastError: null } } });
+      expect(await ready(app)).toEqual({
+        status: 200,
+        body: { ready: true, database: "ok", model: "ok", events: "ok", retention: { state: "standby", lastSweepAt: null, lastError: null } },
+      });
       await proxy.cut();
       const down = await until(async () => {
         const r = await ready(app);

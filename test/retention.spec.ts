@@ -73,9 +73,15 @@ for (const deployment of deployments) {
       const client = new pg.Client({ connectionString: env.DATABASE_URL });
       await client.connect();
       let n = 0;
-      await client.query(text.replace(/\?/g, () => `$${++n}`), params).finally(() => client.end());
+      await client
+        .query(
+          text.replace(/\?/g, () => `$${++n}`),
+          params,
+        )
+        .finally(() => client.end());
     }
-    const idleSince = (conversationId: string, days: number) => sql(`UPDATE conversations SET updated_at = ? WHERE id = ?`, [new Date(Date.now() - days * DAY), conversationId]);
+    const idleSince = (conversationId: string, days: number) =>
+      sql(`UPDATE conversations SET updated_at = ? WHERE id = ?`, [new Date(Date.now() - days * DAY), conversationId]);
 
     /** Another instance on the same database that sweeps every 100 ms with these settings. */
     async function sweeper(settings: Record<string, string>): Promise<App> {
@@ -86,7 +92,8 @@ for (const deployment of deployments) {
     async function closeSweepers() {
       for (const s of sweepers.splice(0)) await s.close();
     }
-    const metrics = async (url: string) => parsePrometheus(await (await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text());
+    const metrics = async (url: string) =>
+      parsePrometheus(await (await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text());
     const TERMINAL = ["COMPLETED", "FAILED", "CANCELLED", "INTERRUPTED", "WAITING"];
     /** The run once it has an outcome. */
     const waitForRun = (url: string, id: string) =>
@@ -121,7 +128,14 @@ for (const deployment of deployments) {
       const selected = await deployment.env();
       cleanup = selected.cleanup;
       // The instance holding the data never sweeps while the suite runs.
-      env = { API_TOKEN: ADMIN_TOKEN, RUNLEDGER_CONFIG: agents, RETENTION_SWEEP_MS: "3600000", RUN_HEARTBEAT_MS: "60000", RUN_LEASE_MS: "600000", ...selected.env };
+      env = {
+        API_TOKEN: ADMIN_TOKEN,
+        RUNLEDGER_CONFIG: agents,
+        RETENTION_SWEEP_MS: "3600000",
+        RUN_HEARTBEAT_MS: "60000",
+        RUN_LEASE_MS: "600000",
+        ...selected.env,
+      };
       app = await startTestApp({ ollamaUrl: fake.url, env });
       if (!env.DATABASE_URL) env.DATABASE_URL = `file:${app.databaseFile}`;
       keys.alice = (await createApiKey(app.storage.apiKeys, { userId: "alice", role: "user", label: null })).key;
@@ -144,10 +158,21 @@ for (const deployment of deployments) {
 
       const at = "2031-02-03T04:05:06.789Z";
       const set = async (who: Who, id: string, when: string | null) => (await call(who, SET_EXPIRY, { id, at: when })).setConversationExpiry;
-      expect(await set("alice", plain.conversationId, at)).toEqual({ __typename: "SetConversationExpirySuccess", conversation: { id: plain.conversationId, expiresAt: at } });
-      expect(await set("bob", plain.conversationId, "2040-01-01T00:00:00.000Z")).toEqual({ __typename: "NotFoundError", code: "NOT_FOUND", entity: "Conversation" });
+      expect(await set("alice", plain.conversationId, at)).toEqual({
+        __typename: "SetConversationExpirySuccess",
+        conversation: { id: plain.conversationId, expiresAt: at },
+      });
+      expect(await set("bob", plain.conversationId, "2040-01-01T00:00:00.000Z")).toEqual({
+        __typename: "NotFoundError",
+        code: "NOT_FOUND",
+        entity: "Conversation",
+      });
       expect(await set("alice", "not-a-uuid", at)).toEqual({ __typename: "ValidationError", code: "VALIDATION", field: "conversationId" });
-      expect(await set("alice", plain.conversationId, "+010000-01-01T00:00:00.000Z")).toEqual({ __typename: "ValidationError", code: "VALIDATION", field: "expiresAt" });
+      expect(await set("alice", plain.conversationId, "+010000-01-01T00:00:00.000Z")).toEqual({
+        __typename: "ValidationError",
+        code: "VALIDATION",
+        field: "expiresAt",
+      });
       expect((await read(plain.conversationId)).expiresAt).toBe(at);
       // An explicit date wins over the agent's days; null clears it.
       expect((await set("admin", brief.conversationId, at)).conversation.expiresAt).toBe(at);
@@ -179,7 +204,10 @@ for (const deployment of deployments) {
       expect(eventsBefore.get(briefNew.runId)!.length).toBeGreaterThan(0);
 
       const s = await sweeper({ RETENTION_CONVERSATION_DAYS: "30", RETENTION_EVENTS_DAYS: "1" });
-      await until(async () => !(await exists(old.conversationId)) && !(await exists(briefOld.conversationId)) && !(await exists(ownPast.conversationId)), "the expired conversations deleted");
+      await until(
+        async () => !(await exists(old.conversationId)) && !(await exists(briefOld.conversationId)) && !(await exists(ownPast.conversationId)),
+        "the expired conversations deleted",
+      );
       for (const kept of [recent, briefNew, ownFuture]) expect(await exists(kept.conversationId)).toBe(true);
       // Deleted as deleteConversation deletes: runs and the thread too.
       expect(await app.storage.runs.getRun(old.runId)).toBeNull();
@@ -250,7 +278,9 @@ for (const deployment of deployments) {
       );
       expect(editState).toEqual({ __typename: "EditStateSuccess", run: { status: "COMPLETED" } });
       // Answer the interrupt the careful run waits on.
-      const { conversation } = await call("alice", `query($id: ID!) { conversation(id: $id) { pendingInterrupts { id value } } }`, { id: careful.conversationId });
+      const { conversation } = await call("alice", `query($id: ID!) { conversation(id: $id) { pendingInterrupts { id value } } }`, {
+        id: careful.conversationId,
+      });
       const [asked] = conversation.pendingInterrupts;
       const value = { toolCalls: asked.value.toolCalls.map((c: any) => ({ id: c.id, decision: "approve" })) };
       const { resumeRun } = await call(
@@ -282,7 +312,13 @@ for (const deployment of deployments) {
       const cli = (...args: string[]) =>
         exec("npm", ["run", "-s", "retention", "--", ...args], {
           cwd: ROOT,
-          env: { ...process.env, DATABASE_URL: env.DATABASE_URL!, RUNLEDGER_CONFIG: env.RUNLEDGER_CONFIG!, RETENTION_CONVERSATION_DAYS: "30", LOG_LEVEL: "silent" },
+          env: {
+            ...process.env,
+            DATABASE_URL: env.DATABASE_URL!,
+            RUNLEDGER_CONFIG: env.RUNLEDGER_CONFIG!,
+            RETENTION_CONVERSATION_DAYS: "30",
+            LOG_LEVEL: "silent",
+          },
           timeout: 60_000,
         });
       const dry = await cli("--dry-run");

@@ -103,7 +103,8 @@ export const retentionScenario: Scenario = {
     }
     const after = fileMiB(database.file);
     database.remove();
-    const phase = (samples: { at: number; ms: number }[], from: number, to: number) => percentiles(samples.filter((s) => s.at >= from && s.at < to).map((s) => s.ms));
+    const phase = (samples: { at: number; ms: number }[], from: number, to: number) =>
+      percentiles(samples.filter((s) => s.at >= from && s.at < to).map((s) => s.ms));
     const seconds = (sweepEnd - sweepStart) / 1000;
     options.log(
       `  deleted ${deleted} checkpoints in ~${seconds.toFixed(1)} s; ${before.mib.toFixed(1)} MiB → ${after.mib.toFixed(1)} MiB (free pages ${before.freePages} → ${after.freePages})`,

@@ -93,7 +93,15 @@ const fileSchema = z.strictObject({
   agents: z.record(z.string(), z.discriminatedUnion("type", KINDS.map((kind) => kind.schema) as unknown as [z.ZodObject, ...z.ZodObject[]])),
 });
 
-type CommonShape = { type: string; description?: string; model?: string; think?: boolean; recursionLimit?: number; concurrency?: number; retention?: { conversationDays: number } };
+type CommonShape = {
+  type: string;
+  description?: string;
+  model?: string;
+  think?: boolean;
+  recursionLimit?: number;
+  concurrency?: number;
+  retention?: { conversationDays: number };
+};
 
 /**
  * The agents to serve. `file` is RUNLEDGER_CONFIG as given (unset or empty: no

@@ -55,8 +55,7 @@ export async function runRetention(args: string[]): Promise<number> {
 
 export function describePolicies(config: RetentionConfig, policy: ExpiryPolicy): string {
   const agents = Object.entries(policy.agentDays).map(([name, days]) => `${name}: ${days}`);
-  const conversations =
-    config.conversationDays === null ? "kept unless their own expiresAt has passed" : `deleted after ${config.conversationDays} idle days`;
+  const conversations = config.conversationDays === null ? "kept unless their own expiresAt has passed" : `deleted after ${config.conversationDays} idle days`;
   return [
     `conversations: ${conversations}${agents.length ? ` (agents' own days: ${agents.join(", ")})` : ""}`,
     `checkpoints: ${config.checkpointsKeep === null ? "all kept" : `the latest ${config.checkpointsKeep} per thread kept, besides runs' start and end checkpoints`}`,

@@ -9,7 +9,10 @@ import type { ExpiryPolicy } from "../storage/retention/types.ts";
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 /** The expiry policy for these agents (each `retention.conversationDays` where set) and RETENTION_CONVERSATION_DAYS. */
-export function expiryPolicy(config: Pick<RetentionConfig, "conversationDays">, agents: readonly { name: string; retention?: { conversationDays: number } }[]): ExpiryPolicy {
+export function expiryPolicy(
+  config: Pick<RetentionConfig, "conversationDays">,
+  agents: readonly { name: string; retention?: { conversationDays: number } }[],
+): ExpiryPolicy {
   const agentDays: Record<string, number> = {};
   for (const agent of agents) if (agent.retention) agentDays[agent.name] = agent.retention.conversationDays;
   return { defaultDays: config.conversationDays, agentDays };

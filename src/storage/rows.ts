@@ -18,7 +18,8 @@ export interface ColumnDecoders<D, J> {
   json(value: J): unknown;
 }
 
-export const CONVERSATION_COLUMNS = "id, title, created_at, updated_at, message_count, agent, forked_from_conversation_id, forked_from_checkpoint_id, owner, expires_at";
+export const CONVERSATION_COLUMNS =
+  "id, title, created_at, updated_at, message_count, agent, forked_from_conversation_id, forked_from_checkpoint_id, owner, expires_at";
 
 export const RUN_COLUMNS = `id, conversation_id, kind, status, input, error_code, error_message, partial_output,
   started_at, finished_at, start_mark, end_mark, last_event_seq, owner_id, start_checkpoint_id,

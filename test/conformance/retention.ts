@@ -45,7 +45,16 @@ export function describeRetentionStoreConformance(backend: StorageBackend) {
     async function conversation(at: Date, agent = "default", owner = "alice"): Promise<{ id: string; runId: string }> {
       const id = randomUUID();
       const runId = randomUUID();
-      const start = { id: runId, conversationId: id, kind: "start" as const, input: "hi", startedAt: at, startMark: mintMark(), ownerId: "o", startCheckpointId: null };
+      const start = {
+        id: runId,
+        conversationId: id,
+        kind: "start" as const,
+        input: "hi",
+        startedAt: at,
+        startMark: mintMark(),
+        ownerId: "o",
+        startCheckpointId: null,
+      };
       await storage.runs.startRun(start, { title: "hi", agent, owner });
       await storage.runs.finishRun(runId, outcome(at, mintMark()));
       return { id, runId };
@@ -111,7 +120,12 @@ export function describeRetentionStoreConformance(backend: StorageBackend) {
           channel_versions: { messages: `${String(n).padStart(32, "0")}.0`, settings: `${"1".padStart(32, "0")}.0` },
         };
         const config = { configurable: { thread_id: threadId, checkpoint_ns: "", checkpoint_id: parent } };
-        const written = await saver.put(config, checkpoint, { source: "loop", step: n, parents: {} }, first ? checkpoint.channel_versions : { messages: checkpoint.channel_versions.messages });
+        const written = await saver.put(
+          config,
+          checkpoint,
+          { source: "loop", step: n, parents: {} },
+          first ? checkpoint.channel_versions : { messages: checkpoint.channel_versions.messages },
+        );
         await saver.putWrites(written, [["messages", `w${n}`]], `task-${n}`);
         ids.push(id);
         parent = id;
@@ -125,16 +139,42 @@ export function describeRetentionStoreConformance(backend: StorageBackend) {
       for (const n of [0, 1, 2]) await put(n); // a b c
       await runs.finishRun(run1, outcome(daysAgo(3), mintMark()));
       const run2 = randomUUID();
-      await runs.startRun({ id: run2, conversationId: threadId, kind: "start", input: "b", startedAt: daysAgo(2), startMark: mintMark(), ownerId: "o", startCheckpointId: ids[2]! });
+      await runs.startRun({
+        id: run2,
+        conversationId: threadId,
+        kind: "start",
+        input: "b",
+        startedAt: daysAgo(2),
+        startMark: mintMark(),
+        ownerId: "o",
+        startCheckpointId: ids[2]!,
+      });
       for (const n of [3, 4, 5, 6]) await put(n); // d e f g
       await runs.finishRun(run2, outcome(daysAgo(2), mintMark(), "waiting"));
       const run3 = randomUUID();
-      await runs.startRun({ id: run3, conversationId: threadId, kind: "resume", input: null, startedAt: daysAgo(1), startMark: mintMark(), ownerId: "o", startCheckpointId: ids[6]! });
+      await runs.startRun({
+        id: run3,
+        conversationId: threadId,
+        kind: "resume",
+        input: null,
+        startedAt: daysAgo(1),
+        startMark: mintMark(),
+        ownerId: "o",
+        startCheckpointId: ids[6]!,
+      });
       for (const n of [7, 8, 9]) await put(n); // h i j
       await runs.finishRun(run3, outcome(daysAgo(1), mintMark()));
-      await runs.createConversation(randomUUID(), { title: "fork", agent: "default", owner: "alice", forkedFrom: { conversationId: threadId, checkpointId: ids[1]! } }, daysAgo(1));
+      await runs.createConversation(
+        randomUUID(),
+        { title: "fork", agent: "default", owner: "alice", forkedFrom: { conversationId: threadId, checkpointId: ids[1]! } },
+        daysAgo(1),
+      );
       const [a, b, c, d, e, f, g, h, i, j] = ids as [string, string, string, string, string, string, string, string, string, string];
-      const before = new Map(await Promise.all(ids.map(async (id) => [id, await saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "", checkpoint_id: id } })] as const)));
+      const before = new Map(
+        await Promise.all(
+          ids.map(async (id) => [id, await saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "", checkpoint_id: id } })] as const),
+        ),
+      );
 
       // Kept: b (a fork's source), c (run 1's end, run 2's start), g (run 2 waits there, run 3 starts there), j (run 3's end, the latest).
       expect(await retention.prunableCheckpoints(threadId, 1, 100)).toEqual([a, d, e, f, h, i]);
@@ -158,14 +198,24 @@ export function describeRetentionStoreConformance(backend: StorageBackend) {
         expect(tuple!.pendingWrites).toEqual(before.get(id)!.pendingWrites);
       }
       expect((await saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } }))!.checkpoint.id).toBe(j);
-      for (const id of [a, d, e, f, h, i]) expect(await saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "", checkpoint_id: id } })).toBeUndefined();
+      for (const id of [a, d, e, f, h, i])
+        expect(await saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "", checkpoint_id: id } })).toBeUndefined();
       const writes = await storage.checkpointReads.writes([a, d, j].map((checkpointId) => ({ threadId, checkpointId })));
       expect(writes.map((w) => w.checkpointId)).toEqual([j]);
 
       // While a run is active nothing of its thread goes.
       await put(10);
       await put(11);
-      await runs.startRun({ id: randomUUID(), conversationId: threadId, kind: "start", input: "c", startedAt: now, startMark: mintMark(), ownerId: "o", startCheckpointId: ids[11]! });
+      await runs.startRun({
+        id: randomUUID(),
+        conversationId: threadId,
+        kind: "start",
+        input: "c",
+        startedAt: now,
+        startMark: mintMark(),
+        ownerId: "o",
+        startCheckpointId: ids[11]!,
+      });
       expect(await retention.prunableCheckpoints(threadId, 1, 100)).toEqual([]);
       expect((await retention.pruneCheckpoints(threadId, 1, 100)).checkpoints).toBe(0);
     });
@@ -182,10 +232,26 @@ export function describeRetentionStoreConformance(backend: StorageBackend) {
         ]);
       }
       for (const c of [oldRun, newRun]) {
-        await storage.toolJournal.start({ conversationId: c.id, toolCallId: "call-1", attempt: 1, runId: c.runId, name: "calculator", args: {}, startedAt: at });
+        await storage.toolJournal.start({
+          conversationId: c.id,
+          toolCallId: "call-1",
+          attempt: 1,
+          runId: c.runId,
+          name: "calculator",
+          args: {},
+          startedAt: at,
+        });
       }
       const key = (k: string, createdAt: Date) =>
-        storage.runs.recordIdempotencyKey({ principal: "retention", key: k, operation: "cancelRun", requestHash: "h", conversationId: null, runId: null, createdAt });
+        storage.runs.recordIdempotencyKey({
+          principal: "retention",
+          key: k,
+          operation: "cancelRun",
+          requestHash: "h",
+          conversationId: null,
+          runId: null,
+          createdAt,
+        });
       // Recording a key forgets those past their TTL as of its own time: the newer one first.
       await key(`new-${randomUUID()}`, daysAgo(0.5));
       await key(`old-${randomUUID()}`, daysAgo(20));

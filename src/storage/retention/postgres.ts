@@ -31,7 +31,12 @@ export class PostgresRetentionStore implements RetentionStore {
   }
 
   async expiredConversations(policy: ExpiryPolicy, now: Date, limit: number): Promise<string[]> {
-    return (await this.#rows<{ id: string }>(this.pool, expiredSql("postgres", policy, now, limit, (d) => d))).map((r) => r.id);
+    return (
+      await this.#rows<{ id: string }>(
+        this.pool,
+        expiredSql("postgres", policy, now, limit, (d) => d),
+      )
+    ).map((r) => r.id);
   }
 
   async threadsOverKeep(keep: number, after: string | null, limit: number): Promise<string[]> {
