@@ -121,6 +121,7 @@ describe("/ready", () => {
         events: "ok",
         mcpServers: { "tooled/files": "ok", "tooled/broken": "down: the process exited with code 2 before it was ready" },
         degraded: true,
+        retention: { state: "standby", lastSweepAt: null, lastError: null },
       });
       const metrics = parsePrometheus(await (await fetch(`${app.url}/metrics`)).text());
       expect(sampleValue(metrics, "runledger_mcp_server_up", { agent: "tooled", server: "files" })).toBe(1);
