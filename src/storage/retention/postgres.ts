@@ -10,9 +10,16 @@ import { CONVERSATION_COLUMNS, toConversationRecord, type ConversationRow } from
 import { countAgedSql, expiredSql, prunableSql, pruneAgedSql, threadsOverKeepSql, type Statement } from "./sql.ts";
 import type { AgedTable, ExpiryPolicy, RetentionStore } from "./types.ts";
 
-const UNUSED_BLOBS = `DELETE FROM checkpoint_blobs b WHERE b.thread_id = $1 AND NOT EXISTS (
-  SELECT 1 FROM checkpoints c, jsonb_each_text(c.checkpoint -> 'channel_versions') v
-  WHERE c.thread_id = b.thread_id AND c.checkpoint_ns = b.checkpoint_ns AND v.key = b.channel AND v.value = b.version)`;
+/**
+ * The channel values ($2 channels, $3 versions) the deleted checkpoints used that
+ * no remaining root checkpoint of the thread uses: the remaining ones' versions
+ * are read once per batch (a hash set), never once per value.
+ */
+const UNUSED_BLOBS = `DELETE FROM checkpoint_blobs b USING (
+    SELECT DISTINCT g.channel, g.version FROM unnest($2::text[], $3::text[]) AS g(channel, version)
+    EXCEPT SELECT v.key, v.value FROM checkpoints c, jsonb_each_text(c.checkpoint -> 'channel_versions') v WHERE c.thread_id = $1 AND c.checkpoint_ns = ''
+  ) u
+  WHERE b.thread_id = $1 AND b.checkpoint_ns = '' AND b.channel = u.channel AND b.version = u.version`;
 
 export class PostgresRetentionStore implements RetentionStore {
   constructor(private readonly pool: PostgresPool) {}
@@ -54,8 +61,19 @@ export class PostgresRetentionStore implements RetentionStore {
       if (ids.length === 0) return { checkpoints: 0, checkpoint_writes: 0, checkpoint_blobs: 0 };
       const inList = `thread_id = $1 AND checkpoint_ns = '' AND checkpoint_id = ANY($2)`;
       const writes = await client.query(`DELETE FROM checkpoint_writes WHERE ${inList}`, [threadId, ids]);
-      const checkpoints = await client.query(`DELETE FROM checkpoints WHERE ${inList}`, [threadId, ids]);
-      const blobs = await client.query(UNUSED_BLOBS, [threadId]);
+      const checkpoints = await client.query<{ versions: Record<string, unknown> | null }>(
+        `DELETE FROM checkpoints WHERE ${inList} RETURNING checkpoint -> 'channel_versions' AS versions`,
+        [threadId, ids],
+      );
+      const channels: string[] = [];
+      const versions: string[] = [];
+      for (const row of checkpoints.rows) {
+        for (const [channel, version] of Object.entries(row.versions ?? {})) {
+          channels.push(channel);
+          versions.push(String(version));
+        }
+      }
+      const blobs = await client.query(UNUSED_BLOBS, [threadId, channels, versions]);
       return { checkpoints: checkpoints.rowCount ?? 0, checkpoint_writes: writes.rowCount ?? 0, checkpoint_blobs: blobs.rowCount ?? 0 };
     });
   }

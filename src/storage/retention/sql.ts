@@ -60,11 +60,12 @@ export function prunableSql(dialect: SqlDialect, threadId: string, keep: number,
   const p = new Params(dialect);
   const c = dialect === "postgres" ? ` COLLATE "C"` : "";
   const t = () => p.add(threadId);
-  const lastInWindow = `(SELECT max(e.checkpoint_id${c}) FROM checkpoints e WHERE e.thread_id = r.conversation_id AND e.checkpoint_ns = ''
+  // The thread as a parameter, not r.conversation_id: PostgreSQL then bounds the index scan by it.
+  const lastInWindow = () => `(SELECT max(e.checkpoint_id${c}) FROM checkpoints e WHERE e.thread_id = ${t()} AND e.checkpoint_ns = ''
       AND ${holdsSql(dialect, "e.checkpoint_id", "r.start_mark", windowEndSql(dialect, "r.end_mark"))})`;
   const text = `WITH kept(id) AS (
       SELECT start_checkpoint_id FROM runs WHERE conversation_id = ${t()} AND start_checkpoint_id IS NOT NULL
-      UNION SELECT ${lastInWindow} FROM runs r WHERE r.conversation_id = ${t()}
+      UNION SELECT ${lastInWindow()} FROM runs r WHERE r.conversation_id = ${t()}
       UNION SELECT forked_from_checkpoint_id FROM conversations WHERE forked_from_conversation_id = ${t()} AND forked_from_checkpoint_id IS NOT NULL
       UNION SELECT id FROM (SELECT checkpoint_id AS id FROM checkpoints WHERE thread_id = ${t()} AND checkpoint_ns = ''
         ORDER BY checkpoint_id${c} DESC LIMIT ${p.add(keep)}) latest
