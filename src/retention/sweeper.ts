@@ -145,7 +145,7 @@ export class RetentionSweeper {
       ["run_events", config.eventsDays === null ? null : new Date(now.getTime() - config.eventsDays * DAY_MS)],
       ["tool_calls", config.eventsDays === null ? null : new Date(now.getTime() - config.eventsDays * DAY_MS)],
       // Past their TTL they answer nothing: they go whatever RETENTION_EVENTS_DAYS says.
-      ["idempotency_keys", new Date(now.getTime() - Math.max(IDEMPOTENCY_TTL_MS, (config.eventsDays ?? 0) * DAY_MS))],
+      ["idempotency_keys", new Date(now.getTime() - IDEMPOTENCY_TTL_MS)],
     ];
     for (const [table, before] of aged) if (before) await this.#aged(table, before, dryRun, count);
     let reclaimedPages = 0;
