@@ -32,6 +32,7 @@ import { journal } from "./scenarios/journal.ts";
 import { observability } from "./scenarios/observability.ts";
 import { outside } from "./outside/scenario.ts";
 import { sdk } from "./scenarios/sdk.ts";
+import { retentionScenario } from "./scenarios/retention.ts";
 
 const SCENARIOS: Scenario[] = [
   relay,
@@ -48,6 +49,7 @@ const SCENARIOS: Scenario[] = [
   observability,
   outside,
   sdk,
+  retentionScenario,
 ];
 
 const { values } = parseArgs({

@@ -27,6 +27,9 @@ import { WebhookDeliverer } from "./webhooks/deliverer.ts";
 import { requireWebhook, type WebhookPolicy } from "./webhooks/url-guard.ts";
 import type { WebhookTarget } from "./domain/records.ts";
 import { ValidationError } from "./domain/errors.ts";
+import { RetentionSweeper } from "./retention/sweeper.ts";
+import { ConversationExpiry } from "./retention/expiry.ts";
+import { expiryPolicy } from "./retention/policy.ts";
 import { startHttpServer, type HttpServer } from "./server/http.ts";
 import { createAuthenticator } from "./server/identity/authenticate.ts";
 import { exportRoute } from "./server/routes/export.ts";
@@ -236,10 +239,25 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
       })
     : undefined;
   const sweeper = new ScheduleSweeper({ store: scheduleStore, runs: runService, ownerId: ownership.id, pollMs: config.schedulePollMs, logger });
+  const retentionStore = timedSeam(storage.retention, "retention", metrics.dbOperation);
+  const retentionPolicy = expiryPolicy(config.retention, definitions);
+  const retention = new RetentionSweeper({
+    store: retentionStore,
+    runs: store,
+    config: config.retention,
+    policy: retentionPolicy,
+    holder: ownership.id,
+    logger,
+    onDeleted: (table, rows) => metrics.retentionDeleted.inc({ table }, rows),
+    onSweep: (outcome) => metrics.retentionSweeps.inc({ outcome }),
+    onConversationDeleted: (snapshot) => announceConversationChange(bus, logger, { conversationId: snapshot.id, kind: "deleted", at: new Date(), snapshot }),
+  });
   const services: Services = {
     runs,
     conversations,
     schedules,
+    expiry: new ConversationExpiry(store, retentionStore),
+    retentionPolicy,
     agent,
     bus,
     store,
@@ -272,7 +290,13 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     config,
     services,
     logger,
-    readiness: { database: () => storage.ping(), events: () => bus.ping(), mcpServers: () => mcp?.status() ?? [], ...modelProbe(config, agent) },
+    readiness: {
+      database: () => storage.ping(),
+      events: () => bus.ping(),
+      mcpServers: () => mcp?.status() ?? [],
+      retention: () => retention.status(),
+      ...modelProbe(config, agent),
+    },
     metrics,
     // Beside the API unless METRICS_PORT serves it apart.
     routes: [
@@ -311,10 +335,12 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
   // looked for whenever a conversation changes anywhere (a run ended or began waiting).
   deliverer?.start();
   const nudges = deliverer ? await followChanges(bus, () => deliverer.nudge(), logger) : undefined;
+  // Every instance tries; the one holding the retention lease sweeps.
+  retention.start();
 
   let draining: Promise<void> | null = null;
   let closing: Promise<void> | null = null;
-  const drain = () => (draining ??= sweeper.stop().then(() => runs.shutdown(config.shutdownTimeoutMs)));
+  const drain = () => (draining ??= Promise.all([sweeper.stop(), retention.stop()]).then(() => runs.shutdown(config.shutdownTimeoutMs)));
   return {
     url: http.url,
     http,

@@ -4,6 +4,11 @@ import { createPublicKey } from "node:crypto";
 import { readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { booleanVar, ConfigError, intVar, type Env } from "./config/vars.ts";
+import { retentionConfig, type RetentionConfig } from "./config/retention.ts";
+
+export { ConfigError };
+export type { RetentionConfig };
 
 export interface Config {
   /** HTTP port. `PORT`, default 4000; 0 picks a free port. */
@@ -161,6 +166,8 @@ export interface Config {
   queuePollMs: number;
   /** `SCHEDULE_POLL_MS`, default 1000: how often an instance looks for due schedules (docs/schedules.md). */
   schedulePollMs: number;
+  /** What the retention sweeper deletes, and how often it looks (the `RETENTION_*` settings, docs/retention.md). */
+  retention: RetentionConfig;
   /** Traces, metrics and LangSmith (docs/observability.md). */
   observability: Observability;
   /**
@@ -273,30 +280,7 @@ export interface AuthConfig {
 
 export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
 
-export class ConfigError extends Error {
-  override name = "ConfigError";
-}
-
 const DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant. Use the calculator tool for arithmetic and the current_time tool for the date or time.";
-
-type Env = Record<string, string | undefined>;
-
-function intVar(env: Env, name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  const raw = env[name];
-  if (raw === undefined || raw.trim() === "") return fallback;
-  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
-  const value = Number(raw.trim());
-  if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
-  return value;
-}
-
-/** `true` or `false` (default false). */
-function booleanVar(env: Env, name: string): boolean {
-  const raw = (env[name] ?? "").trim().toLowerCase();
-  if (raw === "" || raw === "false") return false;
-  if (raw === "true") return true;
-  throw new ConfigError(`${name} must be true or false, got "${env[name]}"`);
-}
 
 function urlVar(env: Env, name: string, fallback: string): string {
   const raw = (env[name] ?? "").trim() || fallback;
@@ -433,6 +417,7 @@ export function loadConfig(env: Env = process.env, readFile: (p: string) => stri
     heapGrowingPercent: intVar(env, "HEAP_GROWING_PERCENT", 20, 0, 1_000),
     queuePollMs: intVar(env, "QUEUE_POLL_MS", 500, 10, 3_600_000),
     schedulePollMs: intVar(env, "SCHEDULE_POLL_MS", 1000, 10, 3_600_000),
+    retention: retentionConfig(env),
     modelConcurrency: intVar(env, "MODEL_CONCURRENCY", intVar(env, "OLLAMA_NUM_PARALLEL", 4, 1, 10_000), 1, 10_000),
     ollamaHost: urlVar(env, "OLLAMA_HOST", "http://127.0.0.1:11434"),
     ollamaModel: model,

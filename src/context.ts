@@ -5,6 +5,8 @@ import type { AgentRuntime } from "./agent/runtime.ts";
 import type { RunService } from "./runs/service.ts";
 import type { ConversationService } from "./runs/conversations.ts";
 import type { ScheduleService } from "./schedules/service.ts";
+import type { ConversationExpiry } from "./retention/expiry.ts";
+import type { ExpiryPolicy } from "./storage/retention/types.ts";
 import type { RunStore } from "./storage/run-store/types.ts";
 import type { ConversationList } from "./storage/conversation-list/types.ts";
 import type { CheckpointReads } from "./storage/checkpoint-reads/types.ts";
@@ -21,6 +23,10 @@ export interface Services {
   conversations: ConversationService;
   /** Cron schedules that start runs (docs/schedules.md). */
   schedules: ScheduleService;
+  /** setConversationExpiry (docs/retention.md). */
+  expiry: ConversationExpiry;
+  /** The idle days each agent's conversations have, for Conversation.expiresAt. */
+  retentionPolicy: ExpiryPolicy;
   agent: AgentRuntime;
   bus: EventBus;
   /** For subscriptions, which look a run up outside any execution; executions read through reads(). */

@@ -29,8 +29,14 @@ describe("configuration", () => {
       admissionLoopDelayMs: 0,
       eventGraceRuns: 1000,
       heapGrowingPercent: 20,
+      retention: { conversationDays: null, checkpointsKeep: null, eventsDays: null, sweepMs: 60_000 },
     });
     expect(config.databasePath.endsWith("data/runledger.db")).toBe(true);
+  });
+
+  it("reads the retention settings; empty is unset", () => {
+    const env = { RETENTION_CONVERSATION_DAYS: "90", RETENTION_CHECKPOINTS_KEEP: "20", RETENTION_EVENTS_DAYS: " ", RETENTION_SWEEP_MS: "5000" };
+    expect(loadConfig(env, () => "").retention).toEqual({ conversationDays: 90, checkpointsKeep: 20, eventsDays: null, sweepMs: 5000 });
   });
 
   it.each([
@@ -58,6 +64,11 @@ describe("configuration", () => {
     [{ ADMISSION_LOOP_DELAY_MS: "fast" }, /ADMISSION_LOOP_DELAY_MS must be a whole number/],
     [{ DATABASE_URL: "file::memory:" }, /DATABASE_URL must name a file/],
     [{ LOG_LEVEL: "loud" }, /LOG_LEVEL must be one of/],
+    [{ RETENTION_CONVERSATION_DAYS: "0" }, /RETENTION_CONVERSATION_DAYS must be between 1 and 36500/],
+    [{ RETENTION_CONVERSATION_DAYS: "a week" }, /RETENTION_CONVERSATION_DAYS must be a whole number \(unset keeps everything\)/],
+    [{ RETENTION_CHECKPOINTS_KEEP: "0" }, /RETENTION_CHECKPOINTS_KEEP must be between 1 and 1000000/],
+    [{ RETENTION_EVENTS_DAYS: "-1" }, /RETENTION_EVENTS_DAYS must be a whole number/],
+    [{ RETENTION_SWEEP_MS: "5" }, /RETENTION_SWEEP_MS must be between 10 and 86400000/],
     [{ API_TOKEN: "short" }, /API_TOKEN must be at least 8 characters/],
     [{ RUN_HEARTBEAT_MS: "5000", RUN_LEASE_MS: "6000" }, /RUN_LEASE_MS/],
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: "collector:4318" }, /OTEL_EXPORTER_OTLP_ENDPOINT must be an http or https URL/],

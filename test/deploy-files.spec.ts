@@ -31,9 +31,9 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
-/** Every variable src/config.ts reads (string literals naming a variable, env.NAME, env, "NAME"), and process.env.NAME anywhere in src/. */
+/** Every variable src/config.ts and src/config/ read (string literals naming a variable, env.NAME, env, "NAME"), and process.env.NAME anywhere in src/. */
 const SETTINGS: Set<string> = (() => {
-  const config = read("src/config.ts");
+  const config = [read("src/config.ts"), ...sourceFiles(path.join(ROOT, "src", "config")).map((file) => fs.readFileSync(file, "utf8"))].join("\n");
   const names = new Set<string>();
   for (const m of config.matchAll(/"([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)"/g)) names.add(m[1]!);
   for (const m of config.matchAll(/\benv(?:\.([A-Z][A-Z0-9_]*)|\[\s*"([A-Z][A-Z0-9_]*)"\s*\]|,\s*"([A-Z][A-Z0-9_]*)")/g)) names.add((m[1] ?? m[2] ?? m[3])!);

@@ -13,7 +13,7 @@ const LAYERS = [
   ["schema"],
   ["context.ts"],
   ["read"],
-  ["schedules"],
+  ["schedules", "retention"],
   ["runs"],
   ["webhooks"],
   ["agent"],
@@ -21,7 +21,7 @@ const LAYERS = [
   ["correlation"],
   ["telemetry"],
   ["domain"],
-  ["config.ts", "logger.ts", "turns.ts"],
+  ["config.ts", "config", "logger.ts", "turns.ts"],
 ];
 
 const SRC = path.join(ROOT, "src");
@@ -35,7 +35,7 @@ const SRC = path.join(ROOT, "src");
 const STORAGE_LAYERS = [
   ["index.ts", "open-sqlite.ts", "open-postgres.ts", "migration-status.ts", "wal.ts"],
   ["types.ts"],
-  ["run-store", "conversation-list", "checkpoint-reads", "event-bus", "api-keys", "tool-journal", "run-events", "schedules", "webhooks"],
+  ["run-store", "conversation-list", "checkpoint-reads", "event-bus", "api-keys", "tool-journal", "run-events", "schedules", "webhooks", "retention"],
   ["sqlite", "postgres", "outbox", "rows.ts", "batch.ts", "page.ts"],
 ];
 const STORAGE = path.join(SRC, "storage");

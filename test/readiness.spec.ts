@@ -68,7 +68,10 @@ describe("/ready", () => {
       env: { DATABASE_URL: database.url, REDIS_URL: `redis://127.0.0.1:${proxy.port}`, REDIS_KEY_PREFIX: `${uniqueName("ready")}:` },
     });
     try {
-      expect(await ready(app)).toEqual({ status: 200, body: { ready: true, database: "ok", model: "ok", events: "ok" } });
+      expect(await ready(app)).toEqual({
+        status: 200,
+        body: { ready: true, database: "ok", model: "ok", events: "ok", retention: { state: "standby", lastSweepAt: null, lastError: null } },
+      });
       await proxy.cut();
       const down = await until(async () => {
         const r = await ready(app);
@@ -118,6 +121,7 @@ describe("/ready", () => {
         events: "ok",
         mcpServers: { "tooled/files": "ok", "tooled/broken": "down: the process exited with code 2 before it was ready" },
         degraded: true,
+        retention: { state: "standby", lastSweepAt: null, lastError: null },
       });
       const metrics = parsePrometheus(await (await fetch(`${app.url}/metrics`)).text());
       expect(sampleValue(metrics, "runledger_mcp_server_up", { agent: "tooled", server: "files" })).toBe(1);

@@ -104,7 +104,13 @@ describe("start-up says whether Ollama serves the model", () => {
       expect(warning!.msg).toMatch(/model llama3\.2 of agents "careful", "terse" \(RUNLEDGER_CONFIG\).*MODEL_NOT_FOUND.*`ollama pull llama3\.2`/);
       const ready = await fetch(`${agentMissing.url}/ready`);
       expect(ready.status).toBe(503);
-      expect(await ready.json()).toEqual({ ready: false, database: "ok", model: "error: model llama3.2 is not pulled", events: "ok" });
+      expect(await ready.json()).toEqual({
+        ready: false,
+        database: "ok",
+        model: "error: model llama3.2 is not pulled",
+        events: "ok",
+        retention: { state: "standby", lastSweepAt: null, lastError: null },
+      });
       expect((await fetch(`${fine.url}/ready`)).status).toBe(200);
     },
     PROCESS_TEST_TIMEOUT_MS,

@@ -28,7 +28,7 @@ export interface SeedOptions {
 }
 
 /** The messages of one run, in the order its checkpoints add them (one per loop step). */
-function runMessages(run: number): BaseMessage[] {
+export function runMessages(run: number): BaseMessage[] {
   const messages: BaseMessage[] = [new HumanMessage({ id: randomUUID(), content: `Question ${run}: what is ${run} * 7, then plus 1, 2 and 3?` })];
   for (let round = 0; round < TOOL_ROUNDS; round++) {
     const callId = `call_${run}_${round}`;

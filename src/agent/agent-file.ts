@@ -14,6 +14,7 @@
 //       "systemPrompt": "..." | "systemPromptFile": "prompt.md",   default SYSTEM_PROMPT(_FILE)
 //       "recursionLimit": 25,                 default AGENT_RECURSION_LIMIT
 //       "concurrency": 2,                     runs of this agent executing at once; default: its model's MODEL_CONCURRENCY
+//       "retention": {"conversationDays": 30},   its conversations idle this long are deleted; default RETENTION_CONVERSATION_DAYS
 //       "tools": ["calculator"],              built-in tools; default all of them, [] for none
 //       "mcpServers": {"SERVER": {            letters, digits, _ and -, starting with a letter
 //         "command": "node", "args": [], "env": {}, "cwd": ".",    a stdio server, or
@@ -92,7 +93,15 @@ const fileSchema = z.strictObject({
   agents: z.record(z.string(), z.discriminatedUnion("type", KINDS.map((kind) => kind.schema) as unknown as [z.ZodObject, ...z.ZodObject[]])),
 });
 
-type CommonShape = { type: string; description?: string; model?: string; think?: boolean; recursionLimit?: number; concurrency?: number };
+type CommonShape = {
+  type: string;
+  description?: string;
+  model?: string;
+  think?: boolean;
+  recursionLimit?: number;
+  concurrency?: number;
+  retention?: { conversationDays: number };
+};
 
 /**
  * The agents to serve. `file` is RUNLEDGER_CONFIG as given (unset or empty: no
@@ -154,6 +163,7 @@ class FileReader implements DefinitionReader {
         think: entry.think ?? this.defaults.think,
         recursionLimit: entry.recursionLimit ?? this.defaults.recursionLimit,
         ...(entry.concurrency !== undefined ? { concurrency: entry.concurrency } : {}),
+        ...(entry.retention !== undefined ? { retention: entry.retention } : {}),
         origin: this.origin(at),
       };
       const kind = kindOf({ ...common, type: entry.type });

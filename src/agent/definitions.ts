@@ -36,6 +36,8 @@ export interface AgentDefinitionBase {
   recursionLimit: number;
   /** Its own queue: runs of this agent executing at once, on every instance together; absent, it shares its model's (MODEL_CONCURRENCY). */
   concurrency?: number;
+  /** Its conversations idle `conversationDays` are deleted; absent, RETENTION_CONVERSATION_DAYS applies (docs/retention.md). */
+  retention?: { conversationDays: number };
   /**
    * Where the agent was declared, as a message prefix for problems found after
    * loading (a graph module that fails to import, a tool name clash), e.g.

@@ -335,6 +335,8 @@ export class AgentRuntime {
         );
       }
       const tuple = await saver.getTuple(at);
+      // Retention may have pruned an ancestor (docs/retention.md): the history copied starts after it.
+      if (!tuple && chain.length > 0) break;
       if (!tuple) throw new Error(`checkpoint ${String(at.configurable?.checkpoint_id)} of thread ${sourceThreadId} is missing`);
       chain.unshift(tuple);
       at = tuple.parentConfig;

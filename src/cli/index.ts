@@ -5,6 +5,7 @@
 //   runledger migrate [--check]   applies pending migrations; --check lists them and exits 1 when there are any
 //   runledger keys ...            API keys (create, list, revoke), as npm run keys
 //   runledger check-config        validates the environment and the agent file without starting
+//   runledger retention [--dry-run]   one retention sweep now (docs/retention.md); --dry-run prints what would go
 //   runledger --help | --version
 // A bad setting stops every command with one line naming the variable, exit code 2.
 import fs from "node:fs";
@@ -16,6 +17,7 @@ import { loadTrustedManifest } from "../server/trusted-manifest.ts";
 import { openStorage } from "../storage/index.ts";
 import { pendingMigrations } from "../storage/migration-status.ts";
 import { runKeys } from "./keys.ts";
+import { runRetention } from "./retention.ts";
 
 // Defined by scripts/build.mjs: the server to serve is then dist/main.js beside this file's bundle.
 declare const RUNLEDGER_BUILT: boolean | undefined;
@@ -31,6 +33,8 @@ commands:
   keys <create|list|revoke> ...
                       manage API keys: create --user NAME [--admin] [--label TEXT] | list | revoke ID
   check-config        check the environment and the agent file (RUNLEDGER_CONFIG) without starting
+  retention [--dry-run]
+                      one retention sweep now; with --dry-run, print what it would delete and delete nothing
   --help, --version
 
 Settings come from the environment; a bad one stops with one line naming it (exit code 2).`;
@@ -116,6 +120,8 @@ async function main(argv: string[]): Promise<number | undefined> {
       return runKeys(args, "runledger keys");
     case "check-config":
       return checkConfig(args);
+    case "retention":
+      return runRetention(args).catch(refuse);
     case "--version":
     case "-v":
       process.stdout.write(`${version()}\n`);

@@ -44,6 +44,8 @@ export interface ConversationRecord {
   forkedFromCheckpointId: string | null;
   /** The principal that created it (src/domain/principal.ts); null for rows from before owners were recorded. */
   owner: string | null;
+  /** The expiry its owner set (setConversationExpiry); null or absent: the agent's or the deployment's idle days apply (docs/retention.md). */
+  expiresAt?: Date | null;
 }
 
 /** What model calls cost, as Ollama reported it at the end of each call. */

@@ -20,6 +20,7 @@ import "./edit-state.ts";
 import "./events.ts";
 import "./schedule.ts";
 import "./webhook.ts";
+import "./retention.ts";
 
 builder.queryType({});
 builder.mutationType({});

@@ -3,7 +3,9 @@
 // agent's own; any of these failing takes the instance out of rotation (503).
 // An MCP server that is down only degrades it (200, `degraded: true`): its
 // agents run without its tools until it is back, as at start-up. Served by
-// yoga's readiness plugin; liveness (/health) is yoga's own.
+// yoga's readiness plugin; liveness (/health) is yoga's own. The retention
+// sweeper is reported (whether this instance holds its lease, its last sweep)
+// but never takes the instance out of rotation: retention can wait.
 import { useReadinessCheck, type Plugin } from "graphql-yoga";
 import type { Logger } from "../logger.ts";
 
@@ -18,6 +20,16 @@ export interface ReadinessProbe {
   events?(): Promise<void>;
   /** The agents' MCP servers as they are now. */
   mcpServers?(): { agent: string; server: string; state: string; lastError: string | undefined }[];
+  /** The retention sweeper as it is now. */
+  retention?(): RetentionStatus;
+}
+
+/** What /ready says of the retention sweeper (src/retention/sweeper.ts). */
+export interface RetentionStatus {
+  /** active: this instance holds the lease and sweeps; standby: another does, or this one has not tried yet. */
+  state: "active" | "standby";
+  lastSweepAt: string | null;
+  lastError: string | null;
 }
 
 type ModelProbe = Pick<ReadinessProbe, "ollamaHost" | "ollamaModel" | "agentModels">;
@@ -31,6 +43,8 @@ export interface Readiness {
   mcpServers?: Record<string, string>;
   /** Present, true, when an MCP server is down: the instance serves, some agents lack tools. */
   degraded?: true;
+  /** The retention sweeper on this instance. */
+  retention?: RetentionStatus;
 }
 
 /** Whether Ollama serves the model: what /ready reports, and what start-up warns about. */
@@ -86,6 +100,7 @@ export async function checkReadiness(probe: ReadinessProbe): Promise<Readiness> 
     );
     if (servers.some((s) => s.state !== "ready")) result.degraded = true;
   }
+  if (probe.retention) result.retention = probe.retention();
   return result;
 }
 
@@ -124,7 +139,7 @@ export async function reportModelAtStartup(probe: ModelProbe, logger: Pick<Logge
   }
 }
 
-/** GET /ready: 200 or 503 with `{ready, database, model, events, mcpServers?, degraded?}` saying what is wrong. */
+/** GET /ready: 200 or 503 with `{ready, database, model, events, mcpServers?, degraded?, retention?}` saying what is wrong. */
 export function useReadiness(probe: ReadinessProbe): Plugin {
   return useReadinessCheck({
     endpoint: "/ready",

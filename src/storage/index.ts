@@ -14,6 +14,8 @@
 //   api-keys/            the API keys callers authenticate with, stored as hashes
 //   tool-journal/        every attempt at a tool call, recorded before and after it runs
 //   run-events/          what runs streamed that checkpoints do not keep: custom events, each message's node
+//   schedules/           cron schedules that start runs, and their firings
+//   retention/           what the retention sweeper finds and prunes, and its lease
 //   open-sqlite.ts       assembles the embedded backend: one file, its writer and reader, every seam on them
 //   open-postgres.ts     assembles the shared backend: one pool, every seam on it
 //   sqlite/              plumbing of the embedded backend: the connection, migrations, LangGraph's saver, the write gate

@@ -11,6 +11,7 @@ import { PostgresToolJournal } from "./tool-journal/postgres.ts";
 import { PostgresRunEventStore } from "./run-events/postgres.ts";
 import { PostgresScheduleStore } from "./schedules/postgres.ts";
 import { PostgresWebhookStore } from "./webhooks/postgres.ts";
+import { PostgresRetentionStore } from "./retention/postgres.ts";
 import { connectPostgres } from "./postgres/database.ts";
 import { migratePostgres } from "./postgres/migrate.ts";
 import { RunledgerPostgresSaver } from "./postgres/saver.ts";
@@ -39,6 +40,7 @@ export async function openPostgresStorage(url: string): Promise<PostgresStorage>
       runEvents: new PostgresRunEventStore(pool),
       schedules: new PostgresScheduleStore(pool),
       webhooks: new PostgresWebhookStore(pool),
+      retention: new PostgresRetentionStore(pool),
       saver,
       migrated: applied,
       waiting: () => pool.waitingCount,

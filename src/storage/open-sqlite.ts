@@ -12,6 +12,7 @@ import { SqliteToolJournal } from "./tool-journal/sqlite.ts";
 import { SqliteRunEventStore } from "./run-events/sqlite.ts";
 import { SqliteScheduleStore } from "./schedules/sqlite.ts";
 import { SqliteWebhookStore } from "./webhooks/sqlite.ts";
+import { SqliteRetentionStore } from "./retention/sqlite.ts";
 import { openSqlite } from "./sqlite/database.ts";
 import { migrate } from "./sqlite/migrate.ts";
 import { GatedSqliteSaver } from "./sqlite/saver.ts";
@@ -52,6 +53,7 @@ export async function openSqliteStorage(file: string, options: { onWriteWait?: (
       runEvents: new SqliteRunEventStore({ writer, reader, gate }),
       schedules: new SqliteScheduleStore({ writer, reader, gate }),
       webhooks: new SqliteWebhookStore({ writer, reader, gate }),
+      retention: new SqliteRetentionStore({ writer, reader, gate }),
       saver,
       migrated: applied,
       waiting: () => gate.queued,

@@ -18,7 +18,8 @@ export interface ColumnDecoders<D, J> {
   json(value: J): unknown;
 }
 
-export const CONVERSATION_COLUMNS = "id, title, created_at, updated_at, message_count, agent, forked_from_conversation_id, forked_from_checkpoint_id, owner";
+export const CONVERSATION_COLUMNS =
+  "id, title, created_at, updated_at, message_count, agent, forked_from_conversation_id, forked_from_checkpoint_id, owner, expires_at";
 
 export const RUN_COLUMNS = `id, conversation_id, kind, status, input, error_code, error_message, partial_output,
   started_at, finished_at, start_mark, end_mark, last_event_seq, owner_id, start_checkpoint_id,
@@ -37,6 +38,7 @@ export interface ConversationRow<D> {
   forked_from_conversation_id: string | null;
   forked_from_checkpoint_id: string | null;
   owner: string | null;
+  expires_at?: D | null;
 }
 
 export interface RunRow<D, J = unknown> {
@@ -115,6 +117,7 @@ export function rowCodec<D, J>({ date, json }: ColumnDecoders<D, J>) {
         forkedFromConversationId: row.forked_from_conversation_id,
         forkedFromCheckpointId: row.forked_from_checkpoint_id,
         owner: row.owner,
+        expiresAt: row.expires_at == null ? null : date(row.expires_at),
       };
     },
     /** The table's CHECK constraints hold kind, status and error_code to the domain's values. */

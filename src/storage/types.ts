@@ -9,6 +9,7 @@ import type { ToolJournal } from "./tool-journal/types.ts";
 import type { RunEventStore } from "./run-events/types.ts";
 import type { ScheduleStore } from "./schedules/types.ts";
 import type { WebhookStore } from "./webhooks/types.ts";
+import type { RetentionStore } from "./retention/types.ts";
 
 export interface Storage {
   runs: RunStore;
@@ -24,6 +25,8 @@ export interface Storage {
   schedules: ScheduleStore;
   /** The outbox of webhook deliveries (docs/webhooks.md): the deliverer's side. */
   webhooks: WebhookStore;
+  /** What the retention sweeper finds and prunes, and its lease (docs/retention.md). */
+  retention: RetentionStore;
   /** LangGraph's checkpointer on the same database (the thread's history). */
   saver: BaseCheckpointSaver;
   /** Callers waiting for the database now: writes queued at SQLite's write gate, or queries waiting for a PostgreSQL pool connection (metrics). */

@@ -109,6 +109,18 @@ export class Metrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
     registers: [this.registry],
   });
+  readonly retentionDeleted = new Counter({
+    name: "runledger_retention_deleted_rows_total",
+    help: "Rows the retention sweeper deleted, by table (docs/retention.md).",
+    labelNames: ["table"] as const,
+    registers: [this.registry],
+  });
+  readonly retentionSweeps = new Counter({
+    name: "runledger_retention_sweeps_total",
+    help: "Retention sweeps this instance tried, by outcome: swept (it held the lease), standby (another instance did), failed.",
+    labelNames: ["outcome"] as const,
+    registers: [this.registry],
+  });
   readonly subscribersCutOff = new Counter({
     name: "runledger_subscribers_cut_off_total",
     help: "Subscriptions ended with SUBSCRIBER_TOO_SLOW because their client read too slowly.",

@@ -178,6 +178,21 @@ export function describeWebhookStoreConformance(backend: StorageBackend) {
       expect(await store.claimDue("a", at(2099), 10, 5_000)).toEqual([]);
     });
 
+    it("lets retention prune deliveries delivered or given up before a date, never a pending one", async () => {
+      const pending = await startRun(2036, [{ url: "https://p.example/", events: BOTH }]);
+      await runs.finishRun(pending.id, outcome(2036));
+      const settled = await opened.storage.retention.countAged("webhook_deliveries", at(2099));
+      // Every delivery of the tests above was delivered or failed, each recorded before 2034.
+      expect(settled).toBe(await opened.storage.retention.countAged("webhook_deliveries", at(2034)));
+      expect(settled).toBeGreaterThanOrEqual(5);
+      expect(await opened.storage.retention.countAged("webhook_deliveries", at(2031))).toBe(2);
+      expect(await opened.storage.retention.pruneAged("webhook_deliveries", at(2099), 3)).toBe(3);
+      while ((await opened.storage.retention.pruneAged("webhook_deliveries", at(2099), 3)) > 0);
+      expect(await opened.storage.retention.countAged("webhook_deliveries", at(2099))).toBe(0);
+      expect(await deliveries(pending.id)).toMatchObject([{ status: "pending" }]);
+      await deliverAll(at(2036, 30));
+    });
+
     it("links a schedule's firing to its run in the run's own insert", async () => {
       const scheduleId = randomUUID();
       await opened.storage.schedules.create({

@@ -40,6 +40,7 @@ export const commonKeys = {
   think: z.boolean().optional(),
   recursionLimit: z.number().int().min(1).max(10_000).optional(),
   concurrency: z.number().int().min(1).max(10_000).optional(),
+  retention: z.strictObject({ conversationDays: z.number().int().min(1).max(36_500) }).optional(),
 };
 
 /** Why a file could not be read, in a few words. */

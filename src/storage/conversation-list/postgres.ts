@@ -6,7 +6,8 @@ import { toConversationRecord, type ConversationRow } from "../postgres/rows.ts"
 import type { PageQuery } from "../page.ts";
 import type { ConversationList, ListFilter } from "./types.ts";
 
-const COLUMNS = "c.id, c.title, c.created_at, c.updated_at, c.message_count, c.agent, c.forked_from_conversation_id, c.forked_from_checkpoint_id, c.owner";
+const COLUMNS =
+  "c.id, c.title, c.created_at, c.updated_at, c.message_count, c.agent, c.forked_from_conversation_id, c.forked_from_checkpoint_id, c.owner, c.expires_at";
 const FROM_CURSOR = "FROM conversations c, (SELECT updated_at AS u, id AS i FROM conversations WHERE id = $3) k";
 // One owner's list: $4 (or $3 without a cursor) is the owner; the (owner, updated_at, id) index serves it.
 const FROM_OWNED_CURSOR = "FROM conversations c, (SELECT updated_at AS u, id AS i FROM conversations WHERE id = $3 AND owner = $4) k";

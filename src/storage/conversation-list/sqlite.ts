@@ -10,7 +10,8 @@ import type { ConversationList, ListFilter } from "./types.ts";
 /** Named parameters of one owner's page (`cursor` is used only by the statements from a cursor). */
 type OwnedParams = { owner: string; limit: number; skip: number; cursor: string | null };
 
-const COLUMNS = "c.id, c.title, c.created_at, c.updated_at, c.message_count, c.agent, c.forked_from_conversation_id, c.forked_from_checkpoint_id, c.owner";
+const COLUMNS =
+  "c.id, c.title, c.created_at, c.updated_at, c.message_count, c.agent, c.forked_from_conversation_id, c.forked_from_checkpoint_id, c.owner, c.expires_at";
 // The cursor row's sort key; a cursor that names no row matches nothing. Compared as
 // a row value, so the (updated_at, id) index seeks to the cursor rather than scanning up to it.
 const FROM_CURSOR = "FROM conversations c, (SELECT updated_at AS u, id AS i FROM conversations WHERE id = ?) k";

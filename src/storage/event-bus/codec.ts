@@ -39,6 +39,7 @@ export function decodeChange(json: string): ConversationChange {
   if (change.kind === "deleted") {
     change.snapshot.createdAt = new Date(change.snapshot.createdAt);
     change.snapshot.updatedAt = new Date(change.snapshot.updatedAt);
+    if (change.snapshot.expiresAt != null) change.snapshot.expiresAt = new Date(change.snapshot.expiresAt);
   }
   return change;
 }

@@ -13,6 +13,9 @@ export type SqliteDatabase = Database.Database;
 export function openSqlite(file: string, options: { readonly?: boolean } = {}): SqliteDatabase {
   if (!options.readonly) fs.mkdirSync(path.dirname(file), { recursive: true });
   const db = new Database(file, { readonly: options.readonly ?? false, timeout: BUSY_TIMEOUT_MS });
+  // A new file can give pages freed by retention back to the file system (docs/retention.md). Only
+  // before its first table, and before WAL; an existing file keeps its mode (changing it needs a VACUUM).
+  if (!db.readonly && (db.prepare("SELECT count(*) AS n FROM sqlite_master").get() as { n: number }).n === 0) db.pragma("auto_vacuum = INCREMENTAL");
   applyPragmas(db);
   return db;
 }
