@@ -1,14 +1,15 @@
 // Environment → typed configuration. Every variable is validated once, at start-up;
 // a bad value stops the process with a one-line message naming the variable.
-import { createPublicKey } from "node:crypto";
 import { readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { booleanVar, ConfigError, intVar, type Env } from "./config/vars.ts";
 import { retentionConfig, type RetentionConfig } from "./config/retention.ts";
+import { webhookConfig, type WebhookConfig } from "./config/webhooks.ts";
+import { authConfig, type AuthConfig, type JwtKeySource } from "./config/auth.ts";
 
 export { ConfigError };
-export type { RetentionConfig };
+export type { AuthConfig, JwtKeySource, RetentionConfig, WebhookConfig };
 
 export interface Config {
   /** HTTP port. `PORT`, default 4000; 0 picks a free port. */
@@ -182,23 +183,6 @@ export interface Config {
   webhooks: WebhookConfig;
 }
 
-export interface WebhookConfig {
-  /** `WEBHOOK_URL`: every run's end and wait are told here too, besides a run's own webhook. */
-  url: string | undefined;
-  /** `WEBHOOK_SECRET` (`whsec_` and base64 of 24 to 64 bytes): signs every delivery (Standard Webhooks). Unset: no webhook is accepted. */
-  secret: string | undefined;
-  /** `WEBHOOK_ALLOW_PRIVATE` (true/false, default false): allows private, loopback and link-local targets. */
-  allowPrivate: boolean;
-  /** `WEBHOOK_POLL_MS`, default 5000: how often an instance looks for deliveries due besides when a run ends (retries, and what a stopped instance left). */
-  pollMs: number;
-  /** `WEBHOOK_RETRY_MS`, default 5000: the wait after a first failed attempt; it doubles each time, to at most an hour. */
-  retryMs: number;
-  /** `WEBHOOK_RETRY_WINDOW_MS`, default 86400000 (24 h): no attempt starts later than this after the run ended; then the delivery is failed. */
-  retryWindowMs: number;
-  /** `WEBHOOK_TIMEOUT_MS`, default 10000: one attempt, connect to answer. */
-  timeoutMs: number;
-}
-
 export interface Observability {
   /**
    * OpenTelemetry traces are exported when `OTEL_EXPORTER_OTLP_ENDPOINT` or
@@ -250,32 +234,6 @@ export interface Limits {
   wsInitTimeoutMs: number;
   /** `NODE_ENV=production` hides "Did you mean ...?" suggestions from error messages, so the schema cannot be guessed field by field. */
   hideSuggestions: boolean;
-}
-
-/** Where the keys that sign JWTs come from: at most one of the three variables. */
-export type JwtKeySource =
-  /** `AUTH_JWKS_URL`: the provider's JSON Web Key Set (http or https), fetched and cached; fetched again when a token names an unknown key. */
-  | { kind: "jwks"; url: string }
-  /** `AUTH_JWT_PUBLIC_KEY`: one PEM public key (SPKI, `-----BEGIN PUBLIC KEY-----`; a literal `\n` stands for a newline): RSA, EC P-256/P-384 or Ed25519. */
-  | { kind: "public-key"; pem: string }
-  /** `AUTH_JWT_SECRET`: a shared secret of at least 32 bytes, for HS256 tokens. */
-  | { kind: "secret"; secret: string };
-
-export interface AuthConfig {
-  /** The JWT key source; null: no JWT is accepted. */
-  jwtKey: JwtKeySource | null;
-  /** `AUTH_ISSUER`: the `iss` every JWT must carry; unset: not checked. */
-  issuer: string | undefined;
-  /** `AUTH_AUDIENCE`: comma-separated; a JWT's `aud` must name one of them. Empty: not checked. */
-  audience: string[];
-  /** `AUTH_USER_CLAIM`, default `sub`: the claim whose value (a non-empty string) is the user's id, the owner of what they create. */
-  userClaim: string;
-  /** `AUTH_ADMIN_CLAIM` and `AUTH_ADMIN_VALUE` (both or neither): a JWT whose claim equals the value, or is an array holding it, is an admin's. Null: every JWT is a user's. */
-  admin: { claim: string; value: string } | null;
-  /** `AUTH_CLOCK_TOLERANCE_S`, default 5 (0 to 300): seconds of clock difference allowed when checking `exp` and `nbf`. */
-  clockToleranceS: number;
-  /** `AUTH_AGENT_CLAIMS`: comma-separated claim names copied from a JWT into the principal's claims, for agents to read. Empty: none. */
-  agentClaims: string[];
 }
 
 export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
@@ -462,37 +420,6 @@ export function loadConfig(env: Env = process.env, readFile: (p: string) => stri
   };
 }
 
-function webhookConfig(env: Env): WebhookConfig {
-  const url = (env.WEBHOOK_URL ?? "").trim() || undefined;
-  const secret = (env.WEBHOOK_SECRET ?? "").trim() || undefined;
-  if (secret !== undefined) {
-    const key = /^whsec_([A-Za-z0-9+/]+={0,2})$/.exec(secret)?.[1];
-    const bytes = key ? Buffer.from(key, "base64").length : 0;
-    if (bytes < 24 || bytes > 64)
-      throw new ConfigError("WEBHOOK_SECRET must be whsec_ followed by the base64 of 24 to 64 random bytes : whsec_$(openssl rand -base64 32) makes one");
-  }
-  if (url !== undefined) {
-    if (secret === undefined) throw new ConfigError("WEBHOOK_URL is set but WEBHOOK_SECRET is not: every delivery is signed with it");
-    let parsed: URL | undefined;
-    try {
-      parsed = new URL(url);
-    } catch {
-      // refused below
-    }
-    if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:"))
-      throw new ConfigError(`WEBHOOK_URL must be an http or https URL, not ${JSON.stringify(url)}`);
-  }
-  return {
-    url,
-    secret,
-    allowPrivate: booleanVar(env, "WEBHOOK_ALLOW_PRIVATE"),
-    pollMs: intVar(env, "WEBHOOK_POLL_MS", 5_000, 10, 3_600_000),
-    retryMs: intVar(env, "WEBHOOK_RETRY_MS", 5_000, 10, 3_600_000),
-    retryWindowMs: intVar(env, "WEBHOOK_RETRY_WINDOW_MS", 86_400_000, 0, 7 * 86_400_000),
-    timeoutMs: intVar(env, "WEBHOOK_TIMEOUT_MS", 10_000, 100, 600_000),
-  };
-}
-
 const OTLP_PROTOCOLS = ["http/protobuf", "http/json"];
 const SAMPLERS = ["always_on", "always_off", "traceidratio", "parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio"];
 
@@ -543,106 +470,6 @@ function langsmithTracing(env: Env): boolean {
     throw new ConfigError(`${name} must be true or false (LangChain reads exactly "true"), got "${raw}"`);
   }
   return false;
-}
-
-const JWT_KEY_VARIABLES = ["AUTH_JWKS_URL", "AUTH_JWT_PUBLIC_KEY", "AUTH_JWT_SECRET"] as const;
-/** A claim name: no spaces or commas (a URL such as https://example.com/roles is one). */
-const CLAIM_NAME = /^[^\s,]{1,200}$/;
-
-function authConfig(env: Env): AuthConfig {
-  const value = (name: string) => {
-    const raw = (env[name] ?? "").trim();
-    return raw === "" ? undefined : raw;
-  };
-  const set = JWT_KEY_VARIABLES.filter((name) => value(name) !== undefined);
-  if (set.length > 1) throw new ConfigError(`${set.join(" and ")} are both set: JWT keys come from one of AUTH_JWKS_URL, AUTH_JWT_PUBLIC_KEY, AUTH_JWT_SECRET`);
-  const jwtKey = jwtKeySource(set[0], set[0] === undefined ? "" : value(set[0])!);
-
-  const claimVar = (name: string, fallback?: string) => {
-    const raw = value(name) ?? fallback;
-    if (raw !== undefined && !CLAIM_NAME.test(raw)) throw new ConfigError(`${name} must be a claim name (no spaces or commas), got "${raw}"`);
-    return raw;
-  };
-  const adminClaim = claimVar("AUTH_ADMIN_CLAIM");
-  const adminValue = value("AUTH_ADMIN_VALUE");
-  if ((adminClaim === undefined) !== (adminValue === undefined)) {
-    throw new ConfigError(
-      `${adminClaim === undefined ? "AUTH_ADMIN_VALUE" : "AUTH_ADMIN_CLAIM"} is set without ${adminClaim === undefined ? "AUTH_ADMIN_CLAIM" : "AUTH_ADMIN_VALUE"}: set both or neither`,
-    );
-  }
-  const agentClaims = commaList(env.AUTH_AGENT_CLAIMS);
-  for (const claim of agentClaims)
-    if (!CLAIM_NAME.test(claim)) throw new ConfigError(`AUTH_AGENT_CLAIMS must list claim names separated by commas, got "${claim}"`);
-  const auth: AuthConfig = {
-    jwtKey,
-    issuer: value("AUTH_ISSUER"),
-    audience: commaList(env.AUTH_AUDIENCE),
-    userClaim: claimVar("AUTH_USER_CLAIM", "sub")!,
-    admin: adminClaim === undefined ? null : { claim: adminClaim, value: adminValue! },
-    clockToleranceS: intVar(env, "AUTH_CLOCK_TOLERANCE_S", 5, 0, 300),
-    agentClaims,
-  };
-  // Settings for JWTs with no key to check them by are a mistake that would leave them unchecked: say so.
-  if (jwtKey === null) {
-    const dangling = [
-      "AUTH_ISSUER",
-      "AUTH_AUDIENCE",
-      "AUTH_USER_CLAIM",
-      "AUTH_ADMIN_CLAIM",
-      "AUTH_ADMIN_VALUE",
-      "AUTH_CLOCK_TOLERANCE_S",
-      "AUTH_AGENT_CLAIMS",
-    ].find((name) => value(name) !== undefined);
-    if (dangling) throw new ConfigError(`${dangling} is set but no JWT key is: set AUTH_JWKS_URL, AUTH_JWT_PUBLIC_KEY or AUTH_JWT_SECRET`);
-  }
-  return auth;
-}
-
-function jwtKeySource(name: (typeof JWT_KEY_VARIABLES)[number] | undefined, raw: string): JwtKeySource | null {
-  switch (name) {
-    case undefined:
-      return null;
-    case "AUTH_JWKS_URL": {
-      let url: URL | undefined;
-      try {
-        url = new URL(raw);
-      } catch {
-        url = undefined;
-      }
-      if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || url.hostname === "") {
-        throw new ConfigError(`AUTH_JWKS_URL must be an http or https URL such as https://id.example.com/.well-known/jwks.json, got "${raw}"`);
-      }
-      return { kind: "jwks", url: url.href };
-    }
-    case "AUTH_JWT_PUBLIC_KEY": {
-      const pem = raw.replace(/\\n/g, "\n");
-      if (!/^-----BEGIN PUBLIC KEY-----\s[\s\S]+\s-----END PUBLIC KEY-----$/.test(pem)) {
-        throw new ConfigError("AUTH_JWT_PUBLIC_KEY must be a PEM public key (SPKI): -----BEGIN PUBLIC KEY----- ... -----END PUBLIC KEY-----");
-      }
-      let type: string | undefined;
-      let curve: string | undefined;
-      try {
-        const key = createPublicKey(pem);
-        type = key.asymmetricKeyType;
-        curve = key.asymmetricKeyDetails?.namedCurve;
-      } catch (error) {
-        throw new ConfigError(`AUTH_JWT_PUBLIC_KEY cannot be read as a public key: ${(error as Error).message}`);
-      }
-      const supported = type === "rsa" || type === "rsa-pss" || type === "ed25519" || (type === "ec" && (curve === "prime256v1" || curve === "secp384r1"));
-      if (!supported) throw new ConfigError(`AUTH_JWT_PUBLIC_KEY must be an RSA, EC P-256, EC P-384 or Ed25519 key, got ${type}${curve ? ` ${curve}` : ""}`);
-      return { kind: "public-key", pem };
-    }
-    case "AUTH_JWT_SECRET":
-      if (Buffer.byteLength(raw, "utf8") < 32) throw new ConfigError("AUTH_JWT_SECRET must be at least 32 bytes (HS256 needs a secret as long as its hash)");
-      return { kind: "secret", secret: raw };
-  }
-}
-
-function commaList(raw: string | undefined): string[] {
-  return (raw ?? "")
-    .split(",")
-    .map((s) => s.trim())
-    .filter(Boolean);
 }
 
 /** A comma-separated list of origins (scheme://host[:port]), or `*`. */
