@@ -256,7 +256,9 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
     runs,
     conversations,
     schedules,
-    expiry: new ConversationExpiry(store, retentionStore),
+    expiry: new ConversationExpiry(store, retentionStore, (conversationId) =>
+      announceConversationChange(bus, logger, { conversationId, kind: "updated", at: new Date() }),
+    ),
     retentionPolicy,
     agent,
     bus,

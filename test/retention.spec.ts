@@ -13,7 +13,7 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { defaultResponder, startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
 import { ROOT, startTestApp } from "../testkit/app.ts";
 import { gql } from "../testkit/graphql.ts";
@@ -141,6 +141,8 @@ for (const deployment of deployments) {
       keys.alice = (await createApiKey(app.storage.apiKeys, { userId: "alice", role: "user", label: null })).key;
       keys.bob = (await createApiKey(app.storage.apiKeys, { userId: "bob", role: "user", label: null })).key;
     }, 60_000);
+    // A test that fails leaves no sweeper behind to sweep the next one's data.
+    afterEach(closeSweepers, 60_000);
     afterAll(async () => {
       await closeSweepers();
       await app?.close();
@@ -158,10 +160,20 @@ for (const deployment of deployments) {
 
       const at = "2031-02-03T04:05:06.789Z";
       const set = async (who: Who, id: string, when: string | null) => (await call(who, SET_EXPIRY, { id, at: when })).setConversationExpiry;
+      // conversationsChanged subscribers are told of the new expiresAt.
+      const changes = await app.services.bus.subscribeConversationChanges();
       expect(await set("alice", plain.conversationId, at)).toEqual({
         __typename: "SetConversationExpirySuccess",
         conversation: { id: plain.conversationId, expiresAt: at },
       });
+      for (;;) {
+        const { value } = await changes.next();
+        if (value.conversationId === plain.conversationId) {
+          expect(value.kind).toBe("updated");
+          break;
+        }
+      }
+      await changes.return?.();
       expect(await set("bob", plain.conversationId, "2040-01-01T00:00:00.000Z")).toEqual({
         __typename: "NotFoundError",
         code: "NOT_FOUND",
@@ -215,7 +227,11 @@ for (const deployment of deployments) {
       await until(async () => (await app.storage.runEvents.byRuns([recent.runId])).get(recent.runId)!.length === 0, "the old run's events deleted");
       expect((await app.storage.runEvents.byRuns([briefNew.runId])).get(briefNew.runId)).toEqual(eventsBefore.get(briefNew.runId));
 
-      const families = await metrics(s.url);
+      // Counted once the sweep is over: what it deleted shows before it ends (it gives pages back last).
+      const families = await until(async () => {
+        const now = await metrics(s.url);
+        return (sampleValue(now, "runledger_retention_sweeps_total", { outcome: "swept" }) ?? 0) > 0 && now;
+      }, "the sweep counted");
       expect(sampleValue(families, "runledger_retention_deleted_rows_total", { table: "conversations" })).toBeGreaterThanOrEqual(3);
       expect(sampleValue(families, "runledger_retention_deleted_rows_total", { table: "run_events" })).toBe(eventsBefore.get(recent.runId)!.length);
       expect(sampleValue(families, "runledger_retention_sweeps_total", { outcome: "swept" })).toBeGreaterThan(0);

@@ -15,6 +15,8 @@ export class ConversationExpiry {
   constructor(
     private readonly runs: Pick<RunStore, "getConversation">,
     private readonly retention: Pick<RetentionStore, "setExpiry">,
+    /** Told once the expiry is recorded: conversationsChanged subscribers see expiresAt change. */
+    private readonly onChanged: (conversationId: string) => void = () => {},
   ) {}
 
   async set(conversationId: string, expiresAt: Date | null, principal: Principal): Promise<ConversationRecord> {
@@ -24,6 +26,8 @@ export class ConversationExpiry {
     }
     const conversation = await this.runs.getConversation(conversationId);
     if (!conversation || !canSee(principal, conversation)) throw new NotFoundError("Conversation", conversationId);
-    return this.retention.setExpiry(conversationId, expiresAt);
+    const updated = await this.retention.setExpiry(conversationId, expiresAt);
+    this.onChanged(conversationId);
+    return updated;
   }
 }
