@@ -225,7 +225,10 @@ describe("@runledger/react with react-dom", () => {
     expect(log.filter((e) => e.__typename === "TokenEvent")).toHaveLength(400);
     expect(counted.mostInOneFrame).toBeLessThanOrEqual(1);
     expect(counted.renders).toBeLessThanOrEqual(counted.frames + 1);
-    expect(counted.renders).toBeLessThan(400 / 3);
+    // Fewer renders than tokens: several tokens share a frame's render. How many
+    // frames the stream spans depends on the machine's load (a loaded clean run
+    // saw 163 frames), so the bound is the tokens, not a share of them.
+    expect(counted.renders).toBeLessThan(400);
     // The stored rows rendered once, when the thread was first read; the stream and the reads after it left them alone.
     const rowRenders = await page.evaluate(() => window.sdkPage.stats.rowRenders);
     expect(stored.map((id) => rowRenders[id])).toEqual([1, 1, 1, 1]);
