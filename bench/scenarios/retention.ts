@@ -1,8 +1,7 @@
 // Scenario: retention prunes a large database under live traffic. A SQLite
 // file is seeded with 100,000 checkpoints (10 conversations × 1,000 runs × 10
 // checkpoints, bench/lib/seed.ts: LangGraph's own format), and a PostgreSQL
-// database (scripts/services.mjs) with 20,000 (seeding through PostgresSaver is
-// slower); then a server starts on each with RETENTION_CHECKPOINTS_KEEP=10; its first sweep comes
+// database (scripts/services.mjs) with as many, through PostgresSaver; then a server starts on each with RETENTION_CHECKPOINTS_KEEP=10; its first sweep comes
 // RETENTION_SWEEP_MS after start, so the first seconds are traffic without
 // pruning (the baseline) and the rest traffic while the sweep prunes. Traffic:
 // GET /health every 20 ms, and runs one after another, each timed from
@@ -182,8 +181,8 @@ async function sqliteCase(options: ScenarioOptions): Promise<{ rows: Row[]; note
 }
 
 async function postgresCase(options: ScenarioOptions): Promise<{ rows: Row[]; note: string }> {
-  const conversations = options.quick ? 2 : 4;
-  const runsEach = options.quick ? 100 : 500;
+  const conversations = options.quick ? 2 : 10;
+  const runsEach = options.quick ? 100 : 1_000;
   const services = await startServices(options.log);
   try {
     const seededAt = nowMs();
@@ -209,7 +208,7 @@ async function postgresCase(options: ScenarioOptions): Promise<{ rows: Row[]; no
         { label: "checkpoint tables after the sweep and VACUUM (space reusable, not returned)", before, after: afterSweep },
         { label: "checkpoint tables after VACUUM FULL (server stopped)", before, after: afterFull },
       ]),
-      note: "PostgreSQL: sizes are pg_total_relation_size of checkpoints, checkpoint_blobs and checkpoint_writes; fewer checkpoints are seeded than on SQLite, as seeding goes through PostgresSaver one checkpoint at a time.",
+      note: "PostgreSQL: sizes are pg_total_relation_size of checkpoints, checkpoint_blobs and checkpoint_writes; seeded through PostgresSaver one checkpoint at a time.",
     };
   } finally {
     services.stop();
