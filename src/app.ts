@@ -13,7 +13,7 @@ import { builtinTools } from "./agent/tools.ts";
 import { agentDefaultsFrom } from "./agent/definitions.ts";
 import { loadAgentDefinitions } from "./agent/agent-file.ts";
 import { builtinDefaultAgent } from "./agent/kinds/chat.ts";
-import { kindOf, loadAgentGraphs } from "./agent/kinds/index.ts";
+import { kindOf, loadAgentGraphs, type AgentDefinition } from "./agent/kinds/index.ts";
 import type { McpSupervisor } from "./agent/mcp/index.ts";
 import { RunOwnership } from "./runs/ownership.ts";
 import { checkClockAgainstDatabase } from "./correlation/index.ts";
@@ -118,7 +118,7 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
       : loadAgentDefinitions(config.agentsFile, agentDefaultsFrom(config));
   const graphs = await loadAgentGraphs(definitions);
   const trustedOperations = config.trustedOperationsFile === undefined ? undefined : loadTrustedManifest(config.trustedOperationsFile);
-  const webhooks = { policy: webhookPolicy(config), deployment: deploymentWebhook(config) };
+  const webhooks = { policy: webhookPolicy(config), deployment: deploymentWebhook(config), agents: agentWebhooks(config, definitions) };
   // Redis before the database: an unreachable one stops start-up before anything is migrated.
   const metrics = new Metrics();
   const bus = await openEventBus(config, logger, metrics, overrides.clusterBus);
@@ -424,4 +424,19 @@ async function followChanges(bus: EventBus, onChange: () => void, logger: Logger
     }
   })();
   return changes;
+}
+
+/** Each agent's own webhook (the agent file's `webhook`), held to the same guard: a refused one stops start-up, naming the agent. */
+function agentWebhooks(config: Config, definitions: readonly AgentDefinition[]): Record<string, WebhookTarget> {
+  const targets: Record<string, WebhookTarget> = {};
+  for (const d of definitions) {
+    if (!d.webhook) continue;
+    try {
+      targets[d.name] = requireWebhook(d.webhook, webhookPolicy(config));
+    } catch (error) {
+      if (error instanceof ValidationError) throw new ConfigError(`${d.origin}.webhook: ${error.message}`);
+      throw error;
+    }
+  }
+  return targets;
 }

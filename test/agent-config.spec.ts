@@ -268,12 +268,12 @@ describe("a bad config file stops start-up with one line naming the file, the pa
     [
       "a misspelt agent key",
       { agents: { default: { type: "chat", sytemPrompt: "x" } } },
-      'RUNLEDGER_CONFIG ./agents.json: agents.default.sytemPrompt: unknown key (did you mean "systemPrompt"?); known keys: type, description, model, think, recursionLimit, concurrency, retention, systemPrompt, systemPromptFile, tools, mcpServers, requireApproval, idempotentTools, retryInDoubt (line 5)',
+      'RUNLEDGER_CONFIG ./agents.json: agents.default.sytemPrompt: unknown key (did you mean "systemPrompt"?); known keys: type, description, model, think, recursionLimit, concurrency, retention, webhook, systemPrompt, systemPromptFile, tools, mcpServers, requireApproval, idempotentTools, retryInDoubt (line 5)',
     ],
     [
       "a chat-only key on a graph agent",
       { agents: { default: DEFAULT, g: { type: "graph", module: "graphs/g.ts", tools: [] } } },
-      "RUNLEDGER_CONFIG ./agents.json: agents.g.tools: unknown key; known keys: type, description, model, think, recursionLimit, concurrency, retention, module, export (line 9)",
+      "RUNLEDGER_CONFIG ./agents.json: agents.g.tools: unknown key; known keys: type, description, model, think, recursionLimit, concurrency, retention, webhook, module, export (line 9)",
     ],
     [
       "a wrong type",

@@ -150,11 +150,20 @@ describe("webhook settings", () => {
   });
 });
 
-function agentsFile(): string {
+function agentsFile(agentHook: string): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "runledger-webhooks-"));
   const file = path.join(dir, "agents.json");
   const ask = path.join(ROOT, "test", "fixtures", "graphs", "ask.ts");
-  fs.writeFileSync(file, JSON.stringify({ agents: { default: { type: "chat" }, interviewer: { type: "graph", module: ask, export: "graph" } } }));
+  fs.writeFileSync(
+    file,
+    JSON.stringify({
+      agents: {
+        default: { type: "chat" },
+        interviewer: { type: "graph", module: ask, export: "graph" },
+        hooked: { type: "chat", webhook: { url: agentHook, events: ["RUN_ENDED"] } },
+      },
+    }),
+  );
   return file;
 }
 
@@ -194,7 +203,7 @@ for (const deployment of deployments) {
         ollamaUrl: fake.url,
         env: {
           API_TOKEN: ADMIN_TOKEN,
-          RUNLEDGER_CONFIG: agentsFile(),
+          RUNLEDGER_CONFIG: agentsFile(`${receiver.url}/agent`),
           WEBHOOK_SECRET: secret,
           WEBHOOK_URL: `${receiver.url}/all`,
           WEBHOOK_ALLOW_PRIVATE: "true",
@@ -246,6 +255,19 @@ for (const deployment of deployments) {
       // Another user does not see the run, so not its deliveries either; an admin does.
       expect(await run(runId, "bob")).toBeNull();
       expect((await run(runId, "admin")).webhookDeliveries).toHaveLength(2);
+    });
+
+    it("tells every run of an agent with a webhook in the agent file there too", async () => {
+      const runId = (await start({ agent: "hooked", message: "hooked" })).run.id;
+      await settled(runId, "COMPLETED");
+      const r = await deliveredTo(runId, 2);
+      expect(r.webhookDeliveries.map((d: { url: string; status: string }) => [d.url, d.status]).sort()).toEqual([
+        [at("/agent"), "DELIVERED"],
+        [at("/all"), "DELIVERED"],
+      ]);
+      expect(receivedFor("/agent", runId).map((g) => [g.verified, g.body.type])).toEqual([[true, "run.ended"]]);
+      // Other agents' runs are not told there.
+      expect(receiver.received.filter((g) => g.path === "/agent" && g.body.data.runId !== runId)).toEqual([]);
     });
 
     it("tries a failing receiver again, later each time, with the same webhook-id and a valid signature, until it answers 2xx", async () => {
@@ -359,6 +381,9 @@ for (const deployment of deployments) {
           expect(refused.message).toMatch(/WEBHOOK_ALLOW_PRIVATE/);
         }
         expect((await gql(strict.url, COUNT)).data.conversations.edges).toEqual([]);
+        await expect(
+          startTestApp({ ollamaUrl: fake.url, env: { WEBHOOK_SECRET: secret, RUNLEDGER_CONFIG: agentsFile("http://10.0.0.9/hook") } }),
+        ).rejects.toThrow(/agents\.hooked\.webhook: .*WEBHOOK_ALLOW_PRIVATE/);
         await expect(startTestApp({ ollamaUrl: fake.url, env: { WEBHOOK_SECRET: secret, WEBHOOK_URL: "http://127.0.0.1:9/hook" } })).rejects.toThrow(
           /WEBHOOK_URL: .*WEBHOOK_ALLOW_PRIVATE/,
         );

@@ -15,6 +15,7 @@
 //       "recursionLimit": 25,                 default AGENT_RECURSION_LIMIT
 //       "concurrency": 2,                     runs of this agent executing at once; default: its model's MODEL_CONCURRENCY
 //       "retention": {"conversationDays": 30},   its conversations idle this long are deleted; default RETENTION_CONVERSATION_DAYS
+//       "webhook": {"url": "https://...", "events": ["RUN_ENDED"]},   every run's end (and wait) POSTed there too; needs WEBHOOK_SECRET
 //       "tools": ["calculator"],              built-in tools; default all of them, [] for none
 //       "mcpServers": {"SERVER": {            letters, digits, _ and -, starting with a letter
 //         "command": "node", "args": [], "env": {}, "cwd": ".",    a stdio server, or
@@ -101,6 +102,7 @@ type CommonShape = {
   recursionLimit?: number;
   concurrency?: number;
   retention?: { conversationDays: number };
+  webhook?: { url: string; events?: ("RUN_ENDED" | "RUN_WAITING")[] };
 };
 
 /**
@@ -164,6 +166,7 @@ class FileReader implements DefinitionReader {
         recursionLimit: entry.recursionLimit ?? this.defaults.recursionLimit,
         ...(entry.concurrency !== undefined ? { concurrency: entry.concurrency } : {}),
         ...(entry.retention !== undefined ? { retention: entry.retention } : {}),
+        ...(entry.webhook !== undefined ? { webhook: entry.webhook } : {}),
         origin: this.origin(at),
       };
       const kind = kindOf({ ...common, type: entry.type });

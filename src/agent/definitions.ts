@@ -38,6 +38,8 @@ export interface AgentDefinitionBase {
   concurrency?: number;
   /** Its conversations idle `conversationDays` are deleted; absent, RETENTION_CONVERSATION_DAYS applies (docs/retention.md). */
   retention?: { conversationDays: number };
+  /** Where every run of this agent is told of when it ends or waits, besides WEBHOOK_URL and the run's own (docs/webhooks.md); checked at start-up. */
+  webhook?: { url: string; events?: ("RUN_ENDED" | "RUN_WAITING")[] };
   /**
    * Where the agent was declared, as a message prefix for problems found after
    * loading (a graph module that fails to import, a tool name clash), e.g.

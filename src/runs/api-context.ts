@@ -119,7 +119,7 @@ export function newRun(
     endpoint: options.admission ? endpointOf(options.agent.agent(agent)!.definition, options.admission.ollamaHost) : null,
     traceParent: ctx.telemetry.traceParent(),
     quota,
-    webhooks: runWebhooks(ctx, webhook),
+    webhooks: runWebhooks(ctx, agent, webhook),
   };
 }
 
@@ -129,10 +129,10 @@ export function checkWebhook(ctx: ApiContext, input: WebhookInput | null | undef
   return requireWebhook(input, ctx.options.webhooks?.policy ?? { allowPrivate: false, canSign: false });
 }
 
-/** Where a run's end and wait are told: its own webhook, and the deployment's (one target per URL, their events joined). */
-function runWebhooks(ctx: ApiContext, own: WebhookTarget | null | undefined): WebhookTarget[] {
+/** Where a run's end and wait are told: its own webhook, its agent's and the deployment's (one target per URL, their events joined). */
+function runWebhooks(ctx: ApiContext, agent: string, own: WebhookTarget | null | undefined): WebhookTarget[] {
   const targets = new Map<string, WebhookTarget>();
-  for (const t of [own, ctx.options.webhooks?.deployment]) {
+  for (const t of [own, ctx.options.webhooks?.agents?.[agent], ctx.options.webhooks?.deployment]) {
     if (!t) continue;
     const known = targets.get(t.url);
     targets.set(t.url, { url: t.url, events: [...new Set([...(known?.events ?? []), ...t.events])] });

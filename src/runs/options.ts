@@ -43,6 +43,6 @@ export interface RunServiceOptions {
     pollMs?: number;
   };
   /** Webhooks (docs/webhooks.md): what a run's own is checked against, and the deployment's (WEBHOOK_URL), which every run gets. None: no webhook is accepted. */
-  webhooks?: { policy: WebhookPolicy; deployment?: WebhookTarget };
+  webhooks?: { policy: WebhookPolicy; deployment?: WebhookTarget; agents?: Readonly<Record<string, WebhookTarget>> };
   now?: () => Date;
 }

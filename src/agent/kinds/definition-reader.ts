@@ -41,6 +41,7 @@ export const commonKeys = {
   recursionLimit: z.number().int().min(1).max(10_000).optional(),
   concurrency: z.number().int().min(1).max(10_000).optional(),
   retention: z.strictObject({ conversationDays: z.number().int().min(1).max(36_500) }).optional(),
+  webhook: z.strictObject({ url: z.string().min(1), events: z.array(z.enum(["RUN_ENDED", "RUN_WAITING"])).optional() }).optional(),
 };
 
 /** Why a file could not be read, in a few words. */
