@@ -1,7 +1,8 @@
-// The Redis bus's stream reading: connections looping on a blocking XREAD over
-// the run logs (streams) this instance follows, each from its own cursor.
+// The Redis bus's stream reading: a run log's replay read, and connections
+// looping on a blocking XREAD over the run logs (streams) this instance
+// follows, each from its own cursor.
 import type { Redis } from "ioredis";
-import type { RunEvent } from "../../domain/events.ts";
+import { isTerminalEvent, type RunEvent } from "../../domain/events.ts";
 import { decodeEvent } from "./codec.ts";
 import type { Reply } from "./redis-pipeline.ts";
 
@@ -109,4 +110,31 @@ export class StreamReader<F extends FollowedStream> {
 export function decodeEntry([, fields]: StreamEntry): RunEvent {
   // Entries have one field, "e": the event as JSON.
   return decodeEvent(fields[1]!);
+}
+
+/** What a replay read found of one run's log. */
+export interface RunLogSnapshot {
+  exists: boolean;
+  /** seq of the newest retained entry (0 when none). */
+  lastSeq: number;
+  /** The newest entry is the terminal event. */
+  finished: boolean;
+  /** Entries after the requested seq, oldest first. */
+  entries: RunEvent[];
+}
+
+/** One MULTI: whether the log exists, its newest entry, and every entry after seq `after`. */
+export async function readRunLog(command: Redis, key: string, after: number): Promise<RunLogSnapshot> {
+  const replies = await command.multi().exists(key).xrevrange(key, "+", "-", "COUNT", 1).xrange(key, `(0-${after}`, "+").exec();
+  if (!replies) throw new Error("the replay read was aborted");
+  for (const [error] of replies) if (error) throw error;
+  const [exists, last, entries] = replies.map(([, result]) => result) as [number, StreamEntry[], StreamEntry[]];
+  const lastEntry = last[0];
+  const lastEvent = lastEntry ? decodeEntry(lastEntry) : null;
+  return {
+    exists: exists === 1,
+    lastSeq: lastEvent?.seq ?? 0,
+    finished: lastEvent !== null && isTerminalEvent(lastEvent),
+    entries: entries.map(decodeEntry),
+  };
 }

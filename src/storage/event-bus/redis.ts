@@ -16,8 +16,8 @@
 //   XREAD over all its runs. Subscribers of one run on one instance share a
 //   feed (one cursor, each event parsed once) and each has its own bounded queue.
 //
-// Beside this file: redis-pipeline.ts (the per-tick command batches),
-// redis-streams.ts (the XREAD loop), feed.ts (joining and following a run, as
+// Beside this file: redis-pipeline.ts (the per-tick command batches), redis-url.ts,
+// redis-streams.ts (the replay read and the XREAD loop), feed.ts (joining and following a run, as
 // the cluster's bus does too) and codec.ts (events as text).
 import { randomUUID } from "node:crypto";
 import { Redis, type RedisOptions } from "ioredis";
@@ -25,9 +25,10 @@ import type { ConversationChange, RunEvent, RunEventBody } from "../../domain/ev
 import { isTerminalEvent } from "../../domain/events.ts";
 import { decodeChange, decodeEvent, encodeChange, encodeEvent } from "./codec.ts";
 import { CommandPipeline, type Command, type OnReplies, type Reply } from "./redis-pipeline.ts";
-import { decodeEntry, StreamReader, type FollowedStream, type StreamEntry } from "./redis-streams.ts";
+import { decodeEntry, readRunLog, StreamReader, type FollowedStream, type RunLogSnapshot, type StreamEntry } from "./redis-streams.ts";
 import { createSubscriber, SubscriberOverflowError, type Subscriber } from "./subscriber.ts";
 import { deliver, joinReplay, type Cursor, type Joiner } from "./feed.ts";
+import { describeUrl } from "./redis-url.ts";
 import { RunLogLostError, type BusStats, type EventBus, type EventBusOptions, type RunPublisher } from "./types.ts";
 
 export { RunLogLostError };
@@ -296,7 +297,7 @@ export class RedisEventBus implements EventBus {
 
     const joiner: Joiner = { buffer: [], overflowed: false };
     feed.joiners.add(joiner);
-    let snapshot: Snapshot;
+    let snapshot: RunLogSnapshot;
     try {
       snapshot = await this.#snapshot(feed.key, after);
     } finally {
@@ -339,21 +340,10 @@ export class RedisEventBus implements EventBus {
     return sub;
   }
 
-  async #snapshot(key: string, after: number): Promise<Snapshot> {
+  #snapshot(key: string, after: number): Promise<RunLogSnapshot> {
     // After this instance's queued publishes, so it reads its own writes.
     this.#pipeline.flush();
-    const replies = await this.#command.multi().exists(key).xrevrange(key, "+", "-", "COUNT", 1).xrange(key, `(0-${after}`, "+").exec();
-    if (!replies) throw new Error("the replay read was aborted");
-    for (const [error] of replies) if (error) throw error;
-    const [exists, last, entries] = replies.map(([, result]) => result) as [number, StreamEntry[], StreamEntry[]];
-    const lastEntry = last[0];
-    const lastEvent = lastEntry ? decodeEntry(lastEntry) : null;
-    return {
-      exists: exists === 1,
-      lastSeq: lastEvent?.seq ?? 0,
-      finished: lastEvent !== null && isTerminalEvent(lastEvent),
-      entries: entries.map(decodeEntry),
-    };
+    return readRunLog(this.#command, key, after);
   }
 
   #attach(feed: Feed) {
@@ -599,29 +589,4 @@ export class RedisEventBus implements EventBus {
   #assertOpen() {
     if (this.#closed) throw new Error("the event bus is closed");
   }
-}
-
-interface Snapshot {
-  exists: boolean;
-  /** seq of the newest retained entry (0 when none). */
-  lastSeq: number;
-  /** The newest entry is the terminal event. */
-  finished: boolean;
-  /** Entries after the requested seq, oldest first. */
-  entries: RunEvent[];
-}
-
-/** The URL without its password, for messages; throws when it is not a Redis URL. */
-function describeUrl(url: string): string {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new Error(`REDIS_URL must be a redis:// or rediss:// URL, got "${url.replace(/:[^:@/]*@/, ":***@")}"`);
-  }
-  if (parsed.protocol !== "redis:" && parsed.protocol !== "rediss:") {
-    throw new Error(`REDIS_URL must be a redis:// or rediss:// URL, got a ${parsed.protocol}// URL`);
-  }
-  if (parsed.password) parsed.password = "***";
-  return parsed.toString();
 }
