@@ -358,6 +358,30 @@ for (const deployment of deployments) {
     });
 
     if (deployment === deployments[0]) {
+      it("gives a delivery up as FAILED once WEBHOOK_RETRY_WINDOW_MS has passed, with its last answer", async () => {
+        receiver.failNext("/down", 1000, 500);
+        const brief = await startTestApp({
+          ollamaUrl: fake.url,
+          env: { WEBHOOK_SECRET: secret, WEBHOOK_ALLOW_PRIVATE: "true", WEBHOOK_POLL_MS: "20", WEBHOOK_RETRY_MS: "50", WEBHOOK_RETRY_WINDOW_MS: "400" },
+        });
+        try {
+          const { startRun } = (await gql(brief.url, START, { input: { message: "to a dead end", webhook: { url: at("/down") } } })).data;
+          const given = await until(async () => {
+            const { run } = (await gql(brief.url, RUN, { id: startRun.run.id })).data;
+            return run.webhookDeliveries[0]?.status === "FAILED" && run.webhookDeliveries[0];
+          }, "the delivery given up");
+          expect(given).toMatchObject({ httpStatus: 500, error: "HTTP 500", nextAttemptAt: null, deliveredAt: null });
+          const tries = receiver.received.filter((g) => g.path === "/down" && g.body.data.runId === startRun.run.id);
+          expect(given.attempt).toBe(tries.length);
+          expect(tries.length).toBeGreaterThanOrEqual(2);
+          // Nothing more once given up.
+          await sleep(300);
+          expect(receiver.received.filter((g) => g.path === "/down" && g.body.data.runId === startRun.run.id)).toHaveLength(tries.length);
+        } finally {
+          await brief.close();
+        }
+      });
+
       it("looks for deliveries when a run ends, not only every WEBHOOK_POLL_MS", async () => {
         const idle = await startTestApp({
           ollamaUrl: fake.url,
