@@ -84,7 +84,7 @@ function runStore(made: RunledgerClient, runId: string): RunStore {
 
 const CONVERSATION_INFO = /* GraphQL */ `
   query ContractConversation($id: ID!) {
-    conversation(id: $id) { id title agentName runs(first: 50) { edges { node { id status startedAt } } } }
+    conversation(id: $id) { id title agentName expiresAt runs(first: 50) { edges { node { id status startedAt } } } }
   }
 `;
 
@@ -92,6 +92,7 @@ interface ServerConversation {
   id: string;
   title: string | null;
   agentName: string;
+  expiresAt: string | null;
   runs: { edges: { node: { id: string; status: string; startedAt: string } }[] };
 }
 
@@ -183,7 +184,17 @@ describe("the conversation snapshot's contract fields", () => {
     const byStart = [...server.runs.edges.map((e) => e.node)].sort((a, b) => (a.startedAt < b.startedAt ? -1 : 1));
     expect(second.runs.map((r) => [r.id, r.status])).toEqual(byStart.map((r) => [r.id, r.status]));
     expect(second.runs.map((r) => r.id)).toEqual([runId, again.value.runId]);
-    expect(second.conversation).toEqual({ id: server.id, title: server.title, agentName: server.agentName });
+    expect(second.conversation).toEqual({ id: server.id, title: server.title, agentName: server.agentName, expiresAt: server.expiresAt });
+    // A date set elsewhere is shown once the conversation is told changed.
+    const expiresAt = "2027-01-01T00:00:00.000Z";
+    const set = await gqlOk(
+      app.url,
+      `mutation ($id: ID!, $at: DateTime) { setConversationExpiry(input: { conversationId: $id, expiresAt: $at }) { __typename } }`,
+      { id: conversationId, at: expiresAt },
+    );
+    expect(set.setConversationExpiry.__typename).toBe("SetConversationExpirySuccess");
+    await settled(store, (s) => s.conversation?.expiresAt === expiresAt, "the expiry shown");
+    expect((await serverConversation(conversationId)).expiresAt).toBe(expiresAt);
     expect(second.lastSeq).toBe((await serverLog(app.url, again.value.runId)).length);
 
     // Read again with nothing new: the same objects.

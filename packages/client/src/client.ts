@@ -2,12 +2,14 @@
 // conversation on top of it.
 import { ConversationStore, type ConversationOptions, type ConversationState } from "./conversation.js";
 import { ConversationListStore, type ConversationListOptions } from "./conversation-list.js";
-import { ClientCore, coreOf as coreOfClient, registerCore } from "./core.js";
+import { ClientCore, coreOf as coreOfClient, registerCore, type Result, type Success } from "./core.js";
+import type { Document } from "./documents.js";
 import { createAutoTransport } from "./fallback.js";
 import type { Readable } from "./observable.js";
 import { defaultStorage, type ResumeStorage } from "./resume.js";
 import { frameScheduler, type Scheduler } from "./schedule.js";
 import { createSseTransport } from "./sse.js";
+import { keepSubscribed, type StreamHandlers } from "./stream.js";
 import type { ConnectionState, CredentialProvider, Transport } from "./transport.js";
 import { createWebSocketTransport } from "./websocket.js";
 
@@ -70,6 +72,34 @@ export interface RunledgerClient {
   conversations(filter?: ConversationListOptions): ConversationListStore;
   /** A store starting from a state a server render read (loadConversation): it shows the same, and rejoins the live run after its lastSeq. */
   hydrate(state: ConversationState, options?: Omit<ConversationOptions, "initial">): ConversationStore;
+  /**
+   * A query of your own on the client's connection and credential. Sent again,
+   * with backoff, when no answer came (up to `retries`). Resolves to its data;
+   * rejects with an Error in words when the server answers with errors.
+   */
+  query<T, V extends Record<string, unknown>>(document: Document<T, V>, variables: V): Promise<T>;
+  /**
+   * A mutation of your own whose result `field` is a union of a success type
+   * and refusals implementing Error (select `... on Error { code message }`):
+   * `{ok: true, value}` with the success, or `{ok: false, error}` with the
+   * refusal's code, message and typed fields, NETWORK or UNAUTHORIZED. Sent
+   * once; `{retry: true}` sends it again when no answer came, which is safe
+   * only for a mutation that may run twice (one with an idempotencyKey).
+   */
+  mutate<T, V extends Record<string, unknown>, F extends keyof T>(
+    document: Document<T, V>,
+    variables: V,
+    field: F,
+    options?: { retry?: boolean },
+  ): Promise<Result<Success<T[F]>>>;
+  /**
+   * A subscription of your own that must not end silently: any end you did
+   * not ask for (the server completed or refused it, the connection dropped)
+   * subscribes it again with `variables()` read at that moment, unless
+   * `handlers.ended` returns false. Returns the function that ends it.
+   * For a run's events, followRunEvents resumes after the last seq for you.
+   */
+  subscribe<T, V extends Record<string, unknown>>(document: Document<T, V>, variables: () => V, handlers: StreamHandlers<T>): () => void;
   /** Connects again at once: after `unauthorized`, once the credential provider has a new credential. */
   reconnect(): void;
   /** Closes every store and the connection. */
@@ -120,6 +150,9 @@ export function createRunledgerClient(options: RunledgerClientOptions): Runledge
     conversation: (conversationId = null, conversationOptions) => new ConversationStore(core, conversationId, conversationOptions),
     conversations: (filter) => new ConversationListStore(core, filter),
     hydrate: (state, conversationOptions) => new ConversationStore(core, state.conversationId, { ...conversationOptions, initial: state }),
+    query: (document, variables) => core.query(document, variables),
+    mutate: (document, variables, field, mutateOptions) => core.mutate(document, variables, field, mutateOptions?.retry ?? false),
+    subscribe: (document, variables, handlers) => keepSubscribed(transport, document, variables, handlers),
     reconnect: () => transport.reconnect(),
     async dispose() {
       events.removeEventListener?.("pagehide", flush);

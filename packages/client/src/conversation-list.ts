@@ -28,6 +28,8 @@ export interface ConversationListSnapshot {
   attached: boolean;
   /** The last read that failed (null once one succeeds). */
   error: ActionError | null;
+  /** Conversations deleted while the list listened, listed or not: a view showing one can say it is gone. */
+  deleted: ReadonlySet<string>;
 }
 
 export interface ConversationListOptions {
@@ -63,8 +65,8 @@ export class ConversationListStore implements Readable<ConversationListSnapshot>
   readonly #owner: string | null;
   readonly #value: Value<ConversationListSnapshot>;
   #rows: ConversationRow[] = [];
-  /** Deleted ids: a page read before the deletion must not bring one back. */
-  readonly #deleted = new Set<string>();
+  /** Deleted ids: a page read before the deletion must not bring one back. A new set on each change (it is in the snapshot). */
+  #deleted: ReadonlySet<string> = new Set<string>();
   /** Ids noticed while the first page was being read: their noticed version may be the newer. */
   #noticedDuringRead: Set<string> | null = null;
   #phase: ConversationListSnapshot["phase"] = "loading";
@@ -182,10 +184,9 @@ export class ConversationListStore implements Readable<ConversationListSnapshot>
     if (this.#owner !== null && notice.owner !== this.#owner) return;
     this.#noticedDuringRead?.add(notice.id);
     if (notice.deleted) {
-      this.#deleted.add(notice.id);
-      const rows = this.#rows.filter((r) => r.id !== notice.id);
-      if (rows.length === this.#rows.length) return;
-      this.#rows = rows;
+      if (this.#deleted.has(notice.id)) return;
+      this.#deleted = new Set(this.#deleted).add(notice.id);
+      this.#rows = this.#rows.filter((r) => r.id !== notice.id);
     } else if (!this.#upsert(rowOf(notice))) return;
     this.#publish();
   }
@@ -210,6 +211,7 @@ export class ConversationListStore implements Readable<ConversationListSnapshot>
       loadingMore: this.#loadingMore,
       attached: this.#attached,
       error: this.#error,
+      deleted: this.#deleted,
     };
   }
 

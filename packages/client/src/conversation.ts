@@ -22,7 +22,7 @@ import {
   type Outgoing,
   type Tracked,
 } from "./snapshot.js";
-import { keepSubscribed } from "./stream.js";
+import { followRun } from "./run-events.js";
 
 export type { ConversationInfo, ConversationSnapshot, ConversationState } from "./snapshot.js";
 import type { ActionError, ClientCore, Result } from "./core.js";
@@ -632,21 +632,20 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
     if (tracked.stop || !this.#attached || (isTerminal(tracked.live.run.status) && tracked.endTick !== null)) return;
     const gen = this.#gen;
     if (!tracked.recorded) void this.#readRecord(tracked);
-    tracked.stop = keepSubscribed(this.#core.transport, RUN_EVENTS, () => ({ runId, after: tracked.live.run.lastSeq }), {
-      next: ({ runEvents: event }) => {
+    tracked.stop = followRun(this.#core.transport, runId, {
+      document: RUN_EVENTS,
+      lastSeq: () => tracked.live.run.lastSeq,
+      wanted: () => gen === this.#gen && tracked.endTick === null,
+      event: (event) => {
         if (gen === this.#gen) this.#apply(tracked, event);
       },
-      ended: (end, failures) => {
-        if (gen !== this.#gen || tracked.endTick !== null) return false;
-        // The run is gone (its conversation deleted), or the server keeps refusing: stop, say so, read what is stored.
-        if (end.code === "NOT_FOUND" || end.code === "VALIDATION" || (!end.connectionLost && failures >= 8)) {
-          tracked.stop = null;
-          this.#error = { code: end.code ?? "STREAM_ENDED", message: end.message ?? "the run's events stopped" };
-          this.#read();
-          this.#publishSoon();
-          return false;
-        }
-        return true;
+      end: (end) => {
+        // The run is gone (its conversation deleted), or the server keeps refusing: say so, read what is stored.
+        if (gen !== this.#gen || end.reason !== "refused" || tracked.endTick !== null) return;
+        tracked.stop = null;
+        this.#error = end.error;
+        this.#read();
+        this.#publishSoon();
       },
     });
   }

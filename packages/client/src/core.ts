@@ -75,12 +75,12 @@ export class ClientCore {
   }
 
   /** Sends the operation; a retryable failure (no answer, a 5xx) is sent again up to `retries` times, with backoff. */
-  async #send<T>(query: string, variables: Record<string, unknown>): Promise<GraphQLResult<T>> {
+  async #send<T>(query: string, variables: Record<string, unknown>, retries = this.#retries): Promise<GraphQLResult<T>> {
     for (let attempt = 0; ; attempt++) {
       try {
         return await this.transport.request<T>({ query, variables });
       } catch (error) {
-        if (!(error instanceof TransportError) || !error.retryable || attempt >= this.#retries || this.#disposed) throw error;
+        if (!(error instanceof TransportError) || !error.retryable || attempt >= retries || this.#disposed) throw error;
         await new Promise((resolve) => setTimeout(resolve, backoff(attempt, 4_000)));
       }
     }
@@ -97,13 +97,18 @@ export class ClientCore {
   /**
    * A mutation whose result (`field`) is a union of a success type and refusals
    * implementing Error: the success, or the refusal as answered. Every
-   * mutation the client sends carries an idempotency key, so sending it again
-   * after no answer is safe.
+   * mutation the client's stores send carries an idempotency key, so sending
+   * it again after no answer is safe; `retry: false` sends an app's own once.
    */
-  async mutate<T, V extends Record<string, unknown>, F extends keyof T>(document: Document<T, V>, variables: V, field: F): Promise<Result<Success<T[F]>>> {
+  async mutate<T, V extends Record<string, unknown>, F extends keyof T>(
+    document: Document<T, V>,
+    variables: V,
+    field: F,
+    retry = true,
+  ): Promise<Result<Success<T[F]>>> {
     let result: GraphQLResult<T>;
     try {
-      result = await this.#send<T>(document, variables);
+      result = await this.#send<T>(document, variables, retry ? this.#retries : 0);
     } catch (error) {
       const unauthorized = error instanceof TransportError && error.kind === "unauthorized";
       return { ok: false, error: { code: unauthorized ? "UNAUTHORIZED" : "NETWORK", message: (error as Error).message } };

@@ -34,7 +34,7 @@ const REFUSAL = /* GraphQL */ `
 export const CONVERSATION: Document<Types.RunledgerConversationQuery, Types.RunledgerConversationQueryVariables> = /* GraphQL */ `
   query RunledgerConversation($id: ID!) {
     conversation(id: $id) {
-      id title agentName next resumable
+      id title agentName expiresAt next resumable
       messages { ...RunledgerMessage }
       activeRun { ...RunledgerRun messages { id role } }
       latestRun { ...RunledgerRun }
@@ -110,9 +110,10 @@ export const CHECKPOINT_MESSAGE: Document<Types.RunledgerCheckpointMessageQuery,
 
 const CONVERSATION_ROW = /* GraphQL */ `
   fragment RunledgerConversationRow on Conversation {
-    id title agentName owner createdAt updatedAt messageCount
-    activeRun { id status }
-    latestRun { id status }
+    id title agentName owner createdAt updatedAt messageCount expiresAt
+    activeRun { id status startedAt }
+    latestRun { id status kind errorCode }
+    forkedFrom { conversation { id title } }
   }
 `;
 

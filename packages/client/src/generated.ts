@@ -220,6 +220,7 @@ export type RunledgerConversationQuery = {
     id: string;
     title: string;
     agentName: string;
+    expiresAt: string | null;
     next: Array<string>;
     resumable: boolean;
     messages: Array<{
@@ -395,8 +396,10 @@ export type RunledgerConversationRowFragment = {
   createdAt: string;
   updatedAt: string;
   messageCount: number;
-  activeRun: { id: string; status: RunStatus } | null;
-  latestRun: { id: string; status: RunStatus } | null;
+  expiresAt: string | null;
+  activeRun: { id: string; status: RunStatus; startedAt: string } | null;
+  latestRun: { id: string; status: RunStatus; kind: RunKind; errorCode: RunErrorCode | null } | null;
+  forkedFrom: { conversation: { id: string; title: string } | null } | null;
 };
 
 export type RunledgerConversationsChangedSubscriptionVariables = Exact<{ [key: string]: never }>;
@@ -411,8 +414,10 @@ export type RunledgerConversationsChangedSubscription = {
     createdAt: string;
     updatedAt: string;
     messageCount: number;
-    activeRun: { id: string; status: RunStatus } | null;
-    latestRun: { id: string; status: RunStatus } | null;
+    expiresAt: string | null;
+    activeRun: { id: string; status: RunStatus; startedAt: string } | null;
+    latestRun: { id: string; status: RunStatus; kind: RunKind; errorCode: RunErrorCode | null } | null;
+    forkedFrom: { conversation: { id: string; title: string } | null } | null;
   };
 };
 
@@ -433,8 +438,10 @@ export type RunledgerConversationsQuery = {
         createdAt: string;
         updatedAt: string;
         messageCount: number;
-        activeRun: { id: string; status: RunStatus } | null;
-        latestRun: { id: string; status: RunStatus } | null;
+        expiresAt: string | null;
+        activeRun: { id: string; status: RunStatus; startedAt: string } | null;
+        latestRun: { id: string; status: RunStatus; kind: RunKind; errorCode: RunErrorCode | null } | null;
+        forkedFrom: { conversation: { id: string; title: string } | null } | null;
       };
     }>;
     pageInfo: { hasNextPage: boolean; endCursor: string | null };

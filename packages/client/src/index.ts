@@ -19,10 +19,13 @@ export {
   type ConversationRow,
 } from "./conversation-list.js";
 export { createCheckpointList, CheckpointListStore, type CheckpointListOptions, type CheckpointListSnapshot, type CheckpointRow } from "./checkpoint-list.js";
+export { followRunEvents, type RunEventBase, type RunEventsDocument, type RunEventsEnd, type RunEventsOptions } from "./run-events.js";
+export type { StreamEnd, StreamHandlers } from "./stream.js";
+export type { Document } from "./documents.js";
 export { createRunStore, RunStore, type RunSnapshot, type RunStoreOptions } from "./run-store.js";
 export { loadConversation, type ConversationSource, type LoadOptions } from "./ssr.js";
 export { frameScheduler, microtaskScheduler, syncScheduler, type Scheduler } from "./schedule.js";
-export type { ActionError, Result } from "./core.js";
+export type { ActionError, Result, Success } from "./core.js";
 export type { Readable } from "./observable.js";
 export type { ChatMessage, CustomItem, Gap, LiveRun, MessageState, RunEvent, RunState, ToolCall } from "./run-log.js";
 export { toPendingInterrupt } from "./interrupts.js";

@@ -11,7 +11,7 @@ import { RUN_EVENTS, RUN_RECORD } from "./documents.js";
 import type { PendingInterrupt } from "./interrupts.js";
 import { Value, type Readable } from "./observable.js";
 import { applyEvent, emptyRun, isTerminal, liveRun, refill, withRecord, type ChatMessage, type LiveRun, type RunState } from "./run-log.js";
-import { keepSubscribed } from "./stream.js";
+import { followRun } from "./run-events.js";
 
 export interface RunSnapshot {
   runId: string;
@@ -165,8 +165,11 @@ export class RunStore implements Readable<RunSnapshot> {
 
   /** Follows its events after the last seq shown, until its terminal one; the record is read again then. */
   #follow(gen: number): void {
-    this.#stop = keepSubscribed(this.#core.transport, RUN_EVENTS, () => ({ runId: this.#runId, after: this.#live?.run.lastSeq ?? 0 }), {
-      next: ({ runEvents: event }) => {
+    this.#stop = followRun(this.#core.transport, this.#runId, {
+      document: RUN_EVENTS,
+      lastSeq: () => this.#live?.run.lastSeq ?? 0,
+      wanted: () => gen === this.#gen && !(this.#live && isTerminal(this.#live.run.status)),
+      event: (event) => {
         if (gen !== this.#gen) return;
         const before = this.#live ?? liveRun(emptyRun(this.#runId));
         const after = applyEvent(before, event);
@@ -180,14 +183,10 @@ export class RunStore implements Readable<RunSnapshot> {
         }
         this.#publishSoon();
       },
-      ended: (end, failures) => {
-        if (gen !== this.#gen || (this.#live && isTerminal(this.#live.run.status))) return false;
-        if (end.code === "NOT_FOUND" || end.code === "VALIDATION" || (!end.connectionLost && failures >= 8)) {
-          this.#error = { code: end.code ?? "STREAM_ENDED", message: end.message ?? "the run's events stopped" };
-          void this.#read(gen);
-          return false;
-        }
-        return true;
+      end: (end) => {
+        if (gen !== this.#gen || end.reason !== "refused") return;
+        this.#error = end.error;
+        void this.#read(gen);
       },
     });
   }

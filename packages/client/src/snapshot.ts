@@ -17,10 +17,12 @@ export interface ConversationInfo {
   title: string | null;
   /** The agent its runs use. */
   agentName: string;
+  /** When retention deletes it (its last activity plus the retention period); null: kept. */
+  expiresAt: string | null;
 }
 
 export interface ConversationSnapshot {
-  /** The conversation as last read (`{id, title, agentName}`); null until the first read, for a new one, and for a missing one. */
+  /** The conversation as last read (`{id, title, agentName, expiresAt}`); null until the first read, for a new one, and for a missing one. */
   conversation: ConversationInfo | null;
   /** The conversation shown; null for a new one until its first submit() creates it. */
   conversationId: string | null;
@@ -342,9 +344,9 @@ export class SnapshotBuilder {
     if (data) {
       const known = this.#info;
       conversation =
-        known && known.id === data.id && known.title === data.title && known.agentName === data.agentName
+        known && known.id === data.id && known.title === data.title && known.agentName === data.agentName && known.expiresAt === (data.expiresAt ?? null)
           ? known
-          : { id: data.id, title: data.title ?? null, agentName: data.agentName };
+          : { id: data.id, title: data.title ?? null, agentName: data.agentName, expiresAt: data.expiresAt ?? null };
     }
     this.#info = conversation ?? this.#info;
     let interrupts: readonly PendingInterrupt[] = EMPTY;

@@ -24,7 +24,7 @@ export interface StreamHandlers<T> {
    * subscribed again, with `variables()` read afresh.
    */
   ended(end: StreamEnd, failures: number): boolean;
-  /** Subscribed again after an end: whatever was sent meanwhile was missed. */
+  /** Subscribed again after an end, and connected: whatever was sent meanwhile was missed (read it again now). */
   restarted?(): void;
 }
 
@@ -48,6 +48,28 @@ export function keepSubscribed<T, V extends Record<string, unknown>>(
   let failures = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let unsubscribe = () => {};
+  let unwatch = () => {};
+
+  /**
+   * Tells the owner that what was sent meanwhile was missed, once the new
+   * subscription can be live: at once when connected, else when the
+   * connection is back (a read made while it is down would miss what happens
+   * between that read and the reconnection).
+   */
+  const restarted = () => {
+    if (!handlers.restarted) return;
+    const connection = transport.connection;
+    const tell = () => setTimeout(() => !stopped && handlers.restarted?.(), 0);
+    if (connection.getSnapshot().status === "connected") return void tell();
+    unwatch();
+    const off = connection.subscribe(() => {
+      if (connection.getSnapshot().status !== "connected") return;
+      off();
+      unwatch = () => {};
+      tell();
+    });
+    unwatch = off;
+  };
 
   const start = () => {
     let over = false;
@@ -65,7 +87,7 @@ export function keepSubscribed<T, V extends Record<string, unknown>>(
         timer = undefined;
         if (stopped) return;
         start();
-        handlers.restarted?.();
+        restarted();
       }, delay);
     };
     unsubscribe = transport.subscribe<T>(
@@ -94,6 +116,7 @@ export function keepSubscribed<T, V extends Record<string, unknown>>(
     if (stopped) return;
     stopped = true;
     clearTimeout(timer);
+    unwatch();
     unsubscribe();
   };
 }

@@ -10,6 +10,7 @@ import type {
   Multitask,
   RunKind,
   RunledgerConversationQuery,
+  RunledgerConversationRowFragment,
   RunledgerInterruptFragment,
   RunledgerMessageFragment,
   RunledgerRunFragment,
@@ -131,17 +132,23 @@ export function createTestTransport(options: TestTransportOptions = {}): TestTra
   const latest = (conversation: TestConversation) => (conversation.runs.length ? runs.get(conversation.runs.at(-1)!)! : null);
 
   /** The conversation as a list shows it (RunledgerConversationRow). */
-  const rowOf = (conversation: TestConversation) => ({
-    id: conversation.id,
-    title: conversation.title,
-    agentName: "default",
-    owner: null,
-    createdAt: conversation.createdAt,
-    updatedAt: conversation.updatedAt,
-    messageCount: conversation.messages.length,
-    activeRun: active(conversation) ? { id: active(conversation)!.record.id, status: active(conversation)!.record.status } : null,
-    latestRun: latest(conversation) ? { id: latest(conversation)!.record.id, status: latest(conversation)!.record.status } : null,
-  });
+  const rowOf = (conversation: TestConversation): RunledgerConversationRowFragment => {
+    const current = active(conversation)?.record;
+    const last = latest(conversation)?.record;
+    return {
+      id: conversation.id,
+      title: conversation.title,
+      agentName: "default",
+      owner: null,
+      createdAt: conversation.createdAt,
+      updatedAt: conversation.updatedAt,
+      messageCount: conversation.messages.length,
+      expiresAt: null,
+      activeRun: current ? { id: current.id, status: current.status, startedAt: current.startedAt } : null,
+      latestRun: last ? { id: last.id, status: last.status, kind: last.kind, errorCode: last.errorCode } : null,
+      forkedFrom: null,
+    };
+  };
 
   /** A later time than any given so far: updatedAt orders the list. */
   let lastTime = 0;
@@ -265,6 +272,7 @@ export function createTestTransport(options: TestTransportOptions = {}): TestTra
           id: conversation.id,
           title: conversation.title,
           agentName: "default",
+          expiresAt: null,
           next: [],
           resumable: false,
           messages: conversation.messages,
