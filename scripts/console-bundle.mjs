@@ -11,12 +11,14 @@ import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
 
 const CONSOLE_DIR = fileURLToPath(new URL("../console/", import.meta.url));
+/** The client SDK the console is built on, from its sources (its dist/ is built only for npm pack). */
+const CLIENT_ENTRY = fileURLToPath(new URL("../packages/client/src/index.ts", import.meta.url));
 
 /** Where the server serves the files (CONSOLE_PATH in src/server/routes/console.ts): the page names its assets by it. */
 const CONSOLE_URL_PATH = "/console";
 
 /**
- * Source paths relative to the package (console/src/..., node_modules/...), so
+ * Source paths relative to the package (console/src/..., packages/client/src/..., node_modules/...), so
  * the map, which anyone may fetch, does not describe the server's directories.
  * @param {Uint8Array} bytes
  */
@@ -24,7 +26,9 @@ function portableSourceMap(bytes) {
   const map = JSON.parse(Buffer.from(bytes).toString("utf8"));
   map.sources = map.sources?.map((/** @type {string} */ source) => {
     const packaged = source.lastIndexOf("node_modules/");
-    return packaged >= 0 ? source.slice(packaged) : source.replace(/^(\.\.\/)+/, "console/");
+    if (packaged >= 0) return source.slice(packaged);
+    const client = source.indexOf("packages/client/");
+    return client >= 0 ? source.slice(client) : source.replace(/^(\.\.\/)+/, "console/");
   });
   return Buffer.from(JSON.stringify(map));
 }
@@ -45,6 +49,7 @@ export async function bundleConsole() {
     jsx: "automatic",
     jsxImportSource: "preact",
     define: { "process.env.NODE_ENV": '"production"' },
+    alias: { "@runledger/client": CLIENT_ENTRY },
     entryNames: "[name]-[hash]",
     outdir: "out",
     publicPath: `${CONSOLE_URL_PATH}/`,

@@ -234,7 +234,7 @@ describe("never stale", () => {
     const port = Number(new URL(app.url).port);
     await app.close();
     await connection(page).filter({ hasText: "reconnecting" }).waitFor();
-    const readFailures = main.getByRole("alert").filter({ hasText: "Could not read the conversation: [Network] Failed to fetch" });
+    const readFailures = main.getByRole("alert").filter({ hasText: /Could not read the conversation: could not reach .*\/graphql: Failed to fetch/ });
     await readFailures.first().waitFor();
     await page.unroute(/\/graphql$/, refused);
     app = await startTestApp({ ollamaUrl: fake.url, databaseUrl: database.url, env: appEnv(port) });
@@ -281,8 +281,7 @@ describe("never stale", () => {
     sockets.at(-1)!.page.send(JSON.stringify({ id: listId, type: "complete" }));
     await eventually(() => subscribes("conversationsChanged", completedAt).length === 1, "the list's stream subscribed again");
     await until(() => app.services.bus.stats().changeSubscribers === 1, "the list's new subscription on the server");
-    // The badge is "connected" again. It may say "catching up…" in between, but a resubscription made
-    // before the page paints shows no such frame (a loaded clean run saw none), so that is not asserted.
+    // The badge is "connected" again: the socket stayed up, only the list's stream was completed.
     await connected(page);
     const elsewhere = unique("Created after the list stream ended");
     await waitForRun(app.url, (await startViaApi(elsewhere)).runId);

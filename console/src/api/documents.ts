@@ -11,15 +11,6 @@ const MESSAGE_FIELDS = /* GraphQL */ `
   fragment ConsoleMessage on Message { id role content toolCalls { id name args } toolCallId name }
 `;
 
-const ROW_FIELDS = /* GraphQL */ `
-  fragment ConsoleRow on Conversation {
-    id title agentName owner createdAt updatedAt messageCount deleted
-    activeRun { id status startedAt }
-    latestRun { id status kind errorCode }
-    forkedFrom { conversation { id title } }
-  }
-`;
-
 // An interrupt's run and answering run are named by id alone: the console has the runs.
 const INTERRUPT_FIELDS = /* GraphQL */ `
   fragment ConsoleInterrupt on Interrupt { id node value state createdAt answer answeredAt answeredBy { id } run { id } }
@@ -62,24 +53,6 @@ export const AGENTS: Document<Types.ConsoleAgentsQuery, Types.ConsoleAgentsQuery
     agents { ...ConsoleAgent }
   }
   ${AGENT_FIELDS}
-`;
-
-export const CONVERSATIONS: Document<Types.ConsoleConversationsQuery, Types.ConsoleConversationsQueryVariables> = /* GraphQL */ `
-  query ConsoleConversations($first: Int!, $after: String, $owner: String) {
-    conversations(first: $first, after: $after, owner: $owner) {
-      pageInfo { hasNextPage endCursor }
-      edges { node { ...ConsoleRow } }
-    }
-  }
-  ${ROW_FIELDS}
-`;
-
-export const CONVERSATIONS_CHANGED: Document<Types.ConsoleConversationsChangedSubscription, Types.ConsoleConversationsChangedSubscriptionVariables> =
-  /* GraphQL */ `
-  subscription ConsoleConversationsChanged {
-    conversationsChanged { ...ConsoleRow }
-  }
-  ${ROW_FIELDS}
 `;
 
 // Page sizes are variables: a literal one would multiply the operation's cost estimate.

@@ -124,8 +124,6 @@ export type RunStatus =
 
 export type ConsoleMessageFragment = { id: string, role: MessageRole, content: string, toolCallId: string | null, name: string | null, toolCalls: Array<{ id: string, name: string, args: unknown }> };
 
-export type ConsoleRowFragment = { id: string, title: string, agentName: string, owner: string | null, createdAt: string, updatedAt: string, messageCount: number, deleted: boolean, activeRun: { id: string, status: RunStatus, startedAt: string } | null, latestRun: { id: string, status: RunStatus, kind: RunKind, errorCode: RunErrorCode | null } | null, forkedFrom: { conversation: { id: string, title: string } | null } | null };
-
 export type ConsoleInterruptFragment = { id: string, node: string, value: unknown, state: InterruptState, createdAt: string, answer: unknown, answeredAt: string | null, answeredBy: { id: string } | null, run: { id: string } };
 
 export type ConsoleUsageFragment = { inputTokens: number, outputTokens: number, modelCalls: number, modelDurationMs: number };
@@ -145,20 +143,6 @@ export type ConsoleAgentsQueryVariables = Exact<{ [key: string]: never; }>;
 
 
 export type ConsoleAgentsQuery = { agents: Array<{ name: string, description: string, kind: AgentKind, model: string, tools: Array<{ name: string, description: string, source: string, requiresApproval: boolean }> }> };
-
-export type ConsoleConversationsQueryVariables = Exact<{
-  first: number;
-  after?: string | null | undefined;
-  owner?: string | null | undefined;
-}>;
-
-
-export type ConsoleConversationsQuery = { conversations: { pageInfo: { hasNextPage: boolean, endCursor: string | null }, edges: Array<{ node: { id: string, title: string, agentName: string, owner: string | null, createdAt: string, updatedAt: string, messageCount: number, deleted: boolean, activeRun: { id: string, status: RunStatus, startedAt: string } | null, latestRun: { id: string, status: RunStatus, kind: RunKind, errorCode: RunErrorCode | null } | null, forkedFrom: { conversation: { id: string, title: string } | null } | null } }> } };
-
-export type ConsoleConversationsChangedSubscriptionVariables = Exact<{ [key: string]: never; }>;
-
-
-export type ConsoleConversationsChangedSubscription = { conversationsChanged: { id: string, title: string, agentName: string, owner: string | null, createdAt: string, updatedAt: string, messageCount: number, deleted: boolean, activeRun: { id: string, status: RunStatus, startedAt: string } | null, latestRun: { id: string, status: RunStatus, kind: RunKind, errorCode: RunErrorCode | null } | null, forkedFrom: { conversation: { id: string, title: string } | null } | null } };
 
 export type ConsoleConversationQueryVariables = Exact<{
   id: string | number;

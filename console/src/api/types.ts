@@ -9,7 +9,6 @@ import type {
   ConsoleInterruptFragment,
   ConsoleMeQuery,
   ConsoleMessageFragment,
-  ConsoleRowFragment,
   ConsoleRunEventsSubscription,
   ConsoleRunFragment,
 } from "./generated.ts";
@@ -24,8 +23,8 @@ export type Message = ConsoleMessageFragment;
 export type ToolCall = Message["toolCalls"][number];
 /** A question a run's graph asked (interrupt()); the built-in agent's tool approvals are one kind. */
 export type Interrupt = ConsoleInterruptFragment;
-/** One row of the conversation list, from the list query or a conversationsChanged notice. */
-export type ConversationRow = ConsoleRowFragment;
+/** One row of the conversation list, as the client SDK's list store keeps it (from the list query or a conversationsChanged notice). */
+export type { ConversationRow } from "@runledger/client";
 export type CheckpointSummary = ConsoleCheckpointFragment;
 export type RunDetails = ConsoleRunFragment;
 /** Stored when the run ends; null while it runs. */

@@ -21,7 +21,7 @@ export interface RecordedRun {
 
 export function recordedRun(run: RunView): RecordedRun {
   // Stored custom events go through the live path: the same items a subscriber's events make.
-  const stored = run.customEvents.reduce(applyEvent, emptyLiveRun(run.id)).items;
+  const stored = run.customEvents.reduce((live, event) => applyEvent(live, event), emptyLiveRun(run.id)).items;
   const seenItems = run.seen?.items ?? [];
   const events = new Map<number, CustomItem>();
   for (const item of [...stored, ...seenItems]) if (item.kind === "custom" && !events.has(item.seq)) events.set(item.seq, item);

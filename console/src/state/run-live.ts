@@ -1,7 +1,7 @@
-// What one run has streamed so far, built from its runEvents. Events are
-// applied in seq order and at most once: a replay after a reconnection (the
-// WebSocket client resubscribes with the variables it started with) sends
-// events the console already has, and those are dropped by seq.
+// What one run has streamed so far, built from its runEvents as the client
+// SDK's follower hands them over: in seq order, each once, resumed after the
+// last seq applied, a skipped seq reported as a gap. An event at or below the
+// last seq applied changes nothing here either.
 import type { CheckpointSummary, Interrupt, RunEvent, RunStatus } from "../api/types.ts";
 
 /** The node the built-in agent's model tokens come from; any other is named beside its text. */
@@ -42,8 +42,15 @@ export function isActive(status: RunStatus | null | undefined): boolean {
   return status === "RUNNING" || status === "QUEUED";
 }
 
-export function applyEvent(run: LiveRun, event: RunEvent): LiveRun {
+/**
+ * Applies one event. `gap`: events before it that never came (a seq skipped);
+ * shown where they were missed. The server's own ReplayGapEvent is shown as it comes.
+ */
+export function applyEvent(run: LiveRun, event: RunEvent, gap: { fromSeq: number; toSeq: number } | null = null): LiveRun {
   if (event.runId !== run.runId || event.seq <= run.lastSeq) return run;
+  if (gap && event.__typename !== "ReplayGapEvent") {
+    run = { ...run, items: [...run.items, { kind: "gap", key: `s${gap.fromSeq}`, fromSeq: gap.fromSeq, toSeq: gap.toSeq }] };
+  }
   const next: LiveRun = { ...run, lastSeq: event.seq };
   switch (event.__typename) {
     case "RunStatusEvent":

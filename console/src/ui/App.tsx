@@ -74,15 +74,7 @@ function Connected({ api, onToken }: { api: Api; onToken: (token: string | null)
       </div>
     );
   }
-  return (
-    <Console
-      api={api}
-      reconnects={connection.reconnects}
-      status={connection.status}
-      resubscribing={connection.resubscribing}
-      onForgetToken={api.token ? () => onToken(null) : null}
-    />
-  );
+  return <Console api={api} reconnects={connection.reconnects} status={connection.status} onForgetToken={api.token ? () => onToken(null) : null} />;
 }
 
 function TokenForm({ hadToken, onSubmit }: { hadToken: boolean; onSubmit: (token: string) => void }) {
@@ -118,19 +110,17 @@ function Console({
   api,
   reconnects,
   status,
-  resubscribing,
   onForgetToken,
 }: {
   api: Api;
   reconnects: number;
   status: ReturnType<typeof useConnection>["status"];
-  resubscribing: number;
   onForgetToken: (() => void) | null;
 }) {
   const { principal, error: principalError } = usePrincipal(api, reconnects);
   const showOwners = showsOwners(principal);
   const [ownerFilter, setOwnerFilter] = useState<string | null>(null);
-  const { list, error, loadMore, loadingMore } = useConversationList(api, reconnects, ownerFilter);
+  const { list, error, loadMore, loadingMore } = useConversationList(api, ownerFilter);
   const knownOwners = useMemo(() => [...new Set(list.rows.flatMap((r) => (r.owner === null ? [] : [r.owner])))].sort(), [list.rows]);
   const [selection, setSelection] = useState<Selection>(readSelection);
   // The run a new conversation's first message (or a fork's) started, handed to that conversation's pane.
@@ -159,7 +149,7 @@ function Console({
     <div class={`console view-${view}`}>
       <header class="topbar">
         <h1>runledger console</h1>
-        <ConnectionBadge status={status} resubscribing={resubscribing} />
+        <ConnectionBadge status={status} />
         {status !== "connected" && <span class="hint">Live updates are paused; the console catches up once it is connected again.</span>}
         <SignedIn principal={principal} error={principalError} onForgetToken={onForgetToken} />
       </header>

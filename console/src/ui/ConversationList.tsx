@@ -5,14 +5,14 @@
 import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
 import type { ConversationRow } from "../api/types.ts";
-import type { ListState } from "../state/conversation-list.ts";
+import type { ListView } from "./hooks.ts";
 import { StatusBadge } from "./bits.tsx";
 import { formatDateTime } from "./format.ts";
 import { OwnerTag } from "./Owner.tsx";
 import { conversationHref, NEW_CONVERSATION_HREF } from "./routes.ts";
 
 export function ConversationList(props: {
-  list: ListState;
+  list: ListView;
   error: string | null;
   selectedId: string | null;
   showOwners: boolean;

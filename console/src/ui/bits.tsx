@@ -8,15 +8,14 @@ const CONNECTION_WORDS: Record<ConnectionStatus, string> = {
   connected: "connected",
   reconnecting: "reconnecting…",
   unauthorized: "token refused",
-  disconnected: "disconnected: reload the page to reconnect",
+  offline: "offline: waiting for the network",
 };
 
-/** The connection as it is: connected only while the socket is up and no live stream waits to start again. */
-export function ConnectionBadge({ status, resubscribing = 0 }: { status: ConnectionStatus; resubscribing?: number }) {
-  const catchingUp = status === "connected" && resubscribing > 0;
+/** The connection as the client SDK reports it: connected only while its socket is up. */
+export function ConnectionBadge({ status }: { status: ConnectionStatus }) {
   return (
-    <span role="status" aria-label="Connection" class={`connection connection-${catchingUp ? "reconnecting" : status}`}>
-      {catchingUp ? "catching up…" : CONNECTION_WORDS[status]}
+    <span role="status" aria-label="Connection" class={`connection connection-${status}`}>
+      {CONNECTION_WORDS[status]}
     </span>
   );
 }

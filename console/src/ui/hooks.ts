@@ -1,11 +1,11 @@
 // The console's data: the connection's state, the conversation list and one
-// conversation, each kept current by subscriptions (never by polling).
+// conversation, each kept current by subscriptions (never by polling), on the
+// client SDK: its list store, and its run follower with exact resume.
+import { followRunEvents, type ConversationListSnapshot, type ConversationListStore, type RunEventsDocument } from "@runledger/client";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import type { Api, ConnectionState, Outcome } from "../api/client.ts";
-import { AGENTS, CONVERSATION, CONVERSATIONS, CONVERSATIONS_CHANGED, ME, RUN_EVENTS } from "../api/documents.ts";
-import type { ConsoleConversationsQuery } from "../api/generated.ts";
-import type { Agent, ConversationDetails, ConversationRow, Principal } from "../api/types.ts";
-import { appendPage, applyNotice, emptyListOf, replaceWithFirstPage, type ListState, type Page } from "../state/conversation-list.ts";
+import { AGENTS, CONVERSATION, ME, RUN_EVENTS } from "../api/documents.ts";
+import type { Agent, ConversationDetails, ConversationRow, Principal, RunEvent } from "../api/types.ts";
 import { applyEvent, emptyLiveRun, isEnded, type LiveRun } from "../state/run-live.ts";
 import type { StartedRun } from "../state/conversation-view.ts";
 
@@ -79,79 +79,38 @@ export function usePrincipal(api: Api, reconnects: number): { principal: Princip
   return { principal, error };
 }
 
-function toPage(data: ConsoleConversationsQuery): Page {
-  return {
-    rows: data.conversations.edges.map((e) => e.node),
-    hasNextPage: data.conversations.pageInfo.hasNextPage,
-    endCursor: data.conversations.pageInfo.endCursor,
-  };
+const NO_LIST: ConversationListSnapshot = { phase: "loading", rows: [], hasMore: false, loadingMore: false, attached: false, error: null, deleted: new Set() };
+
+/** What the list shows: the SDK's snapshot, and the owner it lists (null: every one the caller may see). */
+export interface ListView extends ConversationListSnapshot {
+  owner: string | null;
 }
 
 /**
- * The conversation list: conversationsChanged first, then the first page (on
- * mount, after each reconnection, and afresh when the owner filter changes),
- * merged; more pages on request.
+ * The conversation list: the SDK's list store, one per owner filter. It reads
+ * the first page, merges conversationsChanged notices, and reads the first
+ * page again whenever the notices start over (a reconnection, a server restart).
  */
-export function useConversationList(api: Api, reconnects: number, owner: string | null) {
-  const [list, setList] = useState<ListState>(() => emptyListOf(owner));
-  const [error, setError] = useState<string | null>(null);
-  const [loadingMore, setLoadingMore] = useState(false);
-  // Ids noticed while a first page is being read, so the page cannot undo them.
-  const noticedMeanwhile = useRef<Set<string> | null>(null);
-
-  // Bumped each time the notices start again after an end (a server restart completes them): the first page is read again.
-  const [restarts, setRestarts] = useState(0);
-
-  useEffect(
-    () =>
-      api.live(CONVERSATIONS_CHANGED, () => ({}), {
-        next: ({ conversationsChanged: row }) => {
-          noticedMeanwhile.current?.add(row.id);
-          setList((state) => applyNotice(state, row));
-        },
-        // Always subscribed again; said only when it keeps failing (a shutdown refuses a stream or two on its way out).
-        ended: (message, failures) => {
-          if (message && failures >= 3) setError(`Live list updates keep stopping: ${message}. Trying again.`);
-          return true;
-        },
-        restarted: () => setRestarts((n) => n + 1),
-      }),
-    [api],
-  );
-
+export function useConversationList(api: Api, owner: string | null) {
+  const store = useRef<ConversationListStore | null>(null);
+  const [snapshot, setSnapshot] = useState<ConversationListSnapshot>(NO_LIST);
   useEffect(() => {
-    let current = true;
-    const noticed = new Set<string>();
-    noticedMeanwhile.current = noticed;
-    // Another owner: start from an empty list of theirs (a reconnection keeps the rows shown).
-    setList((state) => (state.owner === owner ? state : emptyListOf(owner)));
-    api.query(CONVERSATIONS, { first: LIST_PAGE, owner }).then(
-      (data) => {
-        if (!current) return;
-        setList((state) => replaceWithFirstPage(state, toPage(data), noticed));
-        setError(null);
-      },
-      (e: Error) => current && setError(`Could not read the conversations: ${e.message}`),
-    );
+    const list = api.client.conversations({ owner, pageSize: LIST_PAGE });
+    store.current = list;
+    setSnapshot(list.getSnapshot());
+    const off = list.subscribe(() => setSnapshot(list.getSnapshot()));
     return () => {
-      current = false;
+      off();
+      list.close();
+      if (store.current === list) store.current = null;
     };
-  }, [api, reconnects, restarts, owner]);
-
-  const loadMore = useCallback(() => {
-    if (!list.endCursor) return;
-    setLoadingMore(true);
-    api
-      .query(CONVERSATIONS, { first: LIST_PAGE, after: list.endCursor, owner: list.owner })
-      .then(
-        // A page of the owner listed when it was asked for: dropped if the filter changed meanwhile.
-        (data) => setList((state) => (state.owner === list.owner ? appendPage(state, toPage(data)) : state)),
-        (e: Error) => setError(`Could not read more conversations: ${e.message}`),
-      )
-      .finally(() => setLoadingMore(false));
-  }, [api, list.endCursor, list.owner]);
-
-  return { list, error, loadMore, loadingMore };
+  }, [api, owner]);
+  const loadMore = useCallback(() => void store.current?.loadMore(), []);
+  const list: ListView = { ...snapshot, owner };
+  const error = snapshot.error
+    ? `Could not read the conversations: ${snapshot.error.message.replace(/^could not read (more )?the conversations: /, "")}`
+    : null;
+  return { list, error, loadMore, loadingMore: snapshot.loadingMore };
 }
 
 export interface Notice {
@@ -235,31 +194,26 @@ export function useConversation(api: Api, id: string, row: ConversationRow | und
   const follow = useCallback(
     (runId: string) => {
       if (following.current.has(runId) || endedRuns.current.has(runId)) return;
-      const stop = api.live(RUN_EVENTS, () => ({ runId, after: lastSeqs.current.get(runId) ?? 0 }), {
-        next: ({ runEvents: event }) => {
-          lastSeqs.current.set(runId, Math.max(lastSeqs.current.get(runId) ?? 0, event.seq));
+      // The SDK's follower: each event once and in seq order, resumed after the
+      // last seq applied on every new subscription (a reconnection, a restart,
+      // a slow-subscriber cut); a skipped seq comes with its gap.
+      const stop = followRunEvents(api.client, runId, {
+        after: lastSeqs.current.get(runId) ?? 0,
+        document: RUN_EVENTS as RunEventsDocument<RunEvent>,
+        onEvent: (event, gap) => {
+          lastSeqs.current.set(runId, event.seq);
           setLive((previous) => {
             const run = previous.get(runId) ?? emptyLiveRun(runId);
-            const next = applyEvent(run, event);
+            const next = applyEvent(run, event, gap);
             return next === run ? previous : new Map(previous).set(runId, next);
           });
-          if (event.__typename === "RunStatusEvent" && isEnded(event.status)) {
-            endedRuns.current.add(runId);
-            following.current.get(runId)?.();
-            following.current.delete(runId);
-            refetch();
-          }
         },
-        // A run's stream completes after its terminal event; any other end (a
-        // restart, a slow-subscriber cut) resumes from the last seq seen. One
-        // refused again and again (a deleted run) is given up, and said so.
-        ended: (error, failures) => {
-          if (endedRuns.current.has(runId)) return false;
-          if (error === null || failures < 3) return true;
+        onEnd: (end) => {
           following.current.delete(runId);
-          notify(`Live events of a run stopped: ${error}`);
+          if (end.reason === "terminal") endedRuns.current.add(runId);
+          // Refused (a deleted run, another user's): given up, and said so.
+          else notify(`Live events of a run stopped: ${end.error.message}`);
           refetch();
-          return false;
         },
       });
       following.current.set(runId, stop);
