@@ -7,6 +7,9 @@
 // JSON the user types. What the console can check (JSON syntax, arguments
 // being an object, a decision for every call) it checks before sending; the
 // API checks the rest and says what is wrong.
+// The kinds are read by the client SDK (toPendingInterrupt), and the answers
+// are its types (ToolApprovalAnswer, ToolInDoubtAnswer).
+import { toPendingInterrupt, type JsonValue, type ToolDecision, type ToolInDoubtAnswer, type ToolInDoubtRequest } from "@runledger/client";
 import type { Interrupt } from "../api/types.ts";
 
 export interface ApprovalCall {
@@ -15,37 +18,28 @@ export interface ApprovalCall {
   args: unknown;
 }
 
+function kindOf(value: unknown) {
+  return toPendingInterrupt({ id: "", node: "", value: (value ?? null) as JsonValue });
+}
+
 /** The calls of a tool approval, or null for any other question. */
 export function approvalCalls(value: unknown): ApprovalCall[] | null {
-  if (typeof value !== "object" || value === null) return null;
-  const { type, toolCalls } = value as { type?: unknown; toolCalls?: unknown };
-  if (type !== "tool_approval" || !Array.isArray(toolCalls)) return null;
-  return toolCalls.flatMap((call: unknown) => {
+  const question = kindOf(value);
+  if (question.kind !== "tool_approval") return null;
+  return question.value.toolCalls.flatMap((call: unknown) => {
     const { id, name, args } = (call ?? {}) as { id?: unknown; name?: unknown; args?: unknown };
     return typeof id === "string" ? [{ id, name: typeof name === "string" ? name : "tool", args }] : [];
   });
 }
 
-export interface InDoubtCall {
-  toolCallId: string;
-  tool: string;
-  args: unknown;
-  startedAt: string | null;
-  attempt: number;
-}
+export type InDoubtCall = Omit<ToolInDoubtRequest, "type">;
 
 /** The call a tool_in_doubt interrupt asks about, or null for any other question. */
 export function inDoubtCall(value: unknown): InDoubtCall | null {
-  if (typeof value !== "object" || value === null) return null;
-  const v = value as { type?: unknown; toolCallId?: unknown; tool?: unknown; args?: unknown; startedAt?: unknown; attempt?: unknown };
-  if (v.type !== "tool_in_doubt" || typeof v.toolCallId !== "string") return null;
-  return {
-    toolCallId: v.toolCallId,
-    tool: typeof v.tool === "string" ? v.tool : "tool",
-    args: v.args,
-    startedAt: typeof v.startedAt === "string" ? v.startedAt : null,
-    attempt: typeof v.attempt === "number" ? v.attempt : 1,
-  };
+  const question = kindOf(value);
+  if (question.kind !== "tool_in_doubt") return null;
+  const { type: _type, ...call } = question.value;
+  return call;
 }
 
 export type DoubtDecision = "retry" | "skip" | "fail";
@@ -103,10 +97,7 @@ export function parseArgs(text: string): Checked<Record<string, unknown>> {
   return { ok: true, value: value as Record<string, unknown> };
 }
 
-type CallAnswer =
-  { id: string; decision: "approve" } | { id: string; decision: "reject"; reason?: string } | { id: string; decision: "edit"; args: Record<string, unknown> };
-
-function callAnswer(id: string, draft: CallDraft): Checked<CallAnswer> {
+function callAnswer(id: string, draft: CallDraft): Checked<ToolDecision> {
   switch (draft.decision) {
     case "approve":
       return { ok: true, value: { id, decision: "approve" } };
@@ -116,17 +107,18 @@ function callAnswer(id: string, draft: CallDraft): Checked<CallAnswer> {
     }
     case "edit": {
       const args = parseArgs(draft.argsText);
-      return args.ok ? { ok: true, value: { id, decision: "edit", args: args.value } } : args;
+      return args.ok ? { ok: true, value: { id, decision: "edit", args: args.value as { [key: string]: JsonValue } } } : args;
     }
     default:
       return { ok: false, problem: "approve, reject or edit it" };
   }
 }
 
-function doubtAnswer(draft: DoubtDraft): Checked<{ decision: DoubtDecision; result?: string }> {
+function doubtAnswer(draft: DoubtDraft): Checked<ToolInDoubtAnswer> {
   if (draft.decision === null) return { ok: false, problem: "retry, skip or fail it" };
   const result = draft.result.trim();
-  return { ok: true, value: draft.decision !== "retry" && result ? { decision: draft.decision, result } : { decision: draft.decision } };
+  if (draft.decision === "retry") return { ok: true, value: { decision: "retry" } };
+  return { ok: true, value: result ? { decision: draft.decision, result } : { decision: draft.decision } };
 }
 
 /** The answer the draft sends for the interrupt, or what keeps it from being sent. */
@@ -138,7 +130,7 @@ export function draftAnswer(interrupt: Interrupt, draft: InterruptDraft): Checke
     return answer.ok ? answer : { ok: false, problem: `${doubt.tool}: ${answer.problem}` };
   }
   const calls = approvalCalls(interrupt.value) ?? [];
-  const answers: CallAnswer[] = [];
+  const answers: ToolDecision[] = [];
   for (const call of calls) {
     const answer = callAnswer(call.id, draft.calls[call.id] ?? { decision: null, reason: "", argsText: "" });
     if (!answer.ok) return { ok: false, problem: `${call.name}: ${answer.problem}` };
