@@ -7,15 +7,31 @@
 //
 // The store is a subscribe/getSnapshot pair: every change makes a new
 // immutable snapshot, ready for React's useSyncExternalStore.
-import { CANCEL_RUN, CHECKPOINT_MESSAGE, CONVERSATION, EDIT_STATE, FORK_CONVERSATION, RESUME_RUN, RUN_EVENTS, RUN_RECORD, START_RUN } from "./documents.js";
-import type { JsonValue, Multitask, RunledgerConversationsChangedSubscription, RunledgerRunFragment } from "./generated.js";
+import {
+  editThread,
+  forkThread,
+  newKey,
+  resumeThread,
+  sendMessage,
+  stopRun,
+  type ActionHost,
+  type EditInput,
+  type ForkOptions,
+  type RespondOptions,
+  type SubmitOptions,
+} from "./conversation-actions.js";
+import { CONVERSATION, RUN_EVENTS } from "./documents.js";
+import type { JsonValue, RunledgerConversationsChangedSubscription, RunledgerRunFragment } from "./generated.js";
 import type { InterruptAnswer } from "./interrupts.js";
+import { MessageWindow } from "./message-window.js";
+import { pollQueue, readRunRecord, refillRun, type RecordHost } from "./run-records.js";
 import { Value, type Readable } from "./observable.js";
 import { clearResume, readResume, writeResume } from "./resume.js";
-import { applyEvent, emptyRun, isTerminal, liveRun, refill, withRecord, type LiveRun, type RunEvent, type RunState } from "./run-log.js";
+import { applyEvent, emptyRun, isTerminal, liveRun, withRecord, type LiveRun, type RunEvent, type RunState } from "./run-log.js";
 import {
   SnapshotBuilder,
   sortedRuns,
+  stateOf,
   type ConversationData,
   type ConversationSnapshot,
   type ConversationState,
@@ -25,54 +41,10 @@ import {
 import { followRun } from "./run-events.js";
 
 export type { ConversationInfo, ConversationSnapshot, ConversationState } from "./snapshot.js";
+export type { EditInput, ForkOptions, RespondOptions, SubmitOptions } from "./conversation-actions.js";
 import type { ActionError, ClientCore, Result } from "./core.js";
 
 type Notice = RunledgerConversationsChangedSubscription["conversationsChanged"];
-
-export interface SubmitOptions {
-  /** What to do when a run is already active: REJECT (the server's default), ENQUEUE, INTERRUPT or ROLLBACK. */
-  multitask?: Multitask;
-  /** Sent with every attempt of this submit, so a retry never starts a second run. Default: a new random key per submit. */
-  idempotencyKey?: string;
-  /** The agent of a new conversation (ignored for an existing one, which keeps its own). */
-  agent?: string;
-}
-
-export interface RespondOptions {
-  /** The interrupt answered; may be left out when exactly one waits. */
-  interruptId?: string;
-  /** Default: a new random key, reused by the retries of this call. */
-  idempotencyKey?: string;
-}
-
-/** fork()'s options. */
-export interface ForkOptions {
-  /** A user message: a run starts on the fork at once. */
-  message?: string;
-  /** Show the fork in this store (default true). */
-  open?: boolean;
-  /** Default: a new random key, reused by the retries of this call. */
-  idempotencyKey?: string;
-}
-
-/** edit()'s input: what to write at which checkpoint. */
-export interface EditInput {
-  /** The checkpoint edited: the new checkpoint's parent (a past one branches the thread there). */
-  checkpointId: string;
-  /** Channel values by name, applied through each channel's reducer (a message with an existing id replaces it). */
-  values?: { [channel: string]: JsonValue };
-  /**
-   * Replaces the user message the checkpoint added (its last message, which
-   * must be a USER one) with this text, as the graph's input: values
-   * `{messages: [{id, role: "USER", content: message}]}` as node `__start__`.
-   * resume() then answers it again.
-   */
-  message?: string;
-  /** Write the values as this node did (`__start__`: as the graph's input). Default: LangGraph's choice; `__start__` with `message`. */
-  asNode?: string;
-  /** Default: a new random key, reused by the retries of this call. */
-  idempotencyKey?: string;
-}
 
 export interface ConversationOptions {
   /**
@@ -94,12 +66,6 @@ export interface ConversationOptions {
    * what is shown, not what is read.
    */
   pageSize?: number;
-}
-
-function newKey(): string {
-  const crypto = (globalThis as { crypto?: { randomUUID?: () => string } }).crypto;
-  if (crypto?.randomUUID) return crypto.randomUUID();
-  return `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}-${Math.random().toString(36).slice(2)}`;
 }
 
 export class ConversationStore implements Readable<ConversationSnapshot> {
@@ -126,21 +92,64 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
   #dirty: Tracked | null = null;
   #persistTimer: ReturnType<typeof setTimeout> | null = null;
   readonly #persistResume: boolean;
-  /** Stored messages shown at first (null: all of them). */
-  readonly #pageSize: number | null;
-  /** How many of the thread's oldest stored messages are not shown; null until the thread is first read. */
-  #hidden: number | null = null;
-  /** loadOlder() calls made before the thread was first read: applied to it, in order. */
-  #olderWaiting: { count: number; resolve: (shown: number) => void }[] = [];
+  /** Which stored messages are shown (the `pageSize` option). */
+  readonly #window: MessageWindow;
   readonly #builder = new SnapshotBuilder();
   /** Changes made since listeners were last told, and whether a turn to tell them is scheduled. */
   #pending = false;
   #scheduled = false;
 
+  /** What the actions (conversation-actions.ts) see of this store. */
+  readonly #host: ActionHost;
+  /** What the reads of a run's record (run-records.ts) see of it. */
+  readonly #records: RecordHost;
+
   constructor(core: ClientCore, conversationId: string | null, options: ConversationOptions = {}) {
     this.#core = core;
+    this.#records = {
+      core,
+      generation: () => this.#gen,
+      attached: () => this.#attached,
+      track: (record) => void this.#track(record.id, record),
+      changed: () => this.#publishSoon(),
+      failed: (error) => {
+        this.#error = error;
+        this.#publishSoon();
+      },
+    };
+    this.#host = {
+      core,
+      conversationId: () => this.#id,
+      generation: () => this.#gen,
+      runState: (runId) => this.#runs.get(runId)?.live.run ?? null,
+      newestRunId: () => this.#sorted().at(-1)?.live.run.id ?? null,
+      follow: (record) => {
+        const tracked = this.#track(record.id, record);
+        this.#follow(tracked);
+        return tracked.live.run;
+      },
+      record: (record, follow) => {
+        const tracked = this.#record(record);
+        if (follow) this.#follow(tracked);
+        return tracked.live.run;
+      },
+      created: (conversationId) => {
+        this.#id = conversationId;
+        this.#phase = "loading";
+        this.#attach();
+      },
+      sent: (outgoing, patch) => this.#replaceOutgoing(outgoing, patch),
+      followSent: (record) => {
+        const tracked = this.#track(record.id, record);
+        this.#follow(tracked);
+        this.#persist(tracked);
+      },
+      read: () => this.#read(),
+      open: (conversationId) => this.open(conversationId),
+      publish: () => this.#publish(),
+    };
     this.#persistResume = options.persist ?? true;
-    this.#pageSize = options.pageSize === undefined ? null : Math.max(1, Math.floor(options.pageSize));
+    this.#window = new MessageWindow(options.pageSize);
     const initial = options.initial;
     if (initial && (initial.v !== 1 || (conversationId !== null && initial.conversationId !== conversationId))) {
       throw new Error("this state is not of the conversation opened (or of another version of the client)");
@@ -185,7 +194,7 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
     this.#id = conversationId;
     this.#phase = conversationId ? "loading" : "idle";
     this.#base = null;
-    this.#hidden = null;
+    this.#window.reset();
     this.#runs = new Map();
     this.#past = new Map();
     this.#outgoing = [];
@@ -206,8 +215,8 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
     this.#phase = state.phase;
     this.#tick = 1;
     this.#base = state.read ? { data: state.read, tick: 1 } : null;
-    this.#hidden = null;
-    if (state.read) this.#fitWindow(state.read.messages.length);
+    this.#window.reset();
+    if (state.read) this.#window.fit(state.read.messages.length);
     this.#runs = new Map();
     this.#past = new Map();
     for (const { live, ended } of state.runs) {
@@ -226,22 +235,7 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
    */
   serialize(): ConversationState {
     if (!this.#id) throw new Error("no conversation to serialize yet");
-    const baseTick = this.#base?.tick ?? -1;
-    const runs = this.#sorted().map((t) => ({
-      live: t.live,
-      ended: t.endTick === null ? null : t.endTick < baseTick ? ("reflected" as const) : ("after-read" as const),
-    }));
-    const live = runs.find((r) => !isTerminal(r.live.run.status))?.live.run ?? null;
-    const state: ConversationState = {
-      v: 1,
-      conversationId: this.#id,
-      phase: this.#phase === "idle" ? "loading" : this.#phase,
-      read: this.#base?.data ?? null,
-      runs,
-      liveRunId: live?.id ?? null,
-      lastSeq: live?.lastSeq ?? 0,
-    };
-    return JSON.parse(JSON.stringify(state)) as ConversationState;
+    return stateOf(this.#id, this.#phase, this.#base, this.#sorted());
   }
 
   /** Stops listening (every subscription ends) and keeps what is shown; the server's runs go on. attach() listens again. */
@@ -265,45 +259,9 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
    * (0 when none is left: `hasOlder` is false). Called before the thread's
    * first read, it waits for that read (`loadingOlder`).
    */
-  loadOlder(count: number = this.#pageSize ?? Number.POSITIVE_INFINITY): Promise<number> {
+  loadOlder(count: number = this.#window.pageSize ?? Number.POSITIVE_INFINITY): Promise<number> {
     if (this.#closed || !this.#id || !(count > 0)) return Promise.resolve(0);
-    if (this.#hidden === null) {
-      return new Promise<number>((resolve) => {
-        this.#olderWaiting.push({ count, resolve });
-        this.#publish();
-      });
-    }
-    const shown = Math.min(count, this.#hidden);
-    if (shown > 0) {
-      this.#hidden -= shown;
-      this.#publish();
-    }
-    return Promise.resolve(shown);
-  }
-
-  /**
-   * The stored messages shown after a read of `length`: at first the newest
-   * page; later, as many older ones as were shown (new ones add to the end).
-   * loadOlder() calls that waited for the read are applied now: whether there were any.
-   */
-  #fitWindow(length: number): boolean {
-    const most = this.#pageSize === null ? 0 : Math.max(0, length - this.#pageSize);
-    this.#hidden = this.#hidden === null ? most : Math.min(this.#hidden, most);
-    const waiting = this.#olderWaiting;
-    this.#olderWaiting = [];
-    for (const { count, resolve } of waiting) {
-      const shown = Math.min(count, this.#hidden);
-      this.#hidden -= shown;
-      resolve(shown);
-    }
-    return waiting.length > 0;
-  }
-
-  /** loadOlder() calls still waiting for a read of a conversation no longer followed: they show nothing. */
-  #dropOlderWaiting(): void {
-    const waiting = this.#olderWaiting;
-    this.#olderWaiting = [];
-    for (const { resolve } of waiting) resolve(0);
+    return this.#window.older(count, () => this.#publish());
   }
 
   /** Detaches for good. */
@@ -354,50 +312,13 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
     this.#publish();
   }
 
-  async #send(outgoing: Outgoing): Promise<Result<{ conversationId: string; runId: string }>> {
-    const gen = this.#gen;
-    const { multitask, agent } = outgoing.options;
-    const input = {
-      message: outgoing.content,
-      idempotencyKey: outgoing.key,
-      ...(this.#id ? { conversationId: this.#id } : {}),
-      ...(multitask ? { multitask } : {}),
-      ...(agent ? { agent } : {}),
-    };
-    const outcome = await this.#core.mutate(START_RUN, { input }, "startRun");
-    // The store moved to another conversation meanwhile: nothing of this one lands here.
-    if (gen !== this.#gen) return outcome.ok ? { ok: true, value: { conversationId: outcome.value.conversation.id, runId: outcome.value.run.id } } : outcome;
-    if (!outcome.ok) {
-      this.#replaceOutgoing(outgoing, { state: "unsent", error: { code: outcome.error.code, message: outcome.error.message } });
-      this.#publish();
-      return outcome;
-    }
-    const { run, conversation } = outcome.value;
-    if (this.#id === null) {
-      this.#id = conversation.id;
-      this.#phase = "loading";
-      this.#attach();
-    }
-    this.#replaceOutgoing(outgoing, { runId: run.id });
-    const tracked = this.#track(run.id, run);
-    this.#follow(tracked);
-    this.#persist(tracked);
-    this.#publish();
-    return { ok: true, value: { conversationId: conversation.id, runId: run.id } };
+  #send(outgoing: Outgoing): Promise<Result<{ conversationId: string; runId: string }>> {
+    return sendMessage(this.#host, outgoing);
   }
 
   /** Cancels the run on the server (the newest active one, or `runId`); its stream then ends CANCELLED. */
-  async stop(runId?: string): Promise<Result<RunState>> {
-    const target = runId ?? this.#sorted().at(-1)?.live.run.id;
-    const tracked = target ? this.#runs.get(target) : undefined;
-    if (!target || (tracked && isTerminal(tracked.live.run.status) && tracked.live.run.lastSeq > 0)) {
-      return { ok: false, error: { code: "RUN_NOT_ACTIVE", message: "no run to stop" } };
-    }
-    const gen = this.#gen;
-    const outcome = await this.#core.mutate(CANCEL_RUN, { input: { runId: target, idempotencyKey: newKey() } }, "cancelRun");
-    if (!outcome.ok) return outcome;
-    if (gen === this.#gen) this.#record(outcome.value.run);
-    return { ok: true, value: this.#runs.get(target)?.live.run ?? withRecord(emptyRun(target), outcome.value.run) };
+  stop(runId?: string): Promise<Result<RunState>> {
+    return stopRun(this.#host, runId);
   }
 
   /**
@@ -414,27 +335,13 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
   }
 
   /** Answers several interrupts at once: a thread that waits on more than one takes all its answers in one resume. */
-  async respondAll(responses: { interruptId: string; value: InterruptAnswer }[], idempotencyKey = newKey()): Promise<Result<RunState>> {
-    return this.#resume({ responses: responses.map((r) => ({ interruptId: r.interruptId, value: r.value as JsonValue })), idempotencyKey });
+  respondAll(responses: { interruptId: string; value: InterruptAnswer }[], idempotencyKey = newKey()): Promise<Result<RunState>> {
+    return resumeThread(this.#host, { responses: responses.map((r) => ({ interruptId: r.interruptId, value: r.value as JsonValue })), idempotencyKey });
   }
 
   /** Continues the thread's pending step (after a failure, a cancel, an interruption or an edit). */
-  async resume(idempotencyKey = newKey()): Promise<Result<RunState>> {
-    return this.#resume({ idempotencyKey });
-  }
-
-  async #resume(input: { responses?: { interruptId: string; value: JsonValue }[]; idempotencyKey: string }): Promise<Result<RunState>> {
-    const id = this.#id;
-    if (!id) return { ok: false, error: { code: "NOT_FOUND", message: "no conversation yet" } };
-    const gen = this.#gen;
-    const outcome = await this.#core.mutate(RESUME_RUN, { input: { conversationId: id, ...input } }, "resumeRun");
-    if (!outcome.ok) return outcome;
-    if (gen !== this.#gen) return { ok: true, value: withRecord(emptyRun(outcome.value.run.id), outcome.value.run) };
-    const tracked = this.#track(outcome.value.run.id, outcome.value.run);
-    this.#follow(tracked);
-    this.#read();
-    this.#publish();
-    return { ok: true, value: tracked.live.run };
+  resume(idempotencyKey = newKey()): Promise<Result<RunState>> {
+    return resumeThread(this.#host, { idempotencyKey });
   }
 
   /**
@@ -448,23 +355,12 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
     message: string | undefined,
     options?: Omit<ForkOptions, "message">,
   ): Promise<Result<{ conversationId: string; runId: string | null }>>;
-  async fork(
+  fork(
     checkpointId: string,
     second?: ForkOptions | string,
     third: Omit<ForkOptions, "message"> = {},
   ): Promise<Result<{ conversationId: string; runId: string | null }>> {
-    const options: ForkOptions = typeof second === "object" && second !== null ? second : { ...third, message: second };
-    const message = options.message;
-    const input = { checkpointId, idempotencyKey: options.idempotencyKey ?? newKey(), ...(message !== undefined ? { message } : {}) };
-    const outcome = await this.#core.mutate(FORK_CONVERSATION, { input }, "forkConversation");
-    if (!outcome.ok) return outcome;
-    const { conversation, run } = outcome.value;
-    if (options.open ?? true) {
-      this.open(conversation.id);
-      if (run) this.#follow(this.#track(run.id, run));
-      this.#publish();
-    }
-    return { ok: true, value: { conversationId: conversation.id, runId: run?.id ?? null } };
+    return forkThread(this.#host, checkpointId, typeof second === "object" && second !== null ? second : { ...third, message: second });
   }
 
   /**
@@ -481,59 +377,19 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
     asNode?: string,
     options?: { idempotencyKey?: string },
   ): Promise<Result<{ run: RunState; checkpointId: string | null }>>;
-  async edit(
+  edit(
     first: EditInput | string,
     values?: { [channel: string]: JsonValue },
     asNode?: string,
     options: { idempotencyKey?: string } = {},
   ): Promise<Result<{ run: RunState; checkpointId: string | null }>> {
-    const edit: EditInput = typeof first === "string" ? { checkpointId: first, values, asNode, idempotencyKey: options.idempotencyKey } : first;
-    const gen = this.#gen;
-    const written = await this.#editValues(edit);
-    if (!written.ok) return written;
-    const input = {
-      checkpointId: edit.checkpointId,
-      values: written.value.values,
-      idempotencyKey: edit.idempotencyKey ?? newKey(),
-      ...(written.value.asNode !== undefined ? { asNode: written.value.asNode } : {}),
-    };
-    const outcome = await this.#core.mutate(EDIT_STATE, { input }, "editState");
-    if (!outcome.ok) return outcome;
-    const { run, checkpoint } = outcome.value;
-    if (gen !== this.#gen) return { ok: true, value: { run: withRecord(emptyRun(run.id), run), checkpointId: checkpoint?.id ?? null } };
-    const tracked = this.#record(run);
-    this.#follow(tracked);
-    return { ok: true, value: { run: tracked.live.run, checkpointId: checkpoint?.id ?? null } };
+    return editThread(this.#host, typeof first === "string" ? { checkpointId: first, values, asNode, idempotencyKey: options.idempotencyKey } : first);
   }
 
   /** The run as this store follows it (what it streamed so far, its state), with the conversation; null when it does not hold it. */
   knownRun(runId: string): { live: LiveRun; conversationId: string | null } | null {
     const tracked = this.#runs.get(runId);
     return tracked ? { live: tracked.live, conversationId: this.#id } : null;
-  }
-
-  /** What edit() writes: its values, or for `message` the checkpoint's user message replaced (read to learn its id). */
-  async #editValues(edit: EditInput): Promise<Result<{ values: { [channel: string]: JsonValue }; asNode: string | undefined }>> {
-    if ((edit.values === undefined) === (edit.message === undefined)) {
-      return { ok: false, error: { code: "VALIDATION", message: "edit: give either `values` or `message`" } };
-    }
-    if (edit.values !== undefined) return { ok: true, value: { values: edit.values, asNode: edit.asNode } };
-    let data;
-    try {
-      data = await this.#core.query(CHECKPOINT_MESSAGE, { id: edit.checkpointId });
-    } catch (error) {
-      return { ok: false, error: { code: "NETWORK", message: `could not read the checkpoint: ${(error as Error).message}` } };
-    }
-    const node = data.node && "lastMessage" in data.node ? data.node : null;
-    if (!node) return { ok: false, error: { code: "NOT_FOUND", message: `no checkpoint ${edit.checkpointId}` } };
-    const last = node.lastMessage;
-    if (!last || last.role !== "USER") {
-      return {
-        ok: false,
-        error: { code: "VALIDATION", message: "edit({message}): the checkpoint's last message is not a user message (edit at the checkpoint that added it)" },
-      };
-    }
-    return { ok: true, value: { values: { messages: [{ id: last.id, role: "USER", content: edit.message! }] }, asNode: edit.asNode ?? "__start__" } };
   }
 
   /** Writes the resume point now rather than at the next pause (a page about to unload). */
@@ -578,7 +434,7 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
 
   #teardown(): void {
     this.flush();
-    this.#dropOlderWaiting();
+    this.#window.dropWaiting();
     this.#gen++;
     this.#attached = false;
     this.#core.forget(this);
@@ -684,57 +540,17 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
     if (this.#persistTimer === null) this.#persistTimer = setTimeout(() => this.flush(), this.#core.persistMs);
   }
 
-  /** Reads the run's stored record in place of events it missed. */
-  async #refill(tracked: Tracked): Promise<void> {
-    if (tracked.refilling) {
-      tracked.refillAgain = true;
-      return;
-    }
-    const gen = this.#gen;
-    tracked.refilling = true;
-    try {
-      do {
-        tracked.refillAgain = false;
-        const data = await this.#core.query(RUN_RECORD, { id: tracked.live.run.id });
-        if (gen !== this.#gen) return;
-        if (data.run) {
-          tracked.live = refill(tracked.live, data.run);
-          tracked.recorded = true;
-          this.#publishSoon();
-        }
-      } while (tracked.refillAgain && gen === this.#gen);
-    } catch (error) {
-      if (gen === this.#gen) {
-        this.#error = { code: "READ_FAILED", message: `could not read the run's stored record: ${(error as Error).message}` };
-        this.#publishSoon();
-      }
-    } finally {
-      if (gen === this.#gen) tracked.refilling = false;
-    }
+  /** Reads the run's stored record in place of events it missed (a gap). */
+  #refill(tracked: Tracked): Promise<void> {
+    return refillRun(this.#records, tracked);
   }
 
-  async #readRecord(tracked: Tracked): Promise<void> {
-    const gen = this.#gen;
-    try {
-      const data = await this.#core.query(RUN_RECORD, { id: tracked.live.run.id });
-      if (gen !== this.#gen || !data.run) return;
-      this.#track(data.run.id, data.run);
-      this.#publishSoon();
-    } catch {
-      // The events carry the status; kind and start time wait for the next read.
-    }
+  #readRecord(tracked: Tracked): Promise<void> {
+    return readRunRecord(this.#records, tracked);
   }
 
-  /** While the run is QUEUED, reads its place in the queue every few seconds (nothing streams while it waits). */
   #pollQueue(tracked: Tracked): void {
-    if (tracked.poll || !this.#attached || tracked.live.run.status !== "QUEUED") return;
-    const gen = this.#gen;
-    tracked.poll = setTimeout(async () => {
-      tracked.poll = null;
-      if (gen !== this.#gen || tracked.live.run.status !== "QUEUED") return;
-      await this.#readRecord(tracked);
-      if (gen === this.#gen) this.#pollQueue(tracked);
-    }, this.#core.queuePollMs);
+    pollQueue(this.#records, tracked);
   }
 
   #notice(row: Notice): void {
@@ -793,11 +609,11 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
     if (!data) {
       this.#phase = "missing";
       this.#base = null;
-      return this.#fitWindow(0);
+      return this.#window.fit(0);
     }
     this.#phase = "ready";
     this.#base = { data, tick };
-    const waited = this.#fitWindow(data.messages.length);
+    const waited = this.#window.fit(data.messages.length);
     for (const record of [data.activeRun, data.latestRun]) {
       if (!record) continue;
       const known = this.#runs.has(record.id);
@@ -852,8 +668,8 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
       connection: this.#core.transport.connection.getSnapshot(),
       attached: this.#attached,
       error: this.#error,
-      hidden: this.#hidden ?? 0,
-      loadingOlder: this.#olderWaiting.length > 0,
+      hidden: this.#window.hidden,
+      loadingOlder: this.#window.loading,
     });
   }
 

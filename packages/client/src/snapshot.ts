@@ -4,7 +4,7 @@
 // already holds are shown once, from the read, with the server's ids.
 import type { RunledgerConversationQuery } from "./generated.js";
 import type { ActionError } from "./core.js";
-import type { SubmitOptions } from "./conversation.js";
+import type { SubmitOptions } from "./conversation-actions.js";
 import { toPendingInterrupt, type PendingInterrupt } from "./interrupts.js";
 import { isTerminal, storedMessage, type ChatMessage, type LiveRun, type RunState, type ToolCall } from "./run-log.js";
 import type { ConnectionState } from "./transport.js";
@@ -97,6 +97,31 @@ export interface ConversationState {
   liveRunId: string | null;
   /** The last seq of the live run applied here (0 when none). */
   lastSeq: number;
+}
+
+/** A store's state as plain JSON (serialize()): `runs` sorted oldest first. */
+export function stateOf(
+  conversationId: string,
+  phase: ConversationSnapshot["phase"],
+  base: { data: ConversationData; tick: number } | null,
+  runs: readonly Tracked[],
+): ConversationState {
+  const baseTick = base?.tick ?? -1;
+  const listed = runs.map((t) => ({
+    live: t.live,
+    ended: t.endTick === null ? null : t.endTick < baseTick ? ("reflected" as const) : ("after-read" as const),
+  }));
+  const live = listed.find((r) => !isTerminal(r.live.run.status))?.live.run ?? null;
+  const state: ConversationState = {
+    v: 1,
+    conversationId,
+    phase: phase === "idle" ? "loading" : phase,
+    read: base?.data ?? null,
+    runs: listed,
+    liveRunId: live?.id ?? null,
+    lastSeq: live?.lastSeq ?? 0,
+  };
+  return JSON.parse(JSON.stringify(state)) as ConversationState;
 }
 
 /** A run this store knows of. */
