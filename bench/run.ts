@@ -33,6 +33,7 @@ import { observability } from "./scenarios/observability.ts";
 import { outside } from "./outside/scenario.ts";
 import { sdk } from "./scenarios/sdk.ts";
 import { retentionScenario } from "./scenarios/retention.ts";
+import { crossing } from "./scenarios/crossing.ts";
 
 const SCENARIOS: Scenario[] = [
   relay,
@@ -50,6 +51,7 @@ const SCENARIOS: Scenario[] = [
   outside,
   sdk,
   retentionScenario,
+  crossing,
 ];
 
 const { values } = parseArgs({
