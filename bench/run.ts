@@ -34,6 +34,7 @@ import { outside } from "./outside/scenario.ts";
 import { sdk } from "./scenarios/sdk.ts";
 import { retentionScenario } from "./scenarios/retention.ts";
 import { crossing } from "./scenarios/crossing.ts";
+import { runCpu } from "./scenarios/run-cpu.ts";
 
 const SCENARIOS: Scenario[] = [
   relay,
@@ -52,6 +53,7 @@ const SCENARIOS: Scenario[] = [
   sdk,
   retentionScenario,
   crossing,
+  runCpu,
 ];
 
 const { values } = parseArgs({
