@@ -55,7 +55,7 @@ export function readmeSection(results: ScenarioResult[]): string {
     "",
     "```sh",
     "npm run bench                          # every scenario, about eleven minutes",
-    "npm run bench -- --only relay,fanout   # some: relay ttft fanout correlation throughput concurrent cost multi-instance auth journal outside retention",
+    "npm run bench -- --only relay,fanout   # some: relay ttft fanout correlation throughput concurrent cost multi-instance auth journal outside retention run-cpu",
     "npm run bench -- --quick               # short runs, to check the harness",
     "npm run bench -- --cpu-prof            # also profile the server and summarize where its CPU went",
     "npm run bench -- --only outside --node22   # the outside scenario with both servers on Node 22",
