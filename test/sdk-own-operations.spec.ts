@@ -95,7 +95,8 @@ const OWN_CHANGES: Document<{ conversationsChanged: { id: string; deleted: boole
 
 describe("followRunEvents with the app's own selection", () => {
   it("a dropped socket mid-run: it rejoins after the last seq, hands over every event once and in order, with no gap, and tells the end once", async () => {
-    fake.enqueue({ kind: "trickle", tokens: numbered(60), delayMs: 20 });
+    // Long enough (4 s) that both drops come while it streams, however slow the machine.
+    fake.enqueue({ kind: "trickle", tokens: numbered(200), delayMs: 20 });
     const { client, transport } = notingClient();
     const { runId } = await startRun(app.url, "Followed through a dropped socket");
     const seen: OwnEvent[] = [];
