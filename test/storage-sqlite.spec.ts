@@ -1,8 +1,10 @@
 // What only the SQLite backend promises, beside the conformance suites: the
 // text format of stored dates (the format databases made by earlier versions
-// hold), query plans that seek by index instead of scanning, and LangGraph's
-// saver compiling each statement once.
+// hold), query plans that seek by index instead of scanning, LangGraph's
+// saver compiling each statement once, and the write-ahead log folded back
+// by a worker thread rather than by the writer on the event loop.
 import { randomUUID } from "node:crypto";
+import fs from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tempDatabaseUrl } from "../testkit/app.ts";
 import { openSqliteStorage, type SqliteStorage } from "../src/storage/open-sqlite.ts";
@@ -11,6 +13,8 @@ import { emptyCheckpoint, uuid6 } from "@langchain/langgraph-checkpoint";
 import { withStatementCache } from "../src/storage/sqlite/statement-cache.ts";
 import { GatedSqliteSaver } from "../src/storage/sqlite/saver.ts";
 import { WriteGate } from "../src/storage/sqlite/write-gate.ts";
+import { startWalCheckpoints } from "../src/storage/sqlite/wal-checkpoints.ts";
+import { until } from "../testkit/streaming.ts";
 import { migrate } from "../src/storage/sqlite/migrate.ts";
 import { formatSqliteDate, parseSqliteDate } from "../src/storage/sqlite/rows.ts";
 import { CHECKPOINTS_IN_WINDOWS_SQL } from "../src/storage/checkpoint-reads/sqlite.ts";
@@ -204,6 +208,34 @@ describe("another process's write lock", () => {
     } finally {
       other.close();
       writer.close();
+    }
+  });
+});
+
+describe("the write-ahead log, folded back off the event loop", () => {
+  it("the writer's automatic checkpoints are off, and a worker thread folds the log into the file; a worker that fails gives them back", async () => {
+    const { file, remove } = tempDatabaseUrl("runledger-wal-");
+    const writer = openSqlite(file);
+    try {
+      writer.exec("CREATE TABLE filler (body BLOB)");
+      const checkpoints = startWalCheckpoints(writer, file, 50);
+      expect(writer.pragma("wal_autocheckpoint", { simple: true })).toBe(0);
+      // Well past the 1,000 pages at which the writer would have run the checkpoint itself.
+      const insert = writer.prepare("INSERT INTO filler (body) VALUES (?)");
+      writer.transaction(() => {
+        for (let i = 0; i < 1_500; i++) insert.run(Buffer.alloc(4_000, i % 251));
+      })();
+      expect(fs.statSync(`${file}-wal`).size).toBeGreaterThan(5_000_000);
+      await until(() => fs.statSync(file).size > 5_000_000, "the log folded into the file by the worker");
+      await checkpoints.stop();
+      expect(writer.pragma("wal_autocheckpoint", { simple: true })).toBe(0);
+
+      const failing = startWalCheckpoints(writer, `${file}.missing`, 50);
+      await until(() => writer.pragma("wal_autocheckpoint", { simple: true }) === 1000, "automatic checkpoints given back");
+      await failing.stop();
+    } finally {
+      writer.close();
+      remove();
     }
   });
 });

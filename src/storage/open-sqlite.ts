@@ -17,6 +17,7 @@ import { openSqlite } from "./sqlite/database.ts";
 import { migrate } from "./sqlite/migrate.ts";
 import { GatedSqliteSaver } from "./sqlite/saver.ts";
 import { WriteGate } from "./sqlite/write-gate.ts";
+import { startWalCheckpoints, type WalCheckpoints } from "./sqlite/wal-checkpoints.ts";
 
 export interface SqliteStorage extends Storage {
   saver: GatedSqliteSaver;
@@ -29,6 +30,7 @@ export interface SqliteStorage extends Storage {
 /** `onWriteWait`: told how long each write waited at the write gate, in ms. */
 export async function openSqliteStorage(file: string, options: { onWriteWait?: (ms: number) => void } = {}): Promise<SqliteStorage> {
   const writer = openSqlite(file);
+  let checkpoints: WalCheckpoints | null = null;
   try {
     const { applied } = migrate(writer);
     const gate = new WriteGate(options.onWriteWait);
@@ -36,6 +38,8 @@ export async function openSqliteStorage(file: string, options: { onWriteWait?: (
     saver.createTables();
     // From here every write goes through the gate, which waits for another process's lock without holding the thread.
     writer.pragma("busy_timeout = 0");
+    // The log is folded back into the file off the event loop.
+    checkpoints = startWalCheckpoints(writer, file);
     const reader = openSqlite(file, { readonly: true });
     const runs = new SqliteRunStore({
       writer,
@@ -66,11 +70,13 @@ export async function openSqliteStorage(file: string, options: { onWriteWait?: (
       async close() {
         // Writes queued before close() still run: wait for the gate to drain.
         await gate.run(() => undefined);
+        await checkpoints?.stop();
         reader.close();
         writer.close();
       },
     };
   } catch (error) {
+    await checkpoints?.stop();
     writer.close();
     throw error;
   }
