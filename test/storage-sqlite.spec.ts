@@ -226,6 +226,10 @@ describe("the write-ahead log, folded back off the event loop", () => {
         for (let i = 0; i < 1_500; i++) insert.run(Buffer.alloc(4_000, i % 251));
       })();
       expect(fs.statSync(`${file}-wal`).size).toBeGreaterThan(5_000_000);
+      // Not folded until a write is told.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(fs.statSync(file).size).toBeLessThan(1_000_000);
+      checkpoints.wrote();
       await until(() => fs.statSync(file).size > 5_000_000, "the log folded into the file by the worker");
       await checkpoints.stop();
       expect(writer.pragma("wal_autocheckpoint", { simple: true })).toBe(0);

@@ -33,7 +33,11 @@ export async function openSqliteStorage(file: string, options: { onWriteWait?: (
   let checkpoints: WalCheckpoints | null = null;
   try {
     const { applied } = migrate(writer);
-    const gate = new WriteGate(options.onWriteWait);
+    // Each write, as its turn comes, asks for the log to be folded back soon after.
+    const gate = new WriteGate((ms) => {
+      options.onWriteWait?.(ms);
+      checkpoints?.wrote();
+    });
     const saver = new GatedSqliteSaver(writer, gate);
     saver.createTables();
     // From here every write goes through the gate, which waits for another process's lock without holding the thread.

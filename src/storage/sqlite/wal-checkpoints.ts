@@ -4,14 +4,15 @@
 // pages and fsyncs the file on the event loop, and on a busy disk that held the
 // loop for hundreds of milliseconds (test/load.spec.ts saw 845 ms with the
 // thread neither running nor waiting for a core). The writer's automatic
-// checkpoints are turned off and a connection of this thread's own runs a
-// PASSIVE checkpoint every second: it never waits for a lock, nor makes a
-// reader or the writer wait.
+// checkpoints are turned off; a connection of the worker's own runs a PASSIVE
+// checkpoint (it never waits for a lock, nor makes a reader or the writer wait)
+// within a second of a write, and not at all while nothing is written: a
+// checkpoint costs a few milliseconds of CPU even with nothing to fold.
 import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
 import type { SqliteDatabase } from "./database.ts";
 
-/** How often the worker folds the log back. */
+/** How soon after a write the worker folds the log back. */
 export const WAL_CHECKPOINT_MS = 1_000;
 
 // Plain CommonJS, evaluated by the worker: it runs the same from the sources
@@ -21,30 +22,32 @@ const { parentPort, workerData } = require("node:worker_threads");
 const Database = require(workerData.driver);
 const db = new Database(workerData.file, { fileMustExist: true });
 db.pragma("busy_timeout = 0");
-const fold = () => {
-  try {
-    db.pragma("wal_checkpoint(PASSIVE)");
-  } catch {
-    // Another process's checkpoint is under way, or the file is busy: the next turn tries again.
+parentPort.on("message", (message) => {
+  if (message === "fold") {
+    try {
+      db.pragma("wal_checkpoint(PASSIVE)");
+    } catch {
+      // Another process's checkpoint is under way, or the file is busy: the next write asks again.
+    }
+    return;
   }
-};
-const timer = setInterval(fold, workerData.everyMs);
-parentPort.on("message", () => {
-  clearInterval(timer);
   db.close();
   parentPort.close();
 });
 `;
 
 export interface WalCheckpoints {
+  /** A write was made: the log is folded back within `everyMs`. */
+  wrote(): void;
   /** Stops the worker and closes its connection. */
   stop(): Promise<void>;
 }
 
 /**
  * Turns off `writer`'s automatic checkpoints and folds the log back from a
- * worker thread instead. Should the worker fail, the writer's automatic
- * checkpoints come back, so the log never grows without bound.
+ * worker thread instead, once `everyMs` after the first write not yet folded
+ * (tell it of each with wrote()). Should the worker fail, the writer's
+ * automatic checkpoints come back, so the log never grows without bound.
  */
 export function startWalCheckpoints(writer: SqliteDatabase, file: string, everyMs = WAL_CHECKPOINT_MS): WalCheckpoints {
   const driver = createRequire(import.meta.url).resolve("better-sqlite3");
@@ -59,13 +62,23 @@ export function startWalCheckpoints(writer: SqliteDatabase, file: string, everyM
   };
   worker.once("error", fallBack);
   void exited.then(fallBack);
+  let timer: ReturnType<typeof setTimeout> | null = null;
   return {
+    wrote() {
+      if (timer || stopping) return;
+      timer = setTimeout(() => {
+        timer = null;
+        worker.postMessage("fold");
+      }, everyMs);
+      timer.unref();
+    },
     async stop() {
       if (stopping) return exited;
       stopping = true;
+      if (timer) clearTimeout(timer);
       // Held until it has closed its connection: unreferenced, it would let the process end first.
       worker.ref();
-      worker.postMessage("stop");
+      worker.postMessage("close");
       await exited;
     },
   };
