@@ -8,6 +8,7 @@
 import type { ClientCore, Result } from "./core.js";
 import { CANCEL_RUN, CHECKPOINT_MESSAGE, EDIT_STATE, FORK_CONVERSATION, RESUME_RUN, START_RUN } from "./documents.js";
 import type { JsonValue, Multitask, RunledgerRunFragment } from "./generated.js";
+import type { PendingInterrupt } from "./interrupts.js";
 import { emptyRun, isTerminal, withRecord, type RunState } from "./run-log.js";
 import type { Outgoing } from "./snapshot.js";
 
@@ -83,6 +84,8 @@ export interface ActionHost {
   sent(outgoing: Outgoing, patch: Partial<Outgoing>): void;
   /** A message's run: held, followed, and its resume point kept. */
   followSent(record: RunledgerRunFragment): void;
+  /** What the thread waits for now, every change told first. */
+  pendingInterrupts(): readonly PendingInterrupt[];
   /** Reads the conversation again. */
   read(): void;
   /** Shows another conversation. */

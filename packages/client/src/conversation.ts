@@ -7,22 +7,10 @@
 //
 // The store is a subscribe/getSnapshot pair: every change makes a new
 // immutable snapshot, ready for React's useSyncExternalStore.
-import {
-  editThread,
-  forkThread,
-  newKey,
-  resumeThread,
-  sendMessage,
-  stopRun,
-  type ActionHost,
-  type EditInput,
-  type ForkOptions,
-  type RespondOptions,
-  type SubmitOptions,
-} from "./conversation-actions.js";
+import { newKey, sendMessage, type ActionHost, type SubmitOptions } from "./conversation-actions.js";
+import { ConversationActions } from "./conversation-api.js";
 import { CONVERSATION, RUN_EVENTS } from "./documents.js";
-import type { JsonValue, RunledgerConversationsChangedSubscription, RunledgerRunFragment } from "./generated.js";
-import type { InterruptAnswer } from "./interrupts.js";
+import type { RunledgerConversationsChangedSubscription, RunledgerRunFragment } from "./generated.js";
 import { MessageWindow } from "./message-window.js";
 import { pollQueue, readRunRecord, refillRun, type RecordHost } from "./run-records.js";
 import { Value, type Readable } from "./observable.js";
@@ -33,6 +21,7 @@ import {
   sortedRuns,
   stateOf,
   type ConversationData,
+  type ConversationOptions,
   type ConversationSnapshot,
   type ConversationState,
   type Outgoing,
@@ -40,35 +29,13 @@ import {
 } from "./snapshot.js";
 import { followRun } from "./run-events.js";
 
-export type { ConversationInfo, ConversationSnapshot, ConversationState } from "./snapshot.js";
+export type { ConversationInfo, ConversationOptions, ConversationSnapshot, ConversationState } from "./snapshot.js";
 export type { EditInput, ForkOptions, RespondOptions, SubmitOptions } from "./conversation-actions.js";
 import type { ActionError, ClientCore, Result } from "./core.js";
 
 type Notice = RunledgerConversationsChangedSubscription["conversationsChanged"];
 
-export interface ConversationOptions {
-  /**
-   * Start listening at once (the default). False: the store shows what it
-   * starts from (a resume point in storage, a state handed from a server
-   * render) and sends nothing until attach(), as a view does once it is
-   * mounted.
-   */
-  attach?: boolean;
-  /** Start from this state (loadConversation's, from a server render): its live run is rejoined after its lastSeq. */
-  initial?: ConversationState;
-  /** Keep resume points in the client's storage (default true). */
-  persist?: boolean;
-  /**
-   * Show only the thread's newest `pageSize` stored messages at first (and
-   * whatever runs stream after them); loadOlder() shows the ones before, a
-   * page at a time. Default: the whole thread. The API answers a thread's
-   * messages whole (Conversation.messages has no pagination), so this pages
-   * what is shown, not what is read.
-   */
-  pageSize?: number;
-}
-
-export class ConversationStore implements Readable<ConversationSnapshot> {
+export class ConversationStore extends ConversationActions implements Readable<ConversationSnapshot> {
   readonly #core: ClientCore;
   readonly #value: Value<ConversationSnapshot>;
   readonly #eventListeners = new Set<(event: RunEvent) => void>();
@@ -105,6 +72,7 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
   readonly #records: RecordHost;
 
   constructor(core: ClientCore, conversationId: string | null, options: ConversationOptions = {}) {
+    super();
     this.#core = core;
     this.#records = {
       core,
@@ -143,6 +111,10 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
         const tracked = this.#track(record.id, record);
         this.#follow(tracked);
         this.#persist(tracked);
+      },
+      pendingInterrupts: () => {
+        if (this.#pending) this.#publish();
+        return this.getSnapshot().interrupts;
       },
       read: () => this.#read(),
       open: (conversationId) => this.open(conversationId),
@@ -316,74 +288,8 @@ export class ConversationStore implements Readable<ConversationSnapshot> {
     return sendMessage(this.#host, outgoing);
   }
 
-  /** Cancels the run on the server (the newest active one, or `runId`); its stream then ends CANCELLED. */
-  stop(runId?: string): Promise<Result<RunState>> {
-    return stopRun(this.#host, runId);
-  }
-
-  /**
-   * Answers the interrupt the thread waits on (resumeRun with responses); the
-   * run that continues is followed. Typed for tool approvals and tools in
-   * doubt (AnswerTo<I>), any JSON for a graph's own question.
-   */
-  async respond(value: InterruptAnswer, options: RespondOptions = {}): Promise<Result<RunState>> {
-    if (this.#pending) this.#publish();
-    const pending = this.getSnapshot().interrupts;
-    const interruptId = options.interruptId ?? (pending.length === 1 ? pending[0]!.id : undefined);
-    if (!interruptId) return { ok: false, error: { code: "VALIDATION", message: `name the interrupt answered: ${pending.length} wait` } };
-    return this.respondAll([{ interruptId, value }], options.idempotencyKey);
-  }
-
-  /** Answers several interrupts at once: a thread that waits on more than one takes all its answers in one resume. */
-  respondAll(responses: { interruptId: string; value: InterruptAnswer }[], idempotencyKey = newKey()): Promise<Result<RunState>> {
-    return resumeThread(this.#host, { responses: responses.map((r) => ({ interruptId: r.interruptId, value: r.value as JsonValue })), idempotencyKey });
-  }
-
-  /** Continues the thread's pending step (after a failure, a cancel, an interruption or an edit). */
-  resume(idempotencyKey = newKey()): Promise<Result<RunState>> {
-    return resumeThread(this.#host, { idempotencyKey });
-  }
-
-  /**
-   * Forks the thread at a checkpoint into a new conversation (with a message,
-   * a run starts on it at once). By default the store then shows the fork.
-   */
-  fork(checkpointId: string, options?: ForkOptions): Promise<Result<{ conversationId: string; runId: string | null }>>;
-  /** @deprecated fork(checkpointId, {message, open, idempotencyKey}). */
-  fork(
-    checkpointId: string,
-    message: string | undefined,
-    options?: Omit<ForkOptions, "message">,
-  ): Promise<Result<{ conversationId: string; runId: string | null }>>;
-  fork(
-    checkpointId: string,
-    second?: ForkOptions | string,
-    third: Omit<ForkOptions, "message"> = {},
-  ): Promise<Result<{ conversationId: string; runId: string | null }>> {
-    return forkThread(this.#host, checkpointId, typeof second === "object" && second !== null ? second : { ...third, message: second });
-  }
-
-  /**
-   * Writes into the thread at a checkpoint (editState): `values`, as node
-   * `asNode` would have (`__start__`: as the graph's input), or `message`,
-   * which replaces the user message the checkpoint added. An EDIT run: a
-   * past checkpoint branches the thread there; resume() runs on from the edit.
-   */
-  edit(input: EditInput): Promise<Result<{ run: RunState; checkpointId: string | null }>>;
-  /** @deprecated edit({checkpointId, values, asNode, idempotencyKey}). */
-  edit(
-    checkpointId: string,
-    values: { [channel: string]: JsonValue },
-    asNode?: string,
-    options?: { idempotencyKey?: string },
-  ): Promise<Result<{ run: RunState; checkpointId: string | null }>>;
-  edit(
-    first: EditInput | string,
-    values?: { [channel: string]: JsonValue },
-    asNode?: string,
-    options: { idempotencyKey?: string } = {},
-  ): Promise<Result<{ run: RunState; checkpointId: string | null }>> {
-    return editThread(this.#host, typeof first === "string" ? { checkpointId: first, values, asNode, idempotencyKey: options.idempotencyKey } : first);
+  protected override actions(): ActionHost {
+    return this.#host;
   }
 
   /** The run as this store follows it (what it streamed so far, its state), with the conversation; null when it does not hold it. */

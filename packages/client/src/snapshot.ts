@@ -124,6 +124,28 @@ export function stateOf(
   return JSON.parse(JSON.stringify(state)) as ConversationState;
 }
 
+export interface ConversationOptions {
+  /**
+   * Start listening at once (the default). False: the store shows what it
+   * starts from (a resume point in storage, a state handed from a server
+   * render) and sends nothing until attach(), as a view does once it is
+   * mounted.
+   */
+  attach?: boolean;
+  /** Start from this state (loadConversation's, from a server render): its live run is rejoined after its lastSeq. */
+  initial?: ConversationState;
+  /** Keep resume points in the client's storage (default true). */
+  persist?: boolean;
+  /**
+   * Show only the thread's newest `pageSize` stored messages at first (and
+   * whatever runs stream after them); loadOlder() shows the ones before, a
+   * page at a time. Default: the whole thread. The API answers a thread's
+   * messages whole (Conversation.messages has no pagination), so this pages
+   * what is shown, not what is read.
+   */
+  pageSize?: number;
+}
+
 /** A run this store knows of. */
 export interface Tracked {
   live: LiveRun;
