@@ -240,4 +240,22 @@ describe("the conversation list across a socket outage", () => {
     await until(() => list.getSnapshot().rows.some((r) => r.id === made.conversationId), "the conversation made meanwhile listed");
     list.close();
   });
+
+  it("a list made while the socket is down reads its first page over HTTP at once, and again once its notices are live", async () => {
+    const { client } = notingClient();
+    // Connected, with no list yet: the list's notices are the client's first.
+    await until(() => client.connection.getSnapshot().status === "connected", "connected");
+    proxy.refuseUpgrades(true);
+    proxy.dropAll();
+    await until(() => client.connection.getSnapshot().status === "reconnecting", "the drop noticed");
+
+    const list = client.conversations({ pageSize: 100 });
+    await until(() => list.getSnapshot().phase === "ready", "the first page, read while the socket is down");
+    const made = await startRun(app.url, "Made after a list's first read, before its notices");
+    await waitForRun(app.url, made.runId);
+    expect(list.getSnapshot().rows.some((r) => r.id === made.conversationId)).toBe(false);
+    proxy.refuseUpgrades(false);
+    await until(() => list.getSnapshot().rows.some((r) => r.id === made.conversationId), "the conversation made before the notices were live listed");
+    list.close();
+  });
 });

@@ -24,7 +24,11 @@ export interface StreamHandlers<T> {
    * subscribed again, with `variables()` read afresh.
    */
   ended(end: StreamEnd, failures: number): boolean;
-  /** Subscribed again after an end, and connected: whatever was sent meanwhile was missed (read it again now). */
+  /**
+   * Subscribed again after an end, or first subscribed while the connection was
+   * not up; told once connected. Whatever was sent before the subscription was
+   * live was missed: read it again now.
+   */
   restarted?(): void;
 }
 
@@ -112,6 +116,9 @@ export function keepSubscribed<T, V extends Record<string, unknown>>(
   };
 
   start();
+  // Subscribed while the connection is down (a store made during a reconnection, or before the first):
+  // the owner's first read may come back before the subscription is live, so it reads again once it is.
+  if (transport.connection.getSnapshot().status !== "connected") restarted();
   return () => {
     if (stopped) return;
     stopped = true;
