@@ -1,10 +1,16 @@
-// The conversation list store (client.conversations()), played through the
+// The conversation list store (createConversationList(client)), played through the
 // test transport: pages newest first, a run started elsewhere moves its
 // conversation to the top as the notice tells it, and after a dropped
 // connection the first page is read again. The live list against a real
 // server, in a browser, is test/sdk-react.spec.ts's.
 import { afterEach, describe, expect, it } from "vitest";
-import { createRunledgerClient, memoryStorage, type ConversationListStore, type RunledgerClient } from "../packages/client/src/index.ts";
+import {
+  createConversationList,
+  createRunledgerClient,
+  memoryStorage,
+  type ConversationListStore,
+  type RunledgerClient,
+} from "../packages/client/src/index.ts";
 import { createTestTransport } from "../packages/client/src/testing.ts";
 import { until } from "../testkit/streaming.ts";
 
@@ -24,7 +30,7 @@ describe("the conversation list", () => {
     const ids = ["one", "two", "three", "four", "five"].map((title) => transport.addConversation({ title }));
     const client = createRunledgerClient({ transport, storage: memoryStorage() });
     clients.push(client);
-    const list = client.conversations({ pageSize: 2 });
+    const list = createConversationList(client, { pageSize: 2 });
     await until(() => list.getSnapshot().phase === "ready", "the first page");
     expect(listOf(list)).toEqual(["five", "four"]);
     expect(list.getSnapshot().hasMore).toBe(true);

@@ -11,6 +11,7 @@ import { startTestApp, tempDatabaseUrl, waitForRun } from "../testkit/app.ts";
 import { gqlOk, startRun } from "../testkit/graphql.ts";
 import { until } from "../testkit/streaming.ts";
 import {
+  createConversationList,
   createRunledgerClient,
   createWebSocketTransport,
   followRunEvents,
@@ -198,7 +199,7 @@ describe("the conversation list's rows", () => {
     );
     const forkId = fork.forkConversation.conversation.id as string;
 
-    const list = client.conversations({ pageSize: 100 });
+    const list = createConversationList(client, { pageSize: 100 });
     await until(() => list.getSnapshot().phase === "ready", "the first page");
     const rows = new Map(list.getSnapshot().rows.map((r) => [r.id, r]));
     expect(rows.get(failed.conversationId)).toMatchObject({
@@ -222,7 +223,7 @@ describe("the conversation list's rows", () => {
 describe("the conversation list across a socket outage", () => {
   it("a conversation made while the socket is down and HTTP works is listed once the socket is back: the first page is read again only then", async () => {
     const { client } = notingClient();
-    const list = client.conversations({ pageSize: 100 });
+    const list = createConversationList(client, { pageSize: 100 });
     await until(() => list.getSnapshot().phase === "ready", "the first page");
     await until(() => app.services.bus.stats().changeSubscribers >= 1, "the notices on the server");
     const statuses: string[] = [];
@@ -249,7 +250,7 @@ describe("the conversation list across a socket outage", () => {
     proxy.dropAll();
     await until(() => client.connection.getSnapshot().status === "reconnecting", "the drop noticed");
 
-    const list = client.conversations({ pageSize: 100 });
+    const list = createConversationList(client, { pageSize: 100 });
     await until(() => list.getSnapshot().phase === "ready", "the first page, read while the socket is down");
     const made = await startRun(app.url, "Made after a list's first read, before its notices");
     await waitForRun(app.url, made.runId);

@@ -10,6 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import * as esbuild from "esbuild";
 import * as prettier from "prettier";
 import { generate } from "@graphql-codegen/cli";
 import config from "../packages/client/codegen.ts";
@@ -41,12 +42,34 @@ describe("the API types", () => {
     const content = files.find((f) => f.filename === GENERATED)!.content;
     const formatted = await prettier.format(content, { ...(await prettier.resolveConfig(path.join(ROOT, GENERATED))), filepath: path.join(ROOT, GENERATED) });
     expect(fs.readFileSync(path.join(ROOT, GENERATED), "utf8")).toBe(formatted);
-    const documents = fs.readFileSync(path.join(PACKAGE, "src", "documents.ts"), "utf8");
+    const documents = ["documents.ts", "extra-documents.ts"].map((file) => fs.readFileSync(path.join(PACKAGE, "src", file), "utf8")).join("\n");
     const names = [...documents.matchAll(/^\s*(query|mutation|subscription|fragment) (\w+)/gm)].map(
       ([, kind, name]) => `${name}${kind![0]!.toUpperCase()}${kind!.slice(1)}`,
     );
     expect(names.length).toBeGreaterThanOrEqual(12);
     for (const name of names) expect(formatted).toContain(`export type ${name} =`);
+  });
+});
+
+describe("a chat page's bundle", () => {
+  it("imports on demand what a chat page may not use: the SSE transport, fork and edit, a gap's refill; the lists' documents stay out", async () => {
+    const onDemand = ["./sse.js", "./branch-actions.js", "./run-refill.js"];
+    const built = await esbuild.build({
+      stdin: { contents: `export { createRunledgerClient } from "./packages/client/src/index.ts";`, resolveDir: ROOT, loader: "ts" },
+      bundle: true,
+      format: "esm",
+      platform: "browser",
+      write: false,
+      external: ["graphql-ws", ...onDemand],
+      logLevel: "silent",
+    });
+    const code = built.outputFiles[0]!.text;
+    for (const module of onDemand) expect(code).toContain(`import("${module}")`);
+    expect(code).toContain("mutation RunledgerStartRun");
+    for (const left of ["mutation RunledgerForkConversation", "mutation RunledgerEditState", "query RunledgerConversations", "query RunledgerCheckpoints"]) {
+      expect(code).not.toContain(left);
+    }
+    expect(code).not.toContain("text/event-stream");
   });
 });
 

@@ -10,7 +10,9 @@
 //   from growing with the thread;
 // - renders per second of @runledger/react in Chromium under a 100 tokens/s
 //   stream (and a faster one), beside the same page told of every change;
-// - the bundles' size, minified and gzipped, as an app's bundler makes them.
+// - the bundles' size, minified and gzipped, as an app's bundler makes them:
+//   a chat page's at start (what the client imports on demand, the SSE
+//   transport, fork and edit, a gap's refill, split off) and with all of it.
 import path from "node:path";
 import zlib from "node:zlib";
 import WebSocket from "ws";
@@ -341,11 +343,18 @@ export const sdk: Scenario = {
     // Bundle sizes, as an app's bundler makes them (minified, tree-shaken, gzip -9).
     const client = path.join(ROOT, "packages", "client", "src", "index.ts");
     const react = path.join(ROOT, "packages", "react", "src", "index.ts");
+    // What the client loads only when it is used (a dynamic import, which an app's bundler splits off into a chunk of its own).
+    const onDemand = ["./sse.js", "./branch-actions.js", "./run-refill.js"];
+    const chatPage = { contents: `export { createRunledgerClient } from "@runledger/client";` };
     const sizes = [
       {
-        case: "@runledger/client: createRunledgerClient (a chat page)",
-        size: await gzipSize({ contents: `export { createRunledgerClient } from "@runledger/client";` }, ["graphql-ws"]),
+        case: "@runledger/client: createRunledgerClient (a chat page), loaded at start",
+        size: await gzipSize(chatPage, ["graphql-ws", ...onDemand]),
         target: 12,
+      },
+      {
+        case: "@runledger/client: createRunledgerClient with SSE, fork and edit, and a gap's refill loaded too",
+        size: await gzipSize(chatPage, ["graphql-ws"]),
       },
       { case: "@runledger/client: everything it exports", size: await gzipSize(client, ["graphql-ws"]) },
       { case: "graphql-ws (its client, the peer)", size: await gzipSize({ contents: `export { createClient } from "graphql-ws";` }, []) },
@@ -363,6 +372,7 @@ export const sdk: Scenario = {
     notes.push(
       "Latency rows: both clients follow the same runs at once, each on its own socket in this process; each token is timed from its WebSocket message's arrival (a listener ahead of the client's) to the callback named, so the model and the network are out of it.",
       "Renders: the page of test/react (react-dom 19, production build), headless Chromium; a render is the chat component's, counted between the first streamed render and the one showing the run ended.",
+      "Sizes: esbuild, minified, gzip -9. 'Loaded at start' keeps the modules the client imports on demand outside, as an app's bundler (Vite, webpack, Next) splits a dynamic import into a chunk of its own; 'loaded too' bundles them in.",
     );
     return { rows, notes };
   },

@@ -1,12 +1,12 @@
 // graphql-codegen for @runledger/client (`npm run codegen` in the repository
-// runs it, from the repository's root): the types of what src/documents.ts
-// selects, from schema.graphql, into src/generated.ts. Types only: the client
+// runs it, from the repository's root): the types of what src/documents.ts and
+// src/extra-documents.ts select, from schema.graphql, into src/generated.ts. Types only: the client
 // sends the documents' strings. JSON is any JSON value, DateTime an ISO-8601 string.
 import type { CodegenConfig } from "@graphql-codegen/cli";
 
 const config: CodegenConfig = {
   schema: "schema.graphql",
-  documents: ["packages/client/src/documents.ts"],
+  documents: ["packages/client/src/documents.ts", "packages/client/src/extra-documents.ts"],
   generates: {
     "packages/client/src/generated.ts": {
       plugins: [

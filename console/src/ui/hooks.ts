@@ -1,7 +1,7 @@
 // The console's data: the connection's state, the conversation list and one
 // conversation, each kept current by subscriptions (never by polling), on the
 // client SDK: its list store, and its run follower with exact resume.
-import { followRunEvents, type ConversationListSnapshot, type ConversationListStore, type RunEventsDocument } from "@runledger/client";
+import { createConversationList, followRunEvents, type ConversationListSnapshot, type ConversationListStore, type RunEventsDocument } from "@runledger/client";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import type { Api, ConnectionState, Outcome } from "../api/client.ts";
 import { AGENTS, CONVERSATION, ME, RUN_EVENTS } from "../api/documents.ts";
@@ -95,7 +95,7 @@ export function useConversationList(api: Api, owner: string | null) {
   const store = useRef<ConversationListStore | null>(null);
   const [snapshot, setSnapshot] = useState<ConversationListSnapshot>(NO_LIST);
   useEffect(() => {
-    const list = api.client.conversations({ owner, pageSize: LIST_PAGE });
+    const list = createConversationList(api.client, { owner, pageSize: LIST_PAGE });
     store.current = list;
     setSnapshot(list.getSnapshot());
     const off = list.subscribe(() => setSnapshot(list.getSnapshot()));

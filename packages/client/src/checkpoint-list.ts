@@ -9,7 +9,7 @@
 import type { RunledgerClient } from "./client.js";
 import { coreOf } from "./core.js";
 import type { ActionError, ClientCore } from "./core.js";
-import { CHECKPOINTS } from "./documents.js";
+import { CHECKPOINTS } from "./extra-documents.js";
 import type { RunledgerCheckpointFragment, RunledgerConversationsChangedSubscription } from "./generated.js";
 import { Value, type Readable } from "./observable.js";
 

@@ -1,14 +1,12 @@
 // createRunledgerClient: one connection per client, and a store per
 // conversation on top of it.
 import { ConversationStore, type ConversationOptions, type ConversationState } from "./conversation.js";
-import { ConversationListStore, type ConversationListOptions } from "./conversation-list.js";
 import { ClientCore, coreOf as coreOfClient, registerCore, type Result, type Success } from "./core.js";
 import type { Document } from "./documents.js";
 import { createAutoTransport } from "./fallback.js";
 import type { Readable } from "./observable.js";
 import { defaultStorage, type ResumeStorage } from "./resume.js";
 import { frameScheduler, type Scheduler } from "./schedule.js";
-import { createSseTransport } from "./sse.js";
 import { keepSubscribed, type StreamHandlers } from "./stream.js";
 import type { ConnectionState, CredentialProvider, Transport } from "./transport.js";
 import { createWebSocketTransport } from "./websocket.js";
@@ -64,12 +62,6 @@ export interface RunledgerClient {
    * `{attach: false}`: it sends nothing until attach() (what a view does once mounted).
    */
   conversation(conversationId?: string | null, options?: ConversationOptions): ConversationStore;
-  /**
-   * The caller's conversations, newest first, kept live (a store of its own
-   * per call; close() it when done). `filter`: `owner` (an admin's list of
-   * one owner's), `pageSize` (default 30), `attach` (default true).
-   */
-  conversations(filter?: ConversationListOptions): ConversationListStore;
   /** A store starting from a state a server render read (loadConversation): it shows the same, and rejoins the live run after its lastSeq. */
   hydrate(state: ConversationState, options?: Omit<ConversationOptions, "initial">): ConversationStore;
   /**
@@ -118,8 +110,8 @@ function transportFrom(options: RunledgerClientOptions): Transport {
     keepAliveMs: options.keepAliveMs,
   };
   if (choice === "ws" || choice === "websocket") return createWebSocketTransport(settings);
-  if (choice === "sse") return createSseTransport(settings);
-  return createAutoTransport(settings);
+  // SSE through the auto transport, which loads it (sse.ts) only when it is used.
+  return createAutoTransport(settings, choice === "sse" || undefined);
 }
 
 /** The client's core (for what is made on a client outside it). */
@@ -148,7 +140,6 @@ export function createRunledgerClient(options: RunledgerClientOptions): Runledge
     connection: transport.connection,
     transport,
     conversation: (conversationId = null, conversationOptions) => new ConversationStore(core, conversationId, conversationOptions),
-    conversations: (filter) => new ConversationListStore(core, filter),
     hydrate: (state, conversationOptions) => new ConversationStore(core, state.conversationId, { ...conversationOptions, initial: state }),
     query: (document, variables) => core.query(document, variables),
     mutate: (document, variables, field, mutateOptions) => core.mutate(document, variables, field, mutateOptions?.retry ?? false),

@@ -1,12 +1,12 @@
 // What a conversation store asks the server to do: start a run with a message,
-// stop a run, resume the thread (with answers to its interrupts), fork it,
-// edit it. Each is one mutation with an idempotency key (so the client's
+// stop a run, resume the thread (with answers to its interrupts); forking and
+// editing are in branch-actions.ts. Each is one mutation with an idempotency key (so the client's
 // retries of it are safe), and the run it answers with is handed to the
 // store, which follows it. The store lends these a narrow view of itself
 // (ActionHost); an answer that comes after the store moved to another
 // conversation changes nothing there.
 import type { ClientCore, Result } from "./core.js";
-import { CANCEL_RUN, CHECKPOINT_MESSAGE, EDIT_STATE, FORK_CONVERSATION, RESUME_RUN, START_RUN } from "./documents.js";
+import { CANCEL_RUN, RESUME_RUN, START_RUN } from "./documents.js";
 import type { JsonValue, Multitask, RunledgerRunFragment } from "./generated.js";
 import type { PendingInterrupt } from "./interrupts.js";
 import { emptyRun, isTerminal, withRecord, type RunState } from "./run-log.js";
@@ -155,65 +155,4 @@ export async function resumeThread(
   host.read();
   host.publish();
   return { ok: true, value: run };
-}
-
-/** Forks the thread at a checkpoint; the store shows the fork unless `open: false`. */
-export async function forkThread(
-  host: ActionHost,
-  checkpointId: string,
-  options: ForkOptions,
-): Promise<Result<{ conversationId: string; runId: string | null }>> {
-  const message = options.message;
-  const input = { checkpointId, idempotencyKey: options.idempotencyKey ?? newKey(), ...(message !== undefined ? { message } : {}) };
-  const outcome = await host.core.mutate(FORK_CONVERSATION, { input }, "forkConversation");
-  if (!outcome.ok) return outcome;
-  const { conversation, run } = outcome.value;
-  if (options.open ?? true) {
-    host.open(conversation.id);
-    if (run) host.follow(run);
-    host.publish();
-  }
-  return { ok: true, value: { conversationId: conversation.id, runId: run?.id ?? null } };
-}
-
-/** editState at a checkpoint: an EDIT run, followed. */
-export async function editThread(host: ActionHost, edit: EditInput): Promise<Result<{ run: RunState; checkpointId: string | null }>> {
-  const gen = host.generation();
-  const written = await editValues(host.core, edit);
-  if (!written.ok) return written;
-  const input = {
-    checkpointId: edit.checkpointId,
-    values: written.value.values,
-    idempotencyKey: edit.idempotencyKey ?? newKey(),
-    ...(written.value.asNode !== undefined ? { asNode: written.value.asNode } : {}),
-  };
-  const outcome = await host.core.mutate(EDIT_STATE, { input }, "editState");
-  if (!outcome.ok) return outcome;
-  const { run, checkpoint } = outcome.value;
-  if (gen !== host.generation()) return { ok: true, value: { run: withRecord(emptyRun(run.id), run), checkpointId: checkpoint?.id ?? null } };
-  return { ok: true, value: { run: host.record(run, true), checkpointId: checkpoint?.id ?? null } };
-}
-
-/** What edit() writes: its values, or for `message` the checkpoint's user message replaced (read to learn its id). */
-async function editValues(core: ClientCore, edit: EditInput): Promise<Result<{ values: { [channel: string]: JsonValue }; asNode: string | undefined }>> {
-  if ((edit.values === undefined) === (edit.message === undefined)) {
-    return { ok: false, error: { code: "VALIDATION", message: "edit: give either `values` or `message`" } };
-  }
-  if (edit.values !== undefined) return { ok: true, value: { values: edit.values, asNode: edit.asNode } };
-  let data;
-  try {
-    data = await core.query(CHECKPOINT_MESSAGE, { id: edit.checkpointId });
-  } catch (error) {
-    return { ok: false, error: { code: "NETWORK", message: `could not read the checkpoint: ${(error as Error).message}` } };
-  }
-  const node = data.node && "lastMessage" in data.node ? data.node : null;
-  if (!node) return { ok: false, error: { code: "NOT_FOUND", message: `no checkpoint ${edit.checkpointId}` } };
-  const last = node.lastMessage;
-  if (!last || last.role !== "USER") {
-    return {
-      ok: false,
-      error: { code: "VALIDATION", message: "edit({message}): the checkpoint's last message is not a user message (edit at the checkpoint that added it)" },
-    };
-  }
-  return { ok: true, value: { values: { messages: [{ id: last.id, role: "USER", content: edit.message! }] }, asNode: edit.asNode ?? "__start__" } };
 }

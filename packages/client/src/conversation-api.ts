@@ -1,21 +1,20 @@
 // The public actions of a conversation store, each one mutation (see
-// conversation-actions.ts), kept apart from the store's following and reads
-// (conversation.ts). The store hands them its ActionHost.
-import {
-  editThread,
-  forkThread,
-  newKey,
-  resumeThread,
-  stopRun,
-  type ActionHost,
-  type EditInput,
-  type ForkOptions,
-  type RespondOptions,
-} from "./conversation-actions.js";
+// conversation-actions.ts, and branch-actions.ts, loaded on a first fork or
+// edit), kept apart from the store's following and reads (conversation.ts).
+// The store hands them its ActionHost.
+import { newKey, resumeThread, stopRun, type ActionHost, type EditInput, type ForkOptions, type RespondOptions } from "./conversation-actions.js";
 import type { Result } from "./core.js";
 import type { JsonValue } from "./generated.js";
 import type { InterruptAnswer } from "./interrupts.js";
 import type { RunState } from "./run-log.js";
+
+/** branch-actions.ts, loaded on the first fork or edit; a load that fails is a NETWORK error, as a request that fails is. */
+function withBranch<T>(use: (branch: typeof import("./branch-actions.js")) => Promise<Result<T>>): Promise<Result<T>> {
+  return import("./branch-actions.js").then(use, (error: Error) => ({
+    ok: false as const,
+    error: { code: "NETWORK", message: `could not load the fork and edit actions: ${error.message}` },
+  }));
+}
 
 export abstract class ConversationActions {
   /** What the actions see of the store. */
@@ -64,7 +63,9 @@ export abstract class ConversationActions {
     second?: ForkOptions | string,
     third: Omit<ForkOptions, "message"> = {},
   ): Promise<Result<{ conversationId: string; runId: string | null }>> {
-    return forkThread(this.actions(), checkpointId, typeof second === "object" && second !== null ? second : { ...third, message: second });
+    const options = typeof second === "object" && second !== null ? second : { ...third, message: second };
+    const host = this.actions();
+    return withBranch((branch) => branch.forkThread(host, checkpointId, options));
   }
 
   /**
@@ -87,6 +88,9 @@ export abstract class ConversationActions {
     asNode?: string,
     options: { idempotencyKey?: string } = {},
   ): Promise<Result<{ run: RunState; checkpointId: string | null }>> {
-    return editThread(this.actions(), typeof first === "string" ? { checkpointId: first, values, asNode, idempotencyKey: options.idempotencyKey } : first);
+    const edit = typeof first === "string" ? { checkpointId: first, values, asNode, idempotencyKey: options.idempotencyKey } : first;
+    const host = this.actions();
+    const generation = host.generation();
+    return withBranch((branch) => branch.editThread(host, edit, generation));
   }
 }

@@ -7,7 +7,7 @@
 import type { RunledgerClient } from "./client.js";
 import { coreOf } from "./core.js";
 import type { ActionError, ClientCore } from "./core.js";
-import { CONVERSATIONS } from "./documents.js";
+import { CONVERSATIONS } from "./extra-documents.js";
 import type { RunledgerConversationRowFragment, RunledgerConversationsChangedSubscription } from "./generated.js";
 import { Value, type Readable } from "./observable.js";
 

@@ -12,7 +12,7 @@ import { ConversationActions } from "./conversation-api.js";
 import { CONVERSATION, RUN_EVENTS } from "./documents.js";
 import type { RunledgerConversationsChangedSubscription, RunledgerRunFragment } from "./generated.js";
 import { MessageWindow } from "./message-window.js";
-import { pollQueue, readRunRecord, refillRun, type RecordHost } from "./run-records.js";
+import { pollQueue, readRunRecord, type RecordHost } from "./run-records.js";
 import { Value, type Readable } from "./observable.js";
 import { clearResume, readResume, writeResume } from "./resume.js";
 import { applyEvent, emptyRun, isTerminal, liveRun, withRecord, type LiveRun, type RunEvent, type RunState } from "./run-log.js";
@@ -446,9 +446,15 @@ export class ConversationStore extends ConversationActions implements Readable<C
     if (this.#persistTimer === null) this.#persistTimer = setTimeout(() => this.flush(), this.#core.persistMs);
   }
 
-  /** Reads the run's stored record in place of events it missed (a gap). */
+  /** Reads the run's stored record in place of events it missed (a gap); run-refill.ts is loaded on the first. */
   #refill(tracked: Tracked): Promise<void> {
-    return refillRun(this.#records, tracked);
+    const gen = this.#gen;
+    return import("./run-refill.js").then(
+      (loaded) => loaded.refillRun(this.#records, tracked, gen),
+      (error: Error) => {
+        if (gen === this.#gen) this.#records.failed({ code: "READ_FAILED", message: `could not load the refill of a gap: ${error.message}` });
+      },
+    );
   }
 
   #readRecord(tracked: Tracked): Promise<void> {

@@ -1,16 +1,17 @@
-// Every GraphQL document the client sends, in one place. The types of what
-// they select are generated from them and schema.graphql into generated.ts
-// (`npm run codegen` in the repository).
+// The GraphQL documents a conversation store sends, and the fragments every
+// document shares; the lists' and the branching mutations' are in
+// extra-documents.ts. The types of what they select are generated from both
+// files and schema.graphql into generated.ts (`npm run codegen` in the repository).
 import type * as Types from "./generated.js";
 
 /** A document's text, marked with the types of its result and its variables (phantom: nothing at run time). */
 export type Document<Result, Variables> = string & { readonly __result?: Result; readonly __variables?: Variables };
 
-const MESSAGE = /* GraphQL */ `
+export const MESSAGE = /* GraphQL */ `
   fragment RunledgerMessage on Message { id role content toolCalls { id name args } toolCallId name }
 `;
 
-const RUN = /* GraphQL */ `
+export const RUN = /* GraphQL */ `
   fragment RunledgerRun on Run {
     id kind status input errorCode errorMessage partialOutput queuePosition queueReason startedAt finishedAt
   }
@@ -20,7 +21,7 @@ const INTERRUPT = /* GraphQL */ `
   fragment RunledgerInterrupt on Interrupt { id node value state run { id } }
 `;
 
-const REFUSAL = /* GraphQL */ `
+export const REFUSAL = /* GraphQL */ `
   fragment RunledgerRefusal on Error {
     __typename code message
     ... on RunInProgressError { activeRunId }
@@ -72,43 +73,7 @@ export const RUN_EVENTS: Document<Types.RunledgerRunEventsSubscription, Types.Ru
   ${INTERRUPT}
 `;
 
-const CHECKPOINT = /* GraphQL */ `
-  fragment RunledgerCheckpoint on Checkpoint {
-    id createdAt step source next messageCount
-    parent { id }
-    lastMessage { ...RunledgerMessage }
-    run { id kind status }
-  }
-`;
-
-/**
- * A page of a conversation's checkpoints, oldest first (the API's order;
- * cursors are checkpoint ids, which stay valid as checkpoints arrive):
- * `last` (before `before`) for the newest or an older page, `first` after
- * `after` (and before `before`) for what came since.
- */
-export const CHECKPOINTS: Document<Types.RunledgerCheckpointsQuery, Types.RunledgerCheckpointsQueryVariables> = /* GraphQL */ `
-  query RunledgerCheckpoints($id: ID!, $first: Int, $after: String, $last: Int, $before: String) {
-    conversation(id: $id) {
-      id
-      checkpoints(first: $first, after: $after, last: $last, before: $before) {
-        edges { node { ...RunledgerCheckpoint } }
-        pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
-      }
-    }
-  }
-  ${CHECKPOINT}
-  ${MESSAGE}
-`;
-
-/** The message a checkpoint ends on: what edit({message}) replaces. */
-export const CHECKPOINT_MESSAGE: Document<Types.RunledgerCheckpointMessageQuery, Types.RunledgerCheckpointMessageQueryVariables> = /* GraphQL */ `
-  query RunledgerCheckpointMessage($id: ID!) {
-    node(id: $id) { ... on Checkpoint { id lastMessage { id role } } }
-  }
-`;
-
-const CONVERSATION_ROW = /* GraphQL */ `
+export const CONVERSATION_ROW = /* GraphQL */ `
   fragment RunledgerConversationRow on Conversation {
     id title agentName owner createdAt updatedAt messageCount expiresAt
     activeRun { id status startedAt }
@@ -126,17 +91,6 @@ export const CONVERSATIONS_CHANGED: Document<Types.RunledgerConversationsChanged
   /* GraphQL */ `
   subscription RunledgerConversationsChanged {
     conversationsChanged { ...RunledgerConversationRow deleted }
-  }
-  ${CONVERSATION_ROW}
-`;
-
-/** A page of the caller's conversations, newest updatedAt first (an admin's: everyone's, or one owner's). */
-export const CONVERSATIONS: Document<Types.RunledgerConversationsQuery, Types.RunledgerConversationsQueryVariables> = /* GraphQL */ `
-  query RunledgerConversations($first: Int, $after: String, $owner: String) {
-    conversations(first: $first, after: $after, owner: $owner) {
-      edges { node { ...RunledgerConversationRow } }
-      pageInfo { hasNextPage endCursor }
-    }
   }
   ${CONVERSATION_ROW}
 `;
@@ -170,30 +124,6 @@ export const CANCEL_RUN: Document<Types.RunledgerCancelRunMutation, Types.Runled
     cancelRun(input: $input) {
       __typename
       ... on CancelRunSuccess { run { ...RunledgerRun } }
-      ...RunledgerRefusal
-    }
-  }
-  ${RUN}
-  ${REFUSAL}
-`;
-
-export const FORK_CONVERSATION: Document<Types.RunledgerForkConversationMutation, Types.RunledgerForkConversationMutationVariables> = /* GraphQL */ `
-  mutation RunledgerForkConversation($input: ForkConversationInput!) {
-    forkConversation(input: $input) {
-      __typename
-      ... on ForkConversationSuccess { conversation { id title } run { ...RunledgerRun } }
-      ...RunledgerRefusal
-    }
-  }
-  ${RUN}
-  ${REFUSAL}
-`;
-
-export const EDIT_STATE: Document<Types.RunledgerEditStateMutation, Types.RunledgerEditStateMutationVariables> = /* GraphQL */ `
-  mutation RunledgerEditState($input: EditStateInput!) {
-    editState(input: $input) {
-      __typename
-      ... on EditStateSuccess { run { ...RunledgerRun } checkpoint { id next } }
       ...RunledgerRefusal
     }
   }

@@ -324,70 +324,6 @@ export type RunledgerRunEventsSubscription = {
       };
 };
 
-export type RunledgerCheckpointFragment = {
-  id: string;
-  createdAt: string;
-  step: number;
-  source: CheckpointSource;
-  next: Array<string>;
-  messageCount: number;
-  parent: { id: string } | null;
-  lastMessage: {
-    id: string;
-    role: MessageRole;
-    content: string;
-    toolCallId: string | null;
-    name: string | null;
-    toolCalls: Array<{ id: string; name: string; args: JsonValue }>;
-  } | null;
-  run: { id: string; kind: RunKind; status: RunStatus } | null;
-};
-
-export type RunledgerCheckpointsQueryVariables = Exact<{
-  id: string | number;
-  first?: number | null | undefined;
-  after?: string | null | undefined;
-  last?: number | null | undefined;
-  before?: string | null | undefined;
-}>;
-
-export type RunledgerCheckpointsQuery = {
-  conversation: {
-    id: string;
-    checkpoints: {
-      edges: Array<{
-        node: {
-          id: string;
-          createdAt: string;
-          step: number;
-          source: CheckpointSource;
-          next: Array<string>;
-          messageCount: number;
-          parent: { id: string } | null;
-          lastMessage: {
-            id: string;
-            role: MessageRole;
-            content: string;
-            toolCallId: string | null;
-            name: string | null;
-            toolCalls: Array<{ id: string; name: string; args: JsonValue }>;
-          } | null;
-          run: { id: string; kind: RunKind; status: RunStatus } | null;
-        };
-      }>;
-      pageInfo: { hasNextPage: boolean; hasPreviousPage: boolean; startCursor: string | null; endCursor: string | null };
-    };
-  } | null;
-};
-
-export type RunledgerCheckpointMessageQueryVariables = Exact<{
-  id: string | number;
-}>;
-
-export type RunledgerCheckpointMessageQuery = {
-  node: { id: string; lastMessage: { id: string; role: MessageRole } | null } | Record<PropertyKey, never> | null;
-};
-
 export type RunledgerConversationRowFragment = {
   id: string;
   title: string;
@@ -418,33 +354,6 @@ export type RunledgerConversationsChangedSubscription = {
     activeRun: { id: string; status: RunStatus; startedAt: string } | null;
     latestRun: { id: string; status: RunStatus; kind: RunKind; errorCode: RunErrorCode | null } | null;
     forkedFrom: { conversation: { id: string; title: string } | null } | null;
-  };
-};
-
-export type RunledgerConversationsQueryVariables = Exact<{
-  first?: number | null | undefined;
-  after?: string | null | undefined;
-  owner?: string | null | undefined;
-}>;
-
-export type RunledgerConversationsQuery = {
-  conversations: {
-    edges: Array<{
-      node: {
-        id: string;
-        title: string;
-        agentName: string;
-        owner: string | null;
-        createdAt: string;
-        updatedAt: string;
-        messageCount: number;
-        expiresAt: string | null;
-        activeRun: { id: string; status: RunStatus; startedAt: string } | null;
-        latestRun: { id: string; status: RunStatus; kind: RunKind; errorCode: RunErrorCode | null } | null;
-        forkedFrom: { conversation: { id: string; title: string } | null } | null;
-      };
-    }>;
-    pageInfo: { hasNextPage: boolean; endCursor: string | null };
   };
 };
 
@@ -535,6 +444,97 @@ export type RunledgerCancelRunMutation = {
     | { __typename: "NotFoundError"; code: ErrorCode; message: string }
     | { __typename: "RunNotActiveError"; code: ErrorCode; message: string }
     | { __typename: "ValidationError"; field: string; code: ErrorCode; message: string };
+};
+
+export type RunledgerCheckpointFragment = {
+  id: string;
+  createdAt: string;
+  step: number;
+  source: CheckpointSource;
+  next: Array<string>;
+  messageCount: number;
+  parent: { id: string } | null;
+  lastMessage: {
+    id: string;
+    role: MessageRole;
+    content: string;
+    toolCallId: string | null;
+    name: string | null;
+    toolCalls: Array<{ id: string; name: string; args: JsonValue }>;
+  } | null;
+  run: { id: string; kind: RunKind; status: RunStatus } | null;
+};
+
+export type RunledgerCheckpointsQueryVariables = Exact<{
+  id: string | number;
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+  last?: number | null | undefined;
+  before?: string | null | undefined;
+}>;
+
+export type RunledgerCheckpointsQuery = {
+  conversation: {
+    id: string;
+    checkpoints: {
+      edges: Array<{
+        node: {
+          id: string;
+          createdAt: string;
+          step: number;
+          source: CheckpointSource;
+          next: Array<string>;
+          messageCount: number;
+          parent: { id: string } | null;
+          lastMessage: {
+            id: string;
+            role: MessageRole;
+            content: string;
+            toolCallId: string | null;
+            name: string | null;
+            toolCalls: Array<{ id: string; name: string; args: JsonValue }>;
+          } | null;
+          run: { id: string; kind: RunKind; status: RunStatus } | null;
+        };
+      }>;
+      pageInfo: { hasNextPage: boolean; hasPreviousPage: boolean; startCursor: string | null; endCursor: string | null };
+    };
+  } | null;
+};
+
+export type RunledgerCheckpointMessageQueryVariables = Exact<{
+  id: string | number;
+}>;
+
+export type RunledgerCheckpointMessageQuery = {
+  node: { id: string; lastMessage: { id: string; role: MessageRole } | null } | Record<PropertyKey, never> | null;
+};
+
+export type RunledgerConversationsQueryVariables = Exact<{
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+  owner?: string | null | undefined;
+}>;
+
+export type RunledgerConversationsQuery = {
+  conversations: {
+    edges: Array<{
+      node: {
+        id: string;
+        title: string;
+        agentName: string;
+        owner: string | null;
+        createdAt: string;
+        updatedAt: string;
+        messageCount: number;
+        expiresAt: string | null;
+        activeRun: { id: string; status: RunStatus; startedAt: string } | null;
+        latestRun: { id: string; status: RunStatus; kind: RunKind; errorCode: RunErrorCode | null } | null;
+        forkedFrom: { conversation: { id: string; title: string } | null } | null;
+      };
+    }>;
+    pageInfo: { hasNextPage: boolean; endCursor: string | null };
+  };
 };
 
 export type RunledgerForkConversationMutationVariables = Exact<{

@@ -1,12 +1,11 @@
-// Reads of one run's stored record by a conversation store: in place of
-// events a gap cut out (its messages refill what streamed), for what its
+// Reads of one run's stored record by a conversation store: for what its
 // events do not carry (its kind, its start), and while it is QUEUED, for its
-// place in the queue (nothing streams while it waits). An answer that comes
-// after the store moved on changes nothing.
+// place in the queue (nothing streams while it waits); in place of events a
+// gap cut out, run-refill.ts. An answer that comes after the store moved on
+// changes nothing.
 import type { ActionError, ClientCore } from "./core.js";
 import { RUN_RECORD } from "./documents.js";
 import type { RunledgerRunFragment } from "./generated.js";
-import { refill } from "./run-log.js";
 import type { Tracked } from "./snapshot.js";
 
 /** What the reads see of their store. */
@@ -20,32 +19,6 @@ export interface RecordHost {
   /** The run changed: listeners are told at the next turn. */
   changed(): void;
   failed(error: ActionError): void;
-}
-
-/** Reads the run's stored record in place of events it missed; one read at a time, and one more if a gap came meanwhile. */
-export async function refillRun(host: RecordHost, tracked: Tracked): Promise<void> {
-  if (tracked.refilling) {
-    tracked.refillAgain = true;
-    return;
-  }
-  const gen = host.generation();
-  tracked.refilling = true;
-  try {
-    do {
-      tracked.refillAgain = false;
-      const data = await host.core.query(RUN_RECORD, { id: tracked.live.run.id });
-      if (gen !== host.generation()) return;
-      if (data.run) {
-        tracked.live = refill(tracked.live, data.run);
-        tracked.recorded = true;
-        host.changed();
-      }
-    } while (tracked.refillAgain && gen === host.generation());
-  } catch (error) {
-    if (gen === host.generation()) host.failed({ code: "READ_FAILED", message: `could not read the run's stored record: ${(error as Error).message}` });
-  } finally {
-    if (gen === host.generation()) tracked.refilling = false;
-  }
 }
 
 /** Reads the run's record: its kind, start time and, while it waits, its place in the queue. */

@@ -4,7 +4,7 @@
 // unmount, or a switch to another conversation): every subscription it held
 // ends, and nothing it still receives reaches the view.
 import { useCallback, useMemo, useState, useSyncExternalStore } from "react";
-import { createCheckpointList, createRunStore } from "@runledger/client";
+import { createCheckpointList, createConversationList, createRunStore } from "@runledger/client";
 import type {
   CheckpointListSnapshot,
   CheckpointListStore,
@@ -166,7 +166,7 @@ export function useConversation(conversationId: string | null, options: UseConve
   return useMemo(() => ({ ...snapshot, ...actions, store }), [snapshot, actions, store]);
 }
 
-/** useConversations' filter (what client.conversations(filter) takes). */
+/** useConversations' filter (what createConversationList(client, filter) takes). */
 export interface UseConversationsOptions {
   /** Rows per page (default 30). */
   pageSize?: number;
@@ -193,7 +193,7 @@ export function useConversations(filter: UseConversationsOptions = {}): Conversa
   const owner = options.owner ?? null;
   const pageSize = options.pageSize ?? 30;
   const key = `${pageSize}:${owner ?? ""}`;
-  const make = (): Held<ConversationListStore> => ({ client, key, store: client.conversations({ owner, pageSize, attach: false }) });
+  const make = (): Held<ConversationListStore> => ({ client, key, store: createConversationList(client, { owner, pageSize, attach: false }) });
   const [held, setHeld] = useState(make);
   let current = held;
   if (held.client !== client || held.key !== key) {
