@@ -19,7 +19,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
+import { holdKey, releaseStreams, startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
 import { startTestApp, tempDatabaseUrl, waitForRun } from "../testkit/app.ts";
 import { startRun } from "../testkit/graphql.ts";
 import { until } from "../testkit/streaming.ts";
@@ -449,10 +449,14 @@ describe("server rendering", () => {
 
 describe("the contract's hooks", () => {
   it("useRun follows a run started elsewhere on its own, and shows the page's own run from its conversation store; useConversation carries activeRun, lastSeq, pending, runs and connection", async () => {
-    fake.enqueue({ kind: "trickle", tokens: numbered(50, "u"), delayMs: 10 });
+    // Held until the page's run store has read the run as RUNNING: a run that ended before the page opened would be shown from its record, with no events followed.
+    const hold = holdKey("use-run");
+    fake.enqueue({ kind: "trickle", tokens: numbered(50, "u"), delayMs: 10, hold });
     const elsewhere = await startRun(app.url, "Followed by its id");
     const { page } = await openPage("react", `&run=${elsewhere.runId}`);
     const run = page.locator("#run");
+    await page.locator(`#run[data-status="RUNNING"]`).waitFor({ state: "attached" });
+    await releaseStreams(fake.url, hold);
     await page.locator(`#run[data-status="COMPLETED"]`).waitFor({ state: "attached" });
     const log = await serverLog(app.url, elsewhere.runId);
     expect(await run.getAttribute("data-source")).toBe("own");

@@ -28,7 +28,7 @@ export type FakeStep =
   | { kind: "dropMidStream"; tokens?: string[]; delayMs?: number } // some tokens then destroy the socket abruptly
   | { kind: "silence"; tokens?: string[] } // headers (and optional tokens), then nothing more until aborted or closed
   | { kind: "hangBeforeHeaders" } // never send headers (until aborted/closed)
-  | { kind: "trickle"; tokens: string[]; delayMs: number } // like text but with a slow delay between tokens
+  | { kind: "trickle"; tokens: string[]; delayMs: number; hold?: string } // like text but with a slow delay between tokens; `hold`: after its headers, until the key is released
   | ({ kind: "stamped" } & StreamPlan); // plan.tokens stamped tokens on an absolute schedule (clock.ts), once the hold is released
 
 /** How a stamped stream goes: what a `bench {...}` message asks for. */
@@ -456,6 +456,7 @@ export async function startFakeOllama(options: FakeOllamaOptions = {}): Promise<
       case "text":
       case "trickle": {
         startStream();
+        if (step.kind === "trickle") await held(step.hold, res);
         const delayMs = step.delayMs ?? defaultDelayMs;
         await tokens(step.tokens, delayMs, step.kind === "text" ? (step.firstDelayMs ?? delayMs) : delayMs);
         evalCount = step.tokens.length;
