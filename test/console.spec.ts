@@ -102,19 +102,33 @@ function noted(): string[] {
     .map((e) => String(e.text));
 }
 
+/** A set-up step; one still going after 10 s is told on stdout, so that a set-up out of time says where the time went. */
+async function setUp<T>(what: string, work: () => Promise<T>): Promise<T> {
+  const started = Date.now();
+  const slow = setInterval(() => console.log(`console.spec set-up: still waiting for ${what} after ${Date.now() - started} ms`), 10_000);
+  try {
+    return await work();
+  } finally {
+    clearInterval(slow);
+  }
+}
+
+// Chromium, a server with its MCP server processes and a type-check, on a shared 2-core machine: a minute at most.
 beforeAll(async () => {
   // The console's own type-check (it has DOM and JSX settings of its own) runs beside the browser tests.
   typecheck = promisify(execFile)(process.execPath, [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-p", path.join(ROOT, "console")]);
   typecheck.catch(() => {}); // reported by its own test
-  fake = await startFakeOllama();
-  app = await startTestApp({ ollamaUrl: fake.url, env: { RUNLEDGER_CONFIG: writeAgentsFile() } });
-  browser = await launchChromium();
+  fake = await setUp("the fake model", () => startFakeOllama());
+  app = await setUp("the server", () => startTestApp({ ollamaUrl: fake.url, env: { RUNLEDGER_CONFIG: writeAgentsFile() } }));
+  browser = await setUp("Chromium", () => launchChromium());
   // careful's MCP tools are listed (and callable) once its server is up.
-  await eventually(
-    async () => (await gqlOk(app.url, AGENT_TOOLS)).agents.find((a: { name: string }) => a.name === "careful").tools.length === 3,
-    "careful's MCP tools",
+  await setUp("careful's MCP tools", () =>
+    eventually(
+      async () => (await gqlOk(app.url, AGENT_TOOLS)).agents.find((a: { name: string }) => a.name === "careful").tools.length === 3,
+      "careful's MCP tools",
+    ),
   );
-});
+}, 60_000);
 
 afterAll(async () => {
   await browser?.close();
