@@ -162,7 +162,9 @@ export interface Config {
   /**
    * `QUEUE_POLL_MS`, default 500: how often an instance looks for queued runs it
    * could take besides its own (another instance's, or ones left by a stopped
-   * one). Its own are claimed at once, and a run ending here looks too.
+   * one) while there are any. Its own are claimed at once, and a run ending
+   * here looks too. While the queue is empty it looks ten times less often (5 s),
+   * and at once when a conversation changes on any instance (a run queued there).
    */
   queuePollMs: number;
   /** `SCHEDULE_POLL_MS`, default 1000: how often an instance looks for due schedules (docs/schedules.md). */
