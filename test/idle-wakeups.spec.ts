@@ -1,7 +1,9 @@
-// What an idle server does without its polls. Runs do not wait for a poll to
-// be noticed: with QUEUE_POLL_MS far longer than these tests, an instance whose
-// queue is empty looks at it when a conversation changes on another instance
-// (a run queued there).
+// What an idle server does without its polls. Runs and schedules do not wait
+// for a poll to be noticed: with QUEUE_POLL_MS and SCHEDULE_POLL_MS far longer
+// than these tests, an instance whose queue is empty looks at it when a
+// conversation changes on another instance (a run queued there), and a
+// schedule created or resumed fires on time, the sweeper sleeping until each
+// next firing in between.
 import { afterEach, describe, expect, it } from "vitest";
 import { startFakeOllama, type FakeOllama } from "../testkit/fake-ollama.ts";
 import { startTestApp, testCluster, tempDatabaseUrl } from "../testkit/app.ts";
@@ -12,7 +14,7 @@ import type { App } from "../src/app.ts";
 const TOKEN = "idle-admin-token";
 const ADMIN = { authorization: `Bearer ${TOKEN}` };
 /** Polls no test here waits for: the idle queue poll is ten times QUEUE_POLL_MS. */
-const SLOW_POLLS = { QUEUE_POLL_MS: "600000", API_TOKEN: TOKEN };
+const SLOW_POLLS = { QUEUE_POLL_MS: "600000", SCHEDULE_POLL_MS: "600000", API_TOKEN: TOKEN };
 
 let fake: FakeOllama | undefined;
 let apps: App[] = [];
@@ -65,5 +67,28 @@ describe("the queue, idle", () => {
     const runId = started.data.startRun.run.id as string;
     const status = async () => (await gql(b.url, `query($id: ID!) { run(id: $id) { status } }`, { id: runId }, ADMIN)).data.run.status;
     await until(async () => (await status()) === "COMPLETED", "the run to complete", 10_000);
+  });
+});
+
+describe("schedules, idle", () => {
+  const CREATE = `mutation($cron: String!) {
+    createSchedule(input: { agent: "default", cron: $cron, timezone: "UTC", message: "tick" }) { ... on CreateScheduleSuccess { schedule { id } } }
+  }`;
+  const ACT = (name: string) => `mutation($id: ID!) { ${name}(input: { scheduleId: $id }) { __typename } }`;
+
+  it("fires a schedule created while the sweeper sleeps, and each next firing on time, with SCHEDULE_POLL_MS far off", async () => {
+    fake = await startFakeOllama();
+    const app = await startTestApp({ ollamaUrl: fake.url, env: SLOW_POLLS });
+    apps.push(app);
+    // Its first look found nothing: the sweeper sleeps SCHEDULE_POLL_MS unless woken.
+    const created = await gql(app.url, CREATE, { cron: "* * * * * *" }, ADMIN);
+    const id = created.data.createSchedule.schedule.id as string;
+    const withRuns = async () => (await app.storage.schedules.firings(id)).filter((f) => f.runId).length;
+    await until(async () => (await withRuns()) >= 2, "two firings", 10_000);
+    // Paused, it fires no more; resumed, it fires again at once, however long the sweeper meant to sleep.
+    expect((await gql(app.url, ACT("pauseSchedule"), { id }, ADMIN)).data.pauseSchedule.__typename).toBe("PauseScheduleSuccess");
+    const paused = await withRuns();
+    expect((await gql(app.url, ACT("resumeSchedule"), { id }, ADMIN)).data.resumeSchedule.__typename).toBe("ResumeScheduleSuccess");
+    await until(async () => (await withRuns()) > paused, "a firing after the resume", 10_000);
   });
 });
