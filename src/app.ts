@@ -214,12 +214,14 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
   }
   const conversations = new ConversationService(store, bus, logger);
   const scheduleStore = timedSeam(storage.schedules, "schedules", metrics.dbOperation);
+  const sweeper = new ScheduleSweeper({ store: scheduleStore, runs: runService, ownerId: ownership.id, pollMs: config.schedulePollMs, logger });
   const schedules = new ScheduleService({
     store: scheduleStore,
     runStore: store,
     agents: agent,
     validateMessage: (m) => runService.validateMessage(m),
     webhookPolicy: webhooks.policy,
+    onScheduled: () => sweeper.wake(),
   });
   const webhookStore = timedSeam(storage.webhooks, "webhooks", metrics.dbOperation);
   const deliverer = config.webhooks.secret
@@ -238,7 +240,6 @@ export async function startApp(config: Config, logger: Logger, overrides: AppOve
           metrics.webhookAttempts.inc({ event: delivery.event, outcome: attempt.status === "pending" ? "retry" : attempt.status }),
       })
     : undefined;
-  const sweeper = new ScheduleSweeper({ store: scheduleStore, runs: runService, ownerId: ownership.id, pollMs: config.schedulePollMs, logger });
   const retentionStore = timedSeam(storage.retention, "retention", metrics.dbOperation);
   const retentionPolicy = expiryPolicy(config.retention, definitions);
   const retention = new RetentionSweeper({

@@ -162,10 +162,16 @@ export interface Config {
   /**
    * `QUEUE_POLL_MS`, default 500: how often an instance looks for queued runs it
    * could take besides its own (another instance's, or ones left by a stopped
-   * one). Its own are claimed at once, and a run ending here looks too.
+   * one) while there are any. Its own are claimed at once, and a run ending
+   * here looks too. While the queue is empty it looks ten times less often (5 s),
+   * and at once when a conversation changes on any instance (a run queued there).
    */
   queuePollMs: number;
-  /** `SCHEDULE_POLL_MS`, default 1000: how often an instance looks for due schedules (docs/schedules.md). */
+  /**
+   * `SCHEDULE_POLL_MS`, default 30000: the longest an instance waits between
+   * looks for due schedules. Between, it sleeps until the soonest schedule's
+   * next firing, and one created or resumed on it wakes it (docs/schedules.md).
+   */
   schedulePollMs: number;
   /** What the retention sweeper deletes, and how often it looks (the `RETENTION_*` settings, docs/retention.md). */
   retention: RetentionConfig;
@@ -374,7 +380,7 @@ export function loadConfig(env: Env = process.env, readFile: (p: string) => stri
     admissionLoopDelayMs: intVar(env, "ADMISSION_LOOP_DELAY_MS", 0, 0, 60_000),
     heapGrowingPercent: intVar(env, "HEAP_GROWING_PERCENT", 20, 0, 1_000),
     queuePollMs: intVar(env, "QUEUE_POLL_MS", 500, 10, 3_600_000),
-    schedulePollMs: intVar(env, "SCHEDULE_POLL_MS", 1000, 10, 3_600_000),
+    schedulePollMs: intVar(env, "SCHEDULE_POLL_MS", 30_000, 10, 3_600_000),
     retention: retentionConfig(env),
     modelConcurrency: intVar(env, "MODEL_CONCURRENCY", intVar(env, "OLLAMA_NUM_PARALLEL", 4, 1, 10_000), 1, 10_000),
     ollamaHost: urlVar(env, "OLLAMA_HOST", "http://127.0.0.1:11434"),

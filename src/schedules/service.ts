@@ -33,6 +33,8 @@ export interface ScheduleServiceOptions {
   /** What a schedule's webhook is checked against; none: no webhook is accepted. */
   webhookPolicy?: WebhookPolicy;
   now?: () => Date;
+  /** Told when a schedule was created or resumed here (the sweeper, which may sleep until a later firing, looks again). */
+  onScheduled?: () => void;
 }
 
 export class ScheduleService {
@@ -63,7 +65,7 @@ export class ScheduleService {
       conversationId = conversation.id;
     }
     if (!this.#options.agents.agent(input.agent)) throw new ValidationError(`agent ${JSON.stringify(input.agent)} is not configured`, "agent");
-    return this.#options.store.create({
+    const created = await this.#options.store.create({
       id: randomUUID(),
       agent: input.agent,
       cron: input.cron.trim(),
@@ -77,6 +79,8 @@ export class ScheduleService {
       createdAt: now,
       webhook,
     });
+    this.#options.onScheduled?.();
+    return created;
   }
 
   /** The schedule when the principal may see it; null otherwise, exactly as for one that does not exist. */
@@ -106,6 +110,7 @@ export class ScheduleService {
     const schedule = await this.#visible(id, principal);
     const resumed = await this.#options.store.setPaused(id, false, nextFiring(schedule.cron, schedule.timezone, this.#now()));
     if (!resumed) throw new NotFoundError("Schedule", id);
+    this.#options.onScheduled?.();
     return resumed;
   }
 

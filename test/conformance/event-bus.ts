@@ -555,6 +555,34 @@ export function describeEventBusConformance(name: string, backend: EventBusBacke
         await onB.return!();
       }));
 
+    it("conversation changes reach the listeners of every instance, which no subscriber count includes", () =>
+      withPair({}, async ({ a, b }) => {
+        const heard: Record<string, string[]> = { a: [], b1: [], b2: [] };
+        let arrived = () => {};
+        const listen = (bus: EventBus, name: string) =>
+          bus.onConversationChange((change) => {
+            heard[name]!.push(change.conversationId);
+            arrived();
+          });
+        const heardAll = (expected: Record<string, string[]>) =>
+          within(
+            new Promise<void>((resolve) => {
+              arrived = () => JSON.stringify(heard) === JSON.stringify(expected) && resolve();
+              arrived();
+            }),
+            "the listeners to hear the changes",
+          );
+        listen(a, "a");
+        const stopB1 = listen(b, "b1");
+        listen(b, "b2");
+        expect(b.stats().changeSubscribers).toBe(0);
+        await a.publishConversationChange({ kind: "created", conversationId: "c1", at: new Date() });
+        await heardAll({ a: ["c1"], b1: ["c1"], b2: ["c1"] });
+        stopB1();
+        await b.publishConversationChange({ kind: "updated", conversationId: "c2", at: new Date() });
+        await heardAll({ a: ["c1", "c2"], b1: ["c1"], b2: ["c1", "c2"] });
+      }));
+
     it("cancel requests reach the listeners of every instance", () =>
       withPair({}, async ({ a, b }) => {
         const heard: Record<string, string[]> = { a1: [], a2: [], b1: [] };

@@ -22,13 +22,25 @@ const FORGET_SCAN = 200;
 export class QueueClaims {
   #claiming: Promise<void> | null = null;
   #claimAgain = false;
+  /** Whether the last look found runs queued (true until the first look). */
+  #queueSeen = true;
 
   constructor(
     private readonly ctx: ExecutionContext,
     /** Runs this instance admits now: MAX_ACTIVE_RUNS, or fewer while its event loop runs late (ADMISSION_LOOP_DELAY_MS). */
     private readonly limit: AdaptiveLimit | undefined,
     private readonly accepting: () => boolean,
+    /** Told after each look whether it found runs queued. */
+    private readonly onLook: (queued: boolean) => void = () => {},
   ) {}
+
+  /**
+   * Whether there may be queued runs for this instance to look after: the last
+   * look found some, or this instance queued runs or holds paused ones.
+   */
+  get busy(): boolean {
+    return this.#queueSeen || this.ctx.queuedBy.size > 0 || this.ctx.held.size > 0;
+  }
 
   /** Settles once the claim under way, if any, is over. */
   get idle(): Promise<void> {
@@ -66,6 +78,9 @@ export class QueueClaims {
     const admission = ctx.options.admission!;
     // With no room it still looks: the queued runs' reasons are brought up to date.
     // A paused run holds no room until it is admitted again.
+    this.#queueSeen = await ctx.options.store.anyQueued();
+    this.onLook(this.#queueSeen);
+    if (!this.#queueSeen) return;
     const room = Math.max(0, this.limit!.current() - (ctx.active.size - ctx.held.size));
     const agents = ctx.options.agent.agents().map((a) => a.definition);
     const ready = [...ctx.held].filter(([, held]) => held.ready).map(([id]) => id);

@@ -13,12 +13,23 @@ import type { ExecutionContext, ExecutionOptions } from "./context.ts";
 import { launchRun } from "./launch.ts";
 import { abortForShutdown, abortRunsEndedElsewhere, listenForCancelRequests } from "./stop-runs.ts";
 
+/**
+ * How many times QUEUE_POLL_MS an instance waits between looks while the queue
+ * is empty. A run queued anywhere (and a run ending anywhere) announces a
+ * conversation change, which makes an idle instance look at once: this slow
+ * look is for what no notice told of (a notice lost with Redis down).
+ */
+export const IDLE_POLL_FACTOR = 10;
+
 export class RunExecutor implements RunExecution {
   readonly #ctx: ExecutionContext;
   readonly #claims: QueueClaims;
   readonly #stopListening: () => void;
+  readonly #stopNotices: () => void = () => {};
   #accepting = true;
   #pollTimer: NodeJS.Timeout | undefined;
+  /** Whether the poll timer is set for QUEUE_POLL_MS (the queue busy) rather than the idle wait. */
+  #pollingBusy = false;
   /** Runs this instance admits now: MAX_ACTIVE_RUNS, or fewer while its event loop runs late (ADMISSION_LOOP_DELAY_MS). */
   readonly #limit: AdaptiveLimit | undefined;
 
@@ -35,13 +46,45 @@ export class RunExecutor implements RunExecution {
       announce: (change) => announceConversationChange(options.bus, options.logger, change),
     };
     if (options.admission) this.#limit = createAdaptiveLimit({ max: options.admission.maxActiveRuns, targetMs: options.admission.loopDelayTargetMs ?? 0 });
-    this.#claims = new QueueClaims(this.#ctx, this.#limit, () => this.#accepting);
+    // A look that finds the queue no longer empty brings the next poll forward.
+    this.#claims = new QueueClaims(
+      this.#ctx,
+      this.#limit,
+      () => this.#accepting,
+      () => {
+        if (this.#claims.busy && !this.#pollingBusy) this.#armPoll();
+      },
+    );
     if (options.admission) {
-      // Runs queued by other instances, or left queued by a stopped one, and slots freed elsewhere.
-      this.#pollTimer = setInterval(() => void this.claimQueued().then(() => this.#claims.forgetClaimedElsewhere()), options.admission.pollMs ?? 500);
-      this.#pollTimer.unref();
+      // While the queue is empty, a change anywhere (a run queued by another instance, say) is looked at once;
+      // while it is not, the poll at QUEUE_POLL_MS looks, as often as before, whatever the changes.
+      this.#stopNotices = options.bus.onConversationChange(() => {
+        if (!this.#claims.busy) void this.claimQueued();
+      });
+      this.#armPoll();
     }
     this.#stopListening = listenForCancelRequests(this.#ctx);
+  }
+
+  /**
+   * Sets the next poll: QUEUE_POLL_MS away while there may be queued runs to
+   * look after (runs queued by other instances, or left queued by a stopped
+   * one, slots freed elsewhere, this instance's own queued runs claimed
+   * elsewhere), IDLE_POLL_FACTOR times that while the queue is empty.
+   */
+  #armPoll(): void {
+    clearTimeout(this.#pollTimer);
+    if (!this.#accepting) return;
+    const pollMs = this.#ctx.options.admission?.pollMs ?? 500;
+    this.#pollingBusy = this.#claims.busy;
+    this.#pollTimer = setTimeout(
+      () =>
+        void this.claimQueued()
+          .then(() => this.#claims.forgetClaimedElsewhere())
+          .finally(() => this.#armPoll()),
+      this.#pollingBusy ? pollMs : pollMs * IDLE_POLL_FACTOR,
+    );
+    this.#pollTimer.unref();
   }
 
   get activeRunIds(): string[] {
@@ -109,7 +152,8 @@ export class RunExecutor implements RunExecution {
    */
   async stopAll(): Promise<Promise<RunRecord | null>[]> {
     this.#accepting = false;
-    clearInterval(this.#pollTimer);
+    clearTimeout(this.#pollTimer);
+    this.#stopNotices();
     this.#limit?.stop();
     await this.#claims.idle;
     this.#stopListening();

@@ -13,6 +13,7 @@ export function listenForCancelRequests(ctx: ExecutionContext): () => void {
 
 /** Stops runs whose rows another process has ended (a cross-process cancel). */
 export async function abortRunsEndedElsewhere(ctx: ExecutionContext): Promise<void> {
+  if (ctx.active.size === 0) return; // nothing executes here: no read
   const ended = await ctx.options.store.notRunning([...ctx.active.keys()]);
   for (const id of ended) ctx.active.get(id)?.controller.abort(new RunAbortReason("cancel"));
 }

@@ -370,6 +370,10 @@ export class ClusterEventBus implements EventBus {
     return this.#local.onCancelRequest(listener);
   }
 
+  onConversationChange(listener: (change: ConversationChange) => void): () => void {
+    return this.#local.onConversationChange(listener);
+  }
+
   // ---- lifecycle ----
 
   /** Up while open and the relay answers within pingTimeoutMs. */

@@ -5,6 +5,7 @@
 // serves them to the other workers through tapRun.
 import type { ConversationChange, RunEvent, RunEventBody } from "../../domain/events.ts";
 import { isTerminalEvent } from "../../domain/events.ts";
+import { Listeners } from "./listeners.ts";
 import { createSubscriber, type Subscriber } from "./subscriber.ts";
 import type { BusStats, EventBus, EventBusOptions, RunPublisher } from "./types.ts";
 
@@ -61,7 +62,8 @@ export class MemoryEventBus implements EventBus {
   readonly #finished = new Map<string, RunLog>();
   readonly #conversationSubs = new Map<string, Set<Subscriber<RunEvent>>>();
   readonly #changeSubs = new Set<Subscriber<ConversationChange>>();
-  readonly #cancelListeners = new Set<(runId: string) => void>();
+  readonly #cancelListeners = new Listeners<string>();
+  readonly #changeListeners = new Listeners<ConversationChange>();
   readonly #options: Required<Omit<EventBusOptions, "graceRuns">> & Pick<EventBusOptions, "graceRuns">;
   readonly #hooks: MemoryBusHooks;
   #closed = false;
@@ -206,6 +208,7 @@ export class MemoryEventBus implements EventBus {
   async publishConversationChange(change: ConversationChange): Promise<void> {
     this.#assertOpen();
     for (const sub of this.#changeSubs) sub.push(change);
+    this.#changeListeners.call(change);
   }
 
   async subscribeConversationChanges(): Promise<Subscriber<ConversationChange>> {
@@ -223,25 +226,15 @@ export class MemoryEventBus implements EventBus {
 
   async requestCancel(runId: string): Promise<void> {
     this.#assertOpen();
-    // A copy: a listener may unsubscribe itself while being called. One that
-    // throws does not keep the request from the others.
-    let failure: unknown = null;
-    for (const listener of [...this.#cancelListeners]) {
-      try {
-        listener(runId);
-      } catch (error) {
-        failure ??= error;
-      }
-    }
-    if (failure !== null) throw failure;
+    this.#cancelListeners.call(runId);
   }
 
   onCancelRequest(listener: (runId: string) => void): () => void {
-    // A fresh function per registration, so registering one listener twice
-    // needs two unsubscribes, as with any other subscription.
-    const entry = (runId: string) => listener(runId);
-    this.#cancelListeners.add(entry);
-    return () => this.#cancelListeners.delete(entry);
+    return this.#cancelListeners.add(listener);
+  }
+
+  onConversationChange(listener: (change: ConversationChange) => void): () => void {
+    return this.#changeListeners.add(listener);
   }
 
   /** In this process: up while it is open. */
@@ -263,6 +256,7 @@ export class MemoryEventBus implements EventBus {
     for (const set of this.#conversationSubs.values()) for (const sub of set) sub.end();
     for (const sub of this.#changeSubs) sub.end();
     this.#cancelListeners.clear();
+    this.#changeListeners.clear();
   }
 
   stats(): BusStats {

@@ -29,6 +29,7 @@ import { decodeEntry, readRunLog, StreamReader, type FollowedStream, type RunLog
 import { createSubscriber, SubscriberOverflowError, type Subscriber } from "./subscriber.ts";
 import { deliver, joinReplay, type Cursor, type Joiner } from "./feed.ts";
 import { describeUrl } from "./redis-url.ts";
+import { Listeners } from "./listeners.ts";
 import { RunLogLostError, type BusStats, type EventBus, type EventBusOptions, type RunPublisher } from "./types.ts";
 
 export { RunLogLostError };
@@ -121,7 +122,8 @@ export class RedisEventBus implements EventBus {
   readonly #runSubs = new Set<Subscriber<RunEvent>>();
   readonly #conversations = new Map<string, ConversationChannel>();
   readonly #changeSubs = new Set<Subscriber<ConversationChange>>();
-  readonly #cancelListeners = new Set<(runId: string) => void>();
+  readonly #cancelListeners = new Listeners<string>();
+  readonly #changeListeners = new Listeners<ConversationChange>();
 
   readonly #timers: NodeJS.Timeout[] = [];
   /** Where connection errors go: noted while connecting, then handed to onError. */
@@ -491,25 +493,20 @@ export class RedisEventBus implements EventBus {
   }
 
   onCancelRequest(listener: (runId: string) => void): () => void {
-    const entry = (runId: string) => listener(runId);
-    this.#cancelListeners.add(entry);
-    return () => this.#cancelListeners.delete(entry);
+    return this.#cancelListeners.add(listener);
+  }
+
+  onConversationChange(listener: (change: ConversationChange) => void): () => void {
+    return this.#changeListeners.add(listener);
   }
 
   #onMessage(channel: string, message: string) {
     try {
-      if (channel === this.#cancelChannel) {
-        for (const listener of [...this.#cancelListeners]) {
-          try {
-            listener(message);
-          } catch (error) {
-            this.#options.onError?.(error as Error);
-          }
-        }
-      } else if (channel === this.#changesChannel) {
-        if (this.#changeSubs.size === 0) return;
+      if (channel === this.#cancelChannel) this.#cancelListeners.call(message);
+      else if (channel === this.#changesChannel) {
         const change = decodeChange(message);
         for (const sub of this.#changeSubs) sub.push(change);
+        this.#changeListeners.call(change);
       } else {
         const entry = this.#conversations.get(channel);
         if (!entry || entry.subs.size === 0) return;
@@ -559,6 +556,7 @@ export class RedisEventBus implements EventBus {
     for (const channel of this.#conversations.values()) for (const sub of channel.subs) sub.end();
     for (const sub of this.#changeSubs) sub.end();
     this.#cancelListeners.clear();
+    this.#changeListeners.clear();
     this.#pipeline.flush();
     // QUIT goes after the queued commands, so publishes made before close()
     // still land; a connection that cannot say goodbye in time is cut.

@@ -88,6 +88,12 @@ export interface EventBus {
   publishConversationChange(change: ConversationChange): Promise<void>;
   subscribeConversationChanges(): Promise<Subscriber<ConversationChange>>;
   /**
+   * Called on this instance for every conversation change, from any instance
+   * (this one's included); answers the removal. Unlike a subscriber, a listener
+   * has no queue and is not counted in stats() (the run executor's queue looks).
+   */
+  onConversationChange(listener: (change: ConversationChange) => void): () => void;
+  /**
    * Ends the log of a run whose publisher is gone (the instance executing it died
    * and recovery recorded the run), with `body` (a terminal status) after the
    * last event the log holds, so its subscribers on every instance get the

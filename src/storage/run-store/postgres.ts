@@ -1,7 +1,5 @@
-// The run store on PostgreSQL. Each write is one transaction on one pooled
-// connection; the database's unique index keeps one running run per
-// conversation across every instance. Statements are named, so each connection
-// prepares each once.
+// The run store on PostgreSQL. Each write is one transaction on one pooled connection; the database's unique
+// index keeps one running run per conversation across every instance. Statements are named, so each connection prepares each once.
 import { NotFoundError, RunInProgressError, type QuotaExceededError } from "../../domain/errors.ts";
 import type {
   ConversationRecord,
@@ -36,8 +34,7 @@ import type { PageQuery } from "../page.ts";
 import { lastMarkSql, laterEndMarkSql, recoveredEndMarkSql } from "../../correlation/index.ts";
 import { groupRows, keyRows, valueRows } from "../batch.ts";
 import { QUOTA_WINDOW_MS, quotaRefusal } from "./quota.ts";
-import { noUsage, toUsage } from "./usage.ts";
-import type { UsageRow } from "./usage.ts";
+import { noUsage, toUsage, type UsageRow } from "./usage.ts";
 import { IDEMPOTENCY_TTL_MS, IdempotencyKeyTakenError, type ClaimRequest, type EndedElsewhereFacts, type RunStore } from "./types.ts";
 import { recordWebhookEnd, recordWebhookTargets } from "../outbox/postgres.ts";
 import { CLAIM_SCAN, chooseClaims } from "./queue.ts";
@@ -58,9 +55,8 @@ function pageSql(direction: "ASC" | "DESC", fromCursor: boolean): string {
     WHERE position > $2 AND position <= $3 ORDER BY position`;
 }
 
-// Multitask ENQUEUE: a run queued behind its conversation's active run is not
-// that conversation's active run until a claim promotes it (the oldest first,
-// once nothing else of the conversation is queued or running).
+// Multitask ENQUEUE: a run queued behind its conversation's active run is not that conversation's active run
+// until a claim promotes it (the oldest first, once nothing else of the conversation is queued or running).
 const BEHIND = `(queue_reason IS NOT DISTINCT FROM 'BEHIND_ACTIVE_RUN')`;
 
 // A row an instance executes: running, or queued but held by the instance that paused it (requeueHeld).
@@ -286,9 +282,13 @@ export class PostgresRunStore implements RunStore {
     await inTransaction(this.#pool, (client) => this.#insertKey(client, record));
   }
 
+  async anyQueued(): Promise<boolean> {
+    return (await this.#query(this.#pool, "anyQueued", [])).length > 0;
+  }
+
   async claimQueued(request: ClaimRequest): Promise<RunRecord[]> {
     // Most looks find nothing queued: they cost a read, not a locking transaction.
-    if ((await this.#query(this.#pool, "anyQueued", [])).length === 0) return [];
+    if (!(await this.anyQueued())) return [];
     return inTransaction(this.#pool, async (client) => {
       await this.#query(client, "lockQueue", []);
       // A start that came in meanwhile may have taken the conversation (a unique violation): that run goes first.

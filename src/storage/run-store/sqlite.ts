@@ -244,6 +244,10 @@ export class SqliteRunStore implements RunStore {
     await this.#write(() => this.#insertKey(record));
   }
 
+  async anyQueued(): Promise<boolean> {
+    return this.#r.anyQueued.get() !== undefined;
+  }
+
   async claimQueued(request: ClaimRequest): Promise<RunRecord[]> {
     const w = this.#w;
     // Most looks find nothing queued: they cost a read, not a write transaction.

@@ -97,6 +97,8 @@ export interface RunStore {
    * Returns the claimed runs.
    */
   claimQueued(request: ClaimRequest): Promise<RunRecord[]>;
+  /** Whether any run is `queued` (held ones and those waiting behind another included): one indexed read. */
+  anyQueued(): Promise<boolean>;
   /**
    * A running run of `ownerId` whose model was too busy to take its call goes
    * back to `queued` (MODEL_BUSY, queued at `at`), its endpoint slot free for

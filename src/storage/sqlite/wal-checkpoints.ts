@@ -52,7 +52,7 @@ export interface WalCheckpoints {
 export function startWalCheckpoints(writer: SqliteDatabase, file: string, everyMs = WAL_CHECKPOINT_MS): WalCheckpoints {
   const driver = createRequire(import.meta.url).resolve("better-sqlite3");
   writer.pragma("wal_autocheckpoint = 0");
-  const worker = new Worker(WORKER, { eval: true, workerData: { driver, file, everyMs } });
+  const worker = new Worker(WORKER, { eval: true, workerData: { driver, file } });
   worker.unref();
   let stopping = false;
   const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
