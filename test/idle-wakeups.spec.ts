@@ -39,15 +39,18 @@ async function queueLooks(app: App): Promise<number> {
   return count?.value ?? 0;
 }
 
+/** Two instances on one SQLite file and one cluster bus, both polling slowly (SLOW_POLLS). */
+async function twoInstances() {
+  fake = await startFakeOllama();
+  cluster = testCluster();
+  const { url: databaseUrl } = tempDatabaseUrl();
+  for (let i = 0; i < 2; i++) apps.push(await startTestApp({ ollamaUrl: fake.url, databaseUrl, env: SLOW_POLLS, clusterBus: cluster.join() }));
+  return [apps.at(-2)!, apps.at(-1)!] as const;
+}
+
 describe("the queue, idle", () => {
   it("is looked at by an idle instance when a conversation changes on another, without waiting for QUEUE_POLL_MS", async () => {
-    fake = await startFakeOllama();
-    cluster = testCluster();
-    const { url: databaseUrl } = tempDatabaseUrl();
-    const a = await startTestApp({ ollamaUrl: fake.url, databaseUrl, env: SLOW_POLLS, clusterBus: cluster.join() });
-    apps.push(a);
-    const b = await startTestApp({ ollamaUrl: fake.url, databaseUrl, env: SLOW_POLLS, clusterBus: cluster.join() });
-    apps.push(b);
+    const [a, b] = await twoInstances();
     // B's look at start found the queue empty: it now waits for the idle poll (100 minutes) or a notice.
     await until(async () => (await queueLooks(b)) >= 1, "B's first look");
     const before = await queueLooks(b);
@@ -56,13 +59,7 @@ describe("the queue, idle", () => {
   });
 
   it("claims a run at once where it was queued, however slowly the instances poll", async () => {
-    fake = await startFakeOllama();
-    cluster = testCluster();
-    const { url: databaseUrl } = tempDatabaseUrl();
-    const a = await startTestApp({ ollamaUrl: fake.url, databaseUrl, env: SLOW_POLLS, clusterBus: cluster.join() });
-    apps.push(a);
-    const b = await startTestApp({ ollamaUrl: fake.url, databaseUrl, env: SLOW_POLLS, clusterBus: cluster.join() });
-    apps.push(b);
+    const [a, b] = await twoInstances();
     const started = await gql(a.url, `mutation { startRun(input: { message: "Hello" }) { ... on StartRunSuccess { run { id } } } }`, {}, ADMIN);
     const runId = started.data.startRun.run.id as string;
     const status = async () => (await gql(b.url, `query($id: ID!) { run(id: $id) { status } }`, { id: runId }, ADMIN)).data.run.status;
