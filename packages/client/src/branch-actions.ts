@@ -8,6 +8,21 @@ import { CHECKPOINT_MESSAGE, EDIT_STATE, FORK_CONVERSATION } from "./extra-docum
 import type { JsonValue } from "./generated.js";
 import { emptyRun, withRecord, type RunState } from "./run-log.js";
 
+/** fork()'s arguments in either form (the deprecated one names the message second) as its options. */
+export function forkOptions(second: ForkOptions | string | undefined, third: Omit<ForkOptions, "message">): ForkOptions {
+  return typeof second === "object" && second !== null ? second : { ...third, message: second };
+}
+
+/** edit()'s arguments in either form (the deprecated one: checkpointId, values, asNode, options) as its input. */
+export function editInput(
+  first: EditInput | string,
+  values: { [channel: string]: JsonValue } | undefined,
+  asNode: string | undefined,
+  options: { idempotencyKey?: string },
+): EditInput {
+  return typeof first === "string" ? { checkpointId: first, values, asNode, idempotencyKey: options.idempotencyKey } : first;
+}
+
 /** Forks the thread at a checkpoint; the store shows the fork unless `open: false`. */
 export async function forkThread(
   host: ActionHost,

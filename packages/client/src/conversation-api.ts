@@ -63,9 +63,8 @@ export abstract class ConversationActions {
     second?: ForkOptions | string,
     third: Omit<ForkOptions, "message"> = {},
   ): Promise<Result<{ conversationId: string; runId: string | null }>> {
-    const options = typeof second === "object" && second !== null ? second : { ...third, message: second };
     const host = this.actions();
-    return withBranch((branch) => branch.forkThread(host, checkpointId, options));
+    return withBranch((branch) => branch.forkThread(host, checkpointId, branch.forkOptions(second, third)));
   }
 
   /**
@@ -88,9 +87,8 @@ export abstract class ConversationActions {
     asNode?: string,
     options: { idempotencyKey?: string } = {},
   ): Promise<Result<{ run: RunState; checkpointId: string | null }>> {
-    const edit = typeof first === "string" ? { checkpointId: first, values, asNode, idempotencyKey: options.idempotencyKey } : first;
     const host = this.actions();
     const generation = host.generation();
-    return withBranch((branch) => branch.editThread(host, edit, generation));
+    return withBranch((branch) => branch.editThread(host, branch.editInput(first, values, asNode, options), generation));
   }
 }
