@@ -5,7 +5,7 @@
 // conversation snapshot's `conversation`, `runs`, `activeRun`, `lastSeq`,
 // `pending` and `connection` (a change of connection told to subscribers,
 // batched, with everything else kept), fork and edit in their object forms,
-// createConversationList(client), loadConversation(client, id) with client.hydrate(),
+// client.conversations(), loadConversation(client, id) with client.hydrate(),
 // and the run store behind useRun (createRunStore): a run followed on its
 // own, and one shown from the conversation store that follows it, handed over
 // when that store lets it go. Each is compared with the server's own record.
@@ -19,7 +19,6 @@ import { startTestApp, tempDatabaseUrl, waitForRun } from "../testkit/app.ts";
 import { gqlOk, startRun } from "../testkit/graphql.ts";
 import { until } from "../testkit/streaming.ts";
 import {
-  createConversationList,
   createRunledgerClient,
   createRunStore,
   loadConversation,
@@ -304,9 +303,9 @@ describe("fork and edit in their contract forms", () => {
 });
 
 describe("the client's other contract entries", () => {
-  it("createConversationList(client, filter) lists the caller's conversations live", async () => {
+  it("client.conversations(filter) lists the caller's conversations live", async () => {
     const made = client();
-    const list = createConversationList(made, { pageSize: 5 });
+    const list = made.conversations({ pageSize: 5 });
     await until(() => list.getSnapshot().phase === "ready", "the first page");
     const started = await startRun(app.url, "Listed live");
     await until(() => list.getSnapshot().rows[0]?.id === started.conversationId, "the new conversation on top");

@@ -62,3 +62,38 @@ describe("the conversation list", () => {
     expect(list.getSnapshot().attached).toBe(false);
   });
 });
+
+describe("client.conversations(), whose store is loaded with the first list", () => {
+  it("shows loading until then, and does what was asked meanwhile: attached once loaded, nothing read for a list detached or closed before", async () => {
+    const transport = createTestTransport({ autoplay: false });
+    transport.addConversation({ title: "only" });
+    const client = createRunledgerClient({ transport, storage: memoryStorage() });
+    clients.push(client);
+    const reads = () => transport.sent.filter((s) => s.name === "RunledgerConversations").length;
+
+    const shown = client.conversations({ attach: false });
+    expect(shown.getSnapshot()).toMatchObject({ phase: "loading", attached: false, rows: [] });
+    const closed = client.conversations();
+    closed.close();
+    const detached = client.conversations();
+    detached.detach();
+    shown.attach();
+    expect(shown.getSnapshot().attached).toBe(true);
+    await until(() => shown.getSnapshot().phase === "ready", "the list loaded and its first page read");
+    expect(shown.getSnapshot().rows.map((r) => r.title)).toEqual(["only"]);
+    expect(reads()).toBe(1);
+    expect(detached.getSnapshot()).toMatchObject({ phase: "loading", attached: false });
+    expect(closed.getSnapshot().attached).toBe(false);
+
+    await detached.refresh();
+    expect(reads()).toBe(1);
+    detached.attach();
+    await until(() => detached.getSnapshot().phase === "ready", "the detached list attached");
+    expect(reads()).toBe(2);
+    closed.attach();
+    await closed.refresh();
+    expect(reads()).toBe(2);
+    shown.close();
+    detached.close();
+  });
+});

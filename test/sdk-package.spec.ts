@@ -53,7 +53,7 @@ describe("the API types", () => {
 
 describe("a chat page's bundle", () => {
   it("imports on demand what a chat page may not use: the SSE transport, fork and edit, a gap's refill; the lists' documents stay out", async () => {
-    const onDemand = ["./sse.js", "./branch-actions.js", "./run-refill.js"];
+    const onDemand = ["./sse.js", "./branch-actions.js", "./run-refill.js", "./conversation-list.js"];
     const built = await esbuild.build({
       stdin: { contents: `export { createRunledgerClient } from "./packages/client/src/index.ts";`, resolveDir: ROOT, loader: "ts" },
       bundle: true,

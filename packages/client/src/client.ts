@@ -1,6 +1,8 @@
 // createRunledgerClient: one connection per client, and a store per
 // conversation on top of it.
 import { ConversationStore, type ConversationOptions, type ConversationState } from "./conversation.js";
+import type { ConversationList, ConversationListOptions } from "./conversation-list.js";
+import { lazyConversationList } from "./lazy-conversation-list.js";
 import { ClientCore, coreOf as coreOfClient, registerCore, type Result, type Success } from "./core.js";
 import type { Document } from "./documents.js";
 import { createAutoTransport } from "./fallback.js";
@@ -63,6 +65,14 @@ export interface RunledgerClient {
    */
   conversation(conversationId?: string | null, options?: ConversationOptions): ConversationStore;
   /** A store starting from a state a server render read (loadConversation): it shows the same, and rejoins the live run after its lastSeq. */
+  /**
+   * The caller's conversations, newest first, kept live (a list of its own per
+   * call; close() it when done). `filter`: `owner` (an admin's list of one
+   * owner's), `pageSize` (default 30), `attach` (default true). Its store is
+   * loaded with the first list (`loading` until then); createConversationList
+   * makes one at once, and bundles it with the page.
+   */
+  conversations(filter?: ConversationListOptions): ConversationList;
   hydrate(state: ConversationState, options?: Omit<ConversationOptions, "initial">): ConversationStore;
   /**
    * A query of your own on the client's connection and credential. Sent again,
@@ -140,6 +150,7 @@ export function createRunledgerClient(options: RunledgerClientOptions): Runledge
     connection: transport.connection,
     transport,
     conversation: (conversationId = null, conversationOptions) => new ConversationStore(core, conversationId, conversationOptions),
+    conversations: (filter) => lazyConversationList(core, filter),
     hydrate: (state, conversationOptions) => new ConversationStore(core, state.conversationId, { ...conversationOptions, initial: state }),
     query: (document, variables) => core.query(document, variables),
     mutate: (document, variables, field, mutateOptions) => core.mutate(document, variables, field, mutateOptions?.retry ?? false),

@@ -32,6 +32,20 @@ export interface ConversationListSnapshot {
   deleted: ReadonlySet<string>;
 }
 
+/** A live list of the caller's conversations: what createConversationList and client.conversations return. */
+export interface ConversationList extends Readable<ConversationListSnapshot> {
+  /** Listens to notices and reads the first page (what a view does once mounted, unless made attached). */
+  attach(): void;
+  /** Stops listening; the rows stay as they are. */
+  detach(): void;
+  /** Stops listening for good. */
+  close(): void;
+  /** Reads the first page again. */
+  refresh(): Promise<void>;
+  /** Reads the next page. */
+  loadMore(): Promise<void>;
+}
+
 export interface ConversationListOptions {
   /** Rows per page (default 30, at most 100). */
   pageSize?: number;
@@ -59,7 +73,7 @@ export function createConversationList(client: RunledgerClient, options: Convers
   return new ConversationListStore(coreOf(client), options);
 }
 
-export class ConversationListStore implements Readable<ConversationListSnapshot> {
+export class ConversationListStore implements ConversationList {
   readonly #core: ClientCore;
   readonly #pageSize: number;
   readonly #owner: string | null;

@@ -14,6 +14,7 @@ export {
 export {
   createConversationList,
   ConversationListStore,
+  type ConversationList,
   type ConversationListOptions,
   type ConversationListSnapshot,
   type ConversationRow,
