@@ -37,19 +37,29 @@ function connected(end: IpcEnd): boolean {
   return end.isConnected ? end.isConnected() : end.connected !== false;
 }
 
-/** Sends, dropping the message when the channel has closed (the other end is gone and will be told so otherwise). */
+/** The bus port on each channel, whose queued messages a cluster message must not overtake. */
+const busPorts = new WeakMap<IpcEnd, BusPort>();
+
+/**
+ * Sends, dropping the message when the channel has closed (the other end is
+ * gone and will be told so otherwise). A cluster message goes after what the
+ * bus posted before it ("drained" after a run's terminal event, say).
+ */
 export function sendTo(end: IpcEnd, message: ClusterMessage | BusMessage | unknown): void {
   if (!connected(end)) return;
+  if (isClusterMessage(message)) busPorts.get(end)?.flush();
   end.send(message, undefined, {}, () => {});
 }
 
 /** The event bus's side of an IPC channel. */
 export function ipcBusPort(end: IpcEnd): BusPort {
-  return busPort(
+  const port = busPort(
     (packet) => sendTo(end, packet),
     (listener) => {
       end.on("message", listener);
       return () => end.off("message", listener);
     },
   );
+  busPorts.set(end, port);
+  return port;
 }

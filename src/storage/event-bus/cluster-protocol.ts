@@ -8,6 +8,8 @@ import type { ConversationChange, RunEvent, RunEventBody } from "../../domain/ev
 /** Where a bus's messages go and come from: the IPC channel to the primary, or a MessagePort. */
 export interface BusPort {
   post(message: BusMessage): void;
+  /** Sends what was posted and not yet sent, now (before a message that must not overtake it, or an exit). */
+  flush(): void;
   /** Calls `listener` for every message that arrives; returns the function that stops it. */
   onMessage(listener: (message: BusMessage) => void): () => void;
 }
@@ -66,15 +68,21 @@ export function isBusMessage(message: unknown): message is BusMessage {
 }
 
 /**
- * A bus port over a channel's `send` and `listen`. What is posted in one
- * synchronous stretch (a burst of tokens, a relay's share of what it just
- * read) leaves as one message, at the end of it: each message costs both ends
- * a serialization and the channel a write, and under load this halves the
- * relay's CPU per event without delaying any.
+ * A bus port over a channel's `send` and `listen`. What is posted in one pass
+ * of the event loop (the tokens of every run that had its turn in it, a
+ * relay's share of what it just read) leaves as one message, once the pass is
+ * over (setImmediate): each message costs both ends a serialization and the
+ * channel a write. Under load one pass holds many turns (src/turns.ts), each
+ * a stretch of its own (docs/design.md, "The workers' channel", measures it);
+ * an idle loop goes on to the next pass at once, so a lone event is not held.
  */
 export function busPort(send: (packet: unknown) => void, listen: (listener: (packet: unknown) => void) => () => void): BusPort {
   let queue: BusMessage[] = [];
+  let scheduled: NodeJS.Immediate | null = null;
   const flush = () => {
+    if (scheduled) clearImmediate(scheduled);
+    scheduled = null;
+    if (queue.length === 0) return;
     const messages = queue;
     queue = [];
     send(messages.length === 1 ? messages[0] : ({ bus: "batch", messages } satisfies Packet));
@@ -82,8 +90,9 @@ export function busPort(send: (packet: unknown) => void, listen: (listener: (pac
   return {
     post(message) {
       queue.push(message);
-      if (queue.length === 1) queueMicrotask(flush);
+      scheduled ??= setImmediate(flush);
     },
+    flush,
     onMessage(listener) {
       return listen((received) => {
         if (!isBusMessage(received)) return;

@@ -404,6 +404,7 @@ export class ClusterEventBus implements EventBus {
     this.#watchers.clear();
     this.#watching.clear();
     this.#post({ bus: "bye" });
+    this.#port.flush();
     this.#stopListening();
     for (const pending of this.#pending.values()) pending.reject(new Error("the event bus is closed"));
     this.#pending.clear();
