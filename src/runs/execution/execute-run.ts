@@ -66,6 +66,8 @@ export async function executeRun(ctx: ExecutionContext, work: RunWork): Promise<
       trace: watch.trace,
       hooks: {
         onToken: (text, messageId, node) => {
+          // The partial output is exactly the text streamed: a token dropped as late is in neither.
+          if (settled) return;
           usage.timeToFirstTokenMs ??= Math.round(performance.now() - startedAt);
           watch.token();
           partial += text;
