@@ -292,6 +292,52 @@ describe("RedisEventBus", () => {
     }
   });
 
+  it("subscribes its pub/sub channels again after Redis cuts that connection, and closes with nothing left unhandled while it does", async () => {
+    const shared = options();
+    const a = await connectRedisEventBus(url, shared);
+    const b = await connectRedisEventBus(url, shared);
+    const pubsubIds = async () =>
+      ((await admin.client("LIST")) as string)
+        .split("\n")
+        .filter((line) => line.includes(`name=${shared.keyPrefix}bus-pubsub `))
+        .map((line) => /\bid=(\d+)/.exec(line)![1]!);
+    try {
+      const conversationId = randomUUID();
+      const channel = `${shared.keyPrefix}conversation:${conversationId}`;
+      const events = await b.subscribeConversation(conversationId);
+      const cancels: string[] = [];
+      b.onCancelRequest((runId) => cancels.push(runId));
+      const changes = await b.subscribeConversationChanges();
+      const killed = await pubsubIds();
+      expect(killed.length).toBe(2);
+      for (const id of killed) await admin.client("KILL", "ID", id);
+      // One SUBSCRIBE names every channel: once the conversation's is back, so are the others.
+      await within(
+        (async () => {
+          while (((await admin.call("PUBSUB", "NUMSUB", channel)) as [string, number])[1] !== 1) await new Promise((r) => setTimeout(r, 20));
+        })(),
+        "the conversation's channel subscribed again",
+      );
+      expect((await pubsubIds()).some((id) => killed.includes(id))).toBe(false);
+      await a.requestCancel("run-after-the-cut");
+      await a.publishConversationChange({ conversationId, kind: "updated", at: new Date() });
+      const run = a.openRun(randomUUID(), conversationId);
+      run.publish(running);
+      await run.flushed();
+      expect((await within(events.next(), "the conversation's event")).value).toMatchObject({ runId: run.runId, seq: 1 });
+      expect((await within(changes.next(), "the conversation change")).value).toMatchObject({ conversationId, kind: "updated" });
+      expect(cancels).toEqual(["run-after-the-cut"]);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+    // Cut again and closed at once, while the connections are being made again:
+    // a SUBSCRIBE that never gets its reply must not reject unhandled.
+    const c = await connectRedisEventBus(url, shared);
+    await c.subscribeConversation(randomUUID());
+    for (const id of await pubsubIds()) await admin.client("KILL", "ID", id);
+    await c.close();
+  });
+
   it("a live subscriber that the trimming overtook gets a replayGap for what it missed, then the rest", async () => {
     // Delivery is asynchronous here: a burst of more than `retention` events in
     // one pipeline is trimmed before B's reader gets to it. (The memory bus

@@ -176,7 +176,8 @@ export class RedisEventBus implements EventBus {
     };
     this.#prefix = this.#options.keyPrefix;
     this.#command = new Redis(url, this.#connectionOptions("command", { lazyConnect: true }));
-    this.#pubsub = new Redis(url, this.#connectionOptions("pubsub", { lazyConnect: true }));
+    // Subscribed again by #resubscribe: ioredis's own SUBSCRIBE after a reconnect has no handler (unhandled if the connection closes first).
+    this.#pubsub = new Redis(url, this.#connectionOptions("pubsub", { lazyConnect: true, autoResubscribe: false }));
     this.#pipeline = new CommandPipeline(this.#command);
     // Without a listener ioredis prints every connection error to the console.
     for (const connection of [this.#command, this.#pubsub]) connection.on("error", (error: Error) => this.#onConnectionError(error));
@@ -193,6 +194,7 @@ export class RedisEventBus implements EventBus {
 
   #start() {
     this.#pubsub.on("message", (channel: string, message: string) => this.#onMessage(channel, message));
+    this.#pubsub.on("ready", () => this.#resubscribe()); // every later "ready" is a new connection
     // An open run's log expires unless its instance renews it: a log whose
     // instance died goes away like a finished one.
     const renew = setInterval(() => this.#renewOpenLogs(), this.#openTtlMs / 3);
@@ -201,6 +203,13 @@ export class RedisEventBus implements EventBus {
       timer.unref();
       this.#timers.push(timer);
     }
+  }
+
+  /** Subscribes a pub/sub connection made again to every channel this bus listens on. */
+  #resubscribe() {
+    if (this.#closed) return;
+    const channels = [this.#changesChannel, this.#cancelChannel, ...this.#conversations.keys()];
+    this.#pubsub.subscribe(...channels).catch((error: Error) => this.#options.onError?.(error));
   }
 
   get #openTtlMs() {
