@@ -21,7 +21,18 @@ import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
 /** How long one pass of the loop gives turns before it lets the loop read its sockets again. */
 export const TURN_BUDGET_MS = 2;
 /** Turns one pass gives at most, however cheap each is. */
-const TURNS_PER_PASS = 64;
+export const TURNS_PER_PASS = 64;
+
+export interface TurnsOptions {
+  /**
+   * Wall-clock time one pass gives turns for; TURN_BUDGET_MS unless set. A
+   * process that loses its core mid-pass spends it too, so a count of turns
+   * per pass only holds with the budget out of the way (Infinity).
+   */
+  budgetMs?: number;
+  /** Turns one pass gives at most; TURNS_PER_PASS unless set. */
+  turnsPerPass?: number;
+}
 
 interface Pass {
   /** When its first callback ran; -1 until then. */
@@ -45,6 +56,13 @@ export class Turns {
   #next: Pass | null = null;
   /** How long each turn waited, in nanoseconds; read (and reset) by the admission limit. */
   readonly waits: RecordableHistogram = createHistogram();
+  readonly #budgetMs: number;
+  readonly #turnsPerPass: number;
+
+  constructor(options: TurnsOptions = {}) {
+    this.#budgetMs = options.budgetMs ?? TURN_BUDGET_MS;
+    this.#turnsPerPass = options.turnsPerPass ?? TURNS_PER_PASS;
+  }
 
   /**
    * Resolves on a later pass of the event loop, once everything that asked
@@ -67,7 +85,7 @@ export class Turns {
   // next callback looks at the clock. Those queued during it run in the next.
   #fill(): void {
     const pass = (this.#next ??= { start: -1, callbacks: 0 });
-    while (pass.callbacks < Math.min(this.waiting, TURNS_PER_PASS)) {
+    while (pass.callbacks < Math.min(this.waiting, this.#turnsPerPass)) {
       pass.callbacks++;
       setImmediate(() => this.#grantOne(pass));
     }
@@ -78,7 +96,7 @@ export class Turns {
     pass.callbacks--;
     const now = performance.now();
     if (pass.start < 0) pass.start = now;
-    if (now - pass.start < TURN_BUDGET_MS) {
+    if (now - pass.start < this.#budgetMs) {
       const next = this.#streams.shift() ?? this.#work.shift();
       if (next) {
         this.waits.record(Math.max(1, Math.round((now - next.at) * 1e6)));
