@@ -229,6 +229,7 @@ describe("never stale", () => {
     fake.enqueue({ kind: "silence", tokens: ["Thinking "] });
     await startViaApi("Running at the restart", first.conversationId);
     await runCard(page, 2).filter({ hasText: "RUNNING" }).waitFor();
+    await until(() => fake.asked("Running at the restart") > 0, "the run's model request, which takes the silence");
     const refused = (route: Route) => (route.request().method() === "POST" ? route.abort("connectionrefused") : route.continue());
     await page.route(/\/graphql$/, refused);
     const port = Number(new URL(app.url).port);

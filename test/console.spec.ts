@@ -581,6 +581,7 @@ describe("actions", () => {
     const page = await openConsole(`#/c/${running.conversationId}`);
     const main = page.getByRole("main");
     await runCard(page, 1).filter({ hasText: "RUNNING" }).waitFor();
+    await until(() => fake.asked(title) > 0, "the run's model request, which takes the silence");
 
     await main.getByRole("button", { name: "Delete" }).click();
     await page.getByRole("group", { name: "Confirm deletion" }).getByRole("button", { name: "Delete for good" }).click();

@@ -253,6 +253,8 @@ describe("three instances on one PostgreSQL and one Redis", () => {
       fake.enqueue({ kind: "silence", tokens: ["Half "] });
       const busy = await startRun(a.url, "A long question.", first.conversationId);
       await until(async () => (await gqlOk(b.url, RUN, { id: busy.runId })).run.status === "RUNNING", "the busy run executing");
+      // Its model request has taken the silence: cancelled before, it would leave the silence to the run that replaces it.
+      await until(() => fake.asked("A long question.") > 0, "the busy run's model request");
       // Sent to B, the message waits behind the run A executes.
       const queued = (await gqlOk(b.url, MULTITASK_START, { c: first.conversationId, m: "Later.", t: "ENQUEUE" })).startRun;
       expect(queued.run).toMatchObject({ status: "QUEUED", queueReason: "BEHIND_ACTIVE_RUN" });

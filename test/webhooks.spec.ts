@@ -319,6 +319,7 @@ for (const deployment of deployments) {
       fake.enqueue({ kind: "silence" });
       const cancelled = (await start({ message: "wait for ever" })).run.id;
       await until(async () => (await run(cancelled)).status === "RUNNING", "running");
+      await until(() => fake.asked("wait for ever") > 0, "its model request, which takes the silence");
       await call("alice", CANCEL, { id: cancelled });
       await settled(cancelled, "CANCELLED");
       await deliveredTo(failed, 1);

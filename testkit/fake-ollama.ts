@@ -128,6 +128,12 @@ export interface FakeOllama {
   openChatRequests(): number;
   /** Count of /api/chat requests whose response has closed so far (finished or aborted). */
   closedChatRequests(): number;
+  /**
+   * Count of /api/chat requests received whose last message is `text`. A run is
+   * RUNNING before it asks the model: a test that queued a step for that run
+   * waits for this before it starts another, or the other could take the step.
+   */
+  asked(text: string): number;
   setResponder(responder: FakeResponder): void;
   /** Queue steps used in order for the next requests; when the queue is empty the default responder answers. */
   enqueue(...steps: FakeStep[]): void;
@@ -610,6 +616,7 @@ export async function startFakeOllama(options: FakeOllamaOptions = {}): Promise<
     requests,
     openChatRequests: () => open,
     closedChatRequests: () => closed,
+    asked: (text) => requests.filter((r) => r.messages.at(-1)?.content === text).length,
     setResponder(next) {
       responder = next;
     },

@@ -212,16 +212,15 @@ export function describeSideDoorConformance(deployment: Deployment) {
     const ended = async (app: TestApp, credential: string, runId: string) =>
       !["QUEUED", "RUNNING"].includes((await as(app, credential, RUN_STATUS, { r: runId })).data?.run?.status);
     /** A run the model holds open (it streams a token, then nothing) until it is cancelled. */
-    const heldRequests = () => fake.requests.filter((r) => r.messages.at(-1)?.content === "Hold on.").length;
     const holdOpen = async (credential: string) => {
-      const before = heldRequests();
+      const before = fake.asked("Hold on.");
       fake.enqueue({ kind: "silence", tokens: ["Held "] });
       const started = (await as(first, credential, START, { message: "Hold on." })).data.startRun;
       expect(started.__typename).toBe("StartRunSuccess");
       await until(async () => (await as(first, credential, RUN_STATUS, { r: started.run.id })).data.run.status === "RUNNING", "the held run to run");
       // A run is RUNNING before it asks the model: until its request has taken the silence,
       // the next run's request could take it instead (and hang) while this one ends.
-      await until(() => heldRequests() > before, "the held run's model request");
+      await until(() => fake.asked("Hold on.") > before, "the held run's model request");
       return { conversation: started.conversation.id as string, run: started.run.id as string };
     };
 
