@@ -14,6 +14,8 @@ import { repetitions, sleep, type Scenario } from "./scenario.ts";
 
 const RUNS = 50;
 const INTERVAL_MS = 20;
+/** Tokens at each end of a run, told apart from the middle ones to say where the tail is: all runs stream their first and their last together. */
+const EDGE = 10;
 
 export const concurrent: Scenario = {
   name: "concurrent",
@@ -32,6 +34,8 @@ export const concurrent: Scenario = {
     const completed: number[] = [];
     const tokenLatency: Percentiles[] = [];
     const cpuPerToken: number[] = [];
+    /** Per repetition: p50 / p99 of each run's first EDGE tokens, its middle ones and its last EDGE. */
+    const edges: string[] = [];
     let lost = 0;
     try {
       // Warm-up: one round of 50 short runs, so the first measured round does not pay for JIT.
@@ -63,8 +67,13 @@ export const concurrent: Scenario = {
         lost += logs.filter((l) => !gotEveryToken(l, tokens)).length;
         const latency = percentiles(logs.flatMap((l) => l.latencies));
         tokenLatency.push(latency);
+        const part = (slice: (l: number[]) => number[]) => {
+          const p = percentiles(logs.flatMap((l) => slice(l.latencies)));
+          return `${p.p50.toFixed(1)} / ${p.p99.toFixed(1)}`;
+        };
+        edges.push(`${part((l) => l.slice(0, EDGE))}, ${part((l) => l.slice(EDGE, -EDGE))}, ${part((l) => l.slice(-EDGE))}`);
         options.log(
-          `  rep ${rep + 1}/${reps}: ${completed.at(-1)}/${RUNS} completed, loop delay p99 ${busy.at(-1)!.p99.toFixed(2)} ms (idle ${idle.at(-1)!.p99.toFixed(2)} ms), token p50 ${latency.p50.toFixed(1)} / p99 ${latency.p99.toFixed(1)} ms, server CPU ${cpuPerToken.at(-1)!.toFixed(3)} ms a token`,
+          `  rep ${rep + 1}/${reps}: ${completed.at(-1)}/${RUNS} completed, loop delay p99 ${busy.at(-1)!.p99.toFixed(2)} ms (idle ${idle.at(-1)!.p99.toFixed(2)} ms), token p50 ${latency.p50.toFixed(1)} / p99 ${latency.p99.toFixed(1)} ms, server CPU ${cpuPerToken.at(-1)!.toFixed(3)} ms a token; first, middle, last tokens p50 / p99 ${edges.at(-1)} ms`,
         );
       }
     } finally {
@@ -87,6 +96,9 @@ export const concurrent: Scenario = {
         case: `${RUNS} runs at once`,
         metric: "token latency, model → subscriber",
         runledger: dist("ms", tokenLatency),
+        notes: [
+          `where the tail is, p50 / p99 of each run's first ${EDGE} tokens, its middle ones and its last ${EDGE}, per repetition: ${edges.join("; ")} ms`,
+        ],
       },
       {
         scenario: "concurrent",
