@@ -30,8 +30,6 @@ export interface TurnsOptions {
    * per pass only holds with the budget out of the way (Infinity).
    */
   budgetMs?: number;
-  /** Turns one pass gives at most; TURNS_PER_PASS unless set. */
-  turnsPerPass?: number;
 }
 
 interface Pass {
@@ -57,11 +55,9 @@ export class Turns {
   /** How long each turn waited, in nanoseconds; read (and reset) by the admission limit. */
   readonly waits: RecordableHistogram = createHistogram();
   readonly #budgetMs: number;
-  readonly #turnsPerPass: number;
 
   constructor(options: TurnsOptions = {}) {
     this.#budgetMs = options.budgetMs ?? TURN_BUDGET_MS;
-    this.#turnsPerPass = options.turnsPerPass ?? TURNS_PER_PASS;
   }
 
   /**
@@ -85,7 +81,7 @@ export class Turns {
   // next callback looks at the clock. Those queued during it run in the next.
   #fill(): void {
     const pass = (this.#next ??= { start: -1, callbacks: 0 });
-    while (pass.callbacks < Math.min(this.waiting, this.#turnsPerPass)) {
+    while (pass.callbacks < Math.min(this.waiting, TURNS_PER_PASS)) {
       pass.callbacks++;
       setImmediate(() => this.#grantOne(pass));
     }

@@ -129,7 +129,8 @@ export interface FakeOllama {
   /** Count of /api/chat requests whose response has closed so far (finished or aborted). */
   closedChatRequests(): number;
   /**
-   * Count of /api/chat requests received whose last message is `text`. A run is
+   * Count of /api/chat requests received whose last message is `text` (counted
+   * from `requests`, so none with keepRequests: false). A run is
    * RUNNING before it asks the model: a test that queued a step for that run
    * waits for this before it starts another, or the other could take the step.
    */
