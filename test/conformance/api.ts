@@ -382,20 +382,33 @@ export function describeApiConformance(deployment: Deployment) {
     it("tells conversationsChanged subscribers of creations, renames and deletions, on both transports", async () => {
       const { runId, conversationId } = await start("Soon renamed.");
       await waitForRun(app.url, runId);
-      for (const { client } of TRANSPORTS) {
+      // A change is told to the subscriptions on the bus when it is published: each one is
+      // listening once the bus counts it (a fixed wait was too short for a loaded machine).
+      const changeSubscribers = () => app.services.bus.stats().changeSubscribers;
+      const listening = async (client: (typeof TRANSPORTS)[number]["client"]) => {
+        const before = changeSubscribers();
         const stream = collect(client(app.url), CONVERSATIONS_CHANGED);
-        await new Promise((resolve) => setTimeout(resolve, 100));
+        await until(() => changeSubscribers() > before, "the subscription on the bus");
+        return {
+          results: stream.results,
+          dispose: () => {
+            stream.dispose();
+            return until(() => changeSubscribers() === before, "the subscription to end");
+          },
+        };
+      };
+      for (const { client } of TRANSPORTS) {
+        const stream = await listening(client);
         const title = `Renamed ${randomUUID().slice(0, 4)}`;
         expect((await gqlOk(app.url, RENAME, { id: conversationId, title })).renameConversation.__typename).toBe("RenameConversationSuccess");
         await until(() => stream.results.some((r) => r.conversationsChanged.title === title), "the rename notice");
-        stream.dispose();
+        await stream.dispose();
       }
-      const stream = collect(TRANSPORTS[0]!.client(app.url), CONVERSATIONS_CHANGED);
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      const stream = await listening(TRANSPORTS[0]!.client);
       expect((await gqlOk(app.url, DELETE, { id: conversationId })).deleteConversation).toEqual({ __typename: "DeleteConversationSuccess", conversationId });
       const notice = (await until(() => stream.results.find((r) => r.conversationsChanged.deleted), "the deletion notice")).conversationsChanged;
       expect(notice).toMatchObject({ id: conversationId, deleted: true, activeRun: null, latestRun: null });
-      stream.dispose();
+      await stream.dispose();
       expect((await gqlOk(app.url, CONVERSATION, { id: conversationId })).conversation).toBeNull();
       expect((await gqlOk(app.url, NODE, { id: runId })).node).toBeNull();
     });
