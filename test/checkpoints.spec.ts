@@ -10,6 +10,7 @@ import { startFakeOllama, defaultResponder, type FakeOllama } from "../testkit/f
 import { startTestApp, waitForRun } from "../testkit/app.ts";
 import { collect, gql, gqlOk, sseClient, wsClient } from "../testkit/graphql.ts";
 import { START_RUN } from "../testkit/documents.ts";
+import { until } from "../testkit/streaming.ts";
 import { buildChatGraph } from "../src/agent/chat-graph.ts";
 import { threadConfig } from "../src/agent/runtime.ts";
 import type { App } from "../src/app.ts";
@@ -300,10 +301,11 @@ describe("CheckpointEvent.checkpoint", () => {
   it("resolves each event's checkpoint fresh on a subscription that spans runs", async () => {
     const { conversationId } = await turn("Opening message");
     const client = wsClient(app.url);
+    const before = app.services.bus.stats().conversationSubscribers;
     const sub = collect(client, EVENTS, { id: conversationId });
     try {
-      // Let the subscription register before the runs start.
-      await new Promise((r) => setTimeout(r, 100));
+      // The subscription is on the bus before the runs start (a fixed wait can be too short on a loaded machine).
+      await until(() => app.services.bus.stats().conversationSubscribers > before, "the subscription on the bus");
       const second = await turn("Second", conversationId);
       const third = await turn("Third", conversationId);
       for (let i = 0; i < 200 && sub.results.filter((r) => r.conversationEvents.__typename === "CheckpointEvent").length < 6; i += 1) {
