@@ -149,7 +149,7 @@ describe("a burst behind a model that serves two chats at once", () => {
       return /^runledger_runs_active 1$/m.test(metrics) && /^runledger_runs_queued 1$/m.test(metrics);
     }, "the metrics to count the turned-away run as queued, not executing");
     // Its slot is free: a third run is admitted to the endpoint meanwhile (and turned away in its turn).
-    const asked = (text: string) => fake!.requests.filter((r) => r.messages.at(-1)?.content === text).length;
+    const asked = (text: string) => fake!.asked(text);
     const third = await start(on, "third");
     await until(async () => asked("third") > 0, "the third run to reach the model");
     // Cancelled while queued again, it ends at once, and its chat is never sent again.
@@ -192,7 +192,7 @@ describe("a burst behind a model that serves two chats at once", () => {
       // Never queued again: it waited where it was, and sent its chat again after the backoff.
       const statuses = (await stream.done).map((e: any) => e.runEvents).filter((e: any) => e.__typename === "RunStatusEvent");
       expect(statuses.map((e: any) => e.status)).toEqual(["RUNNING", "COMPLETED"]);
-      expect(fake!.requests.filter((r) => r.messages.at(-1)?.content === "second").length).toBeGreaterThan(1);
+      expect(fake!.asked("second")).toBeGreaterThan(1);
     } finally {
       await ws.dispose();
     }
